@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs everything the build, the tests, the demo and the benchmarks need. Idempotent: packages
+# already present are skipped, so a second run costs one dpkg query.
+set -euo pipefail
+
+APT_PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build ccache pkg-config clang-format clang-tidy curl
+  # runtime: LibTorch (CPU) and c10d's Gloo headers
+  libtorch-dev libgloo-dev
+  # runtime libraries
+  libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
+  libcurl4-openssl-dev libarchive-dev libssl-dev zlib1g-dev
+  # tests
+  libgtest-dev libgmock-dev googletest python3
+  # real data for the demo and the accuracy benchmark
+  dataset-fashion-mnist
+  # the PyTorch side of side-by-side benchmarks (belongs to /usr/bin/python3)
+  python3-torch python3-torchvision
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all packages present"
+fi
