@@ -1,0 +1,182 @@
+#include "cli/options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+
+namespace cifar::cli {
+namespace {
+
+// The seed projects use two-letter single-dash flags (-md, -nc), which CLI11 (like getopt) reads
+// as bundles of one-letter flags; they are renamed to their long forms before parsing.
+std::vector<std::string> seed_compatible_args(int argc, const char* const argv[]) {
+  static const std::map<std::string, std::string> kRenames = {{"-md", "--model-dir"},
+                                                              {"-nc", "--num-classes"}};
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    for (const auto& [seed, long_form] : kRenames) {
+      if (arg == seed) {
+        arg = long_form;
+      } else if (arg.rfind(seed + "=", 0) == 0) {
+        arg = long_form + arg.substr(seed.size());
+      }
+    }
+    args.push_back(std::move(arg));
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
+  return args;
+}
+
+void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, bool& verbose) {
+  app.get_formatter()->column_width(36);
+
+  app.add_option("-m,--model", c.model, "Network to train")
+      ->check(CLI::IsMember(models::model_names()))
+      ->capture_default_str();
+  app.add_option("--model-dir", c.model_dir,
+                 "Directory for checkpoints and monitor.jsonl (seed flag: -md)")
+      ->capture_default_str();
+  app.add_option("--num-classes", c.num_classes,
+                 "Number of classes (seed flag: -nc); 20 or 100 select CIFAR-100's coarse or "
+                 "fine labels")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("-n,--name", c.name, "Run name: checkpoint prefix and metrics job label "
+                                      "(default: the model name)");
+  app.add_option("-e,--epochs", c.epochs, "Epochs to train")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("-b,--batch-size", c.batch_size, "Batch size")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("-c,--context", context, "Device: cpu, cuda (cudnn is accepted for cuda)")
+      ->check(CLI::IsMember({"cpu", "cuda", "cudnn"}))
+      ->capture_default_str();
+
+  app.add_option("-d,--dataset", c.dataset, "Dataset")
+      ->check(CLI::IsMember({"cifar10", "cifar100", "fashion-mnist", "synthetic"}))
+      ->capture_default_str();
+  app.add_option("--data-dir", c.data_dir,
+                 "Dataset directory (default: data/<dataset>; Debian's files for fashion-mnist; "
+                 "<model-dir>/synthetic-data for synthetic)");
+  app.add_flag("--download", c.download,
+               "Download the official CIFAR archive into --data-dir if missing (MD5-checked)");
+  app.add_option("--download-mirror", c.download_mirror,
+                 "Base URL that replaces the official archive's (air-gapped clusters)");
+  app.add_option("--train-limit", c.train_limit, "Use only the first N training images")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--synthetic-train-size", c.synthetic_train_size, "Synthetic training images")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--synthetic-test-size", c.synthetic_test_size, "Synthetic test images")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("!--no-augment", c.augment, "Disable random crop and flip");
+
+  auto& o = c.optimizer;
+  app.add_option("--optimizer", o.name, "Optimizer")
+      ->check(CLI::IsMember({"sgd", "adam"}))
+      ->capture_default_str();
+  app.add_option("--lr", c.schedule.base_lr, "Base (peak) learning rate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--momentum", o.momentum, "SGD momentum")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_flag("!--no-nesterov", o.nesterov, "Plain instead of Nesterov momentum");
+  app.add_option("--weight-decay", o.weight_decay, "L2 weight decay")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  const std::map<std::string, train::ScheduleKind> schedules = {
+      {"constant", train::ScheduleKind::kConstant},
+      {"step", train::ScheduleKind::kStep},
+      {"cosine", train::ScheduleKind::kCosine},
+      {"onecycle", train::ScheduleKind::kOneCycle}};
+  app.add_option("--schedule", c.schedule.kind,
+                 "Learning-rate schedule: constant, step, cosine (default), onecycle")
+      ->transform(CLI::CheckedTransformer(schedules, CLI::ignore_case));
+  app.add_option("--warmup-epochs", c.schedule.warmup_epochs, "Linear warm-up (epochs)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--step-epochs", c.schedule.step_epochs, "step schedule: epochs per decay")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--gamma", c.schedule.gamma, "step schedule: decay factor")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--final-lr-fraction", c.schedule.final_lr_fraction,
+                 "cosine/onecycle: final rate as a fraction of --lr")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--label-smoothing", c.label_smoothing, "Label smoothing")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("-s,--seed", c.seed, "Random seed (model init, shuffling, augmentation)")
+      ->capture_default_str();
+
+  app.add_option("-t,--threads", c.threads, "Intra-op threads (0: all cores)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--workers", c.loader_workers, "Data loader threads")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-steps", c.max_steps, "Stop after this many steps in all (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--checkpoint-every", c.checkpoint_every_steps,
+                 "Also checkpoint every N steps (checkpoints are always written after each epoch)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--keep-checkpoints", c.keep_checkpoints, "Checkpoints kept")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--resume", c.resume, "Continue from the newest checkpoint in --model-dir");
+
+  app.add_option("--metrics-port", c.metrics_port,
+                 "Prometheus endpoint port (0: pick a free one, -1: off)")
+      ->check(CLI::Range(-1, 65535))
+      ->capture_default_str();
+  app.add_option("--metrics-bind", c.metrics_bind, "Address the metrics endpoint binds")
+      ->capture_default_str();
+  app.add_option("--progress", c.progress, "Progress display")
+      ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
+      ->capture_default_str();
+  app.add_option("--log-every", c.log_every_steps,
+                 "Steps between progress lines (0: about ten an epoch)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("-v,--verbose", verbose, "Debug logging");
+}
+
+}  // namespace
+
+ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
+  CLI::App app{"cifar-train: trains CIFAR-10/100 (and Fashion-MNIST) image classifiers",
+               "cifar-train"};
+  ParsedCommandLine parsed;
+  train::TrainConfig config;
+  std::string context = "cpu";
+  add_options(app, config, context, parsed.verbose);
+
+  auto args = seed_compatible_args(argc, argv);
+  try {
+    app.parse(args);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    parsed.exit_code = 0;
+    return parsed;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "cifar-train: error: " << e.what() << "\nRun 'cifar-train --help' for usage.\n";
+    parsed.exit_code = 2;
+    return parsed;
+  }
+  config.device = context == "cudnn" ? "cuda" : context;
+  parsed.config = std::move(config);
+  return parsed;
+}
+
+}  // namespace cifar::cli

@@ -1,0 +1,85 @@
+#include "metrics/runtime_metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace cifar::metrics {
+namespace {
+
+prometheus::Labels labels_of(const Identity& id) {
+  return {{"job", id.job}, {"role", id.role}, {"index", id.index}};
+}
+
+// Step times span ~1 ms (small nets on GPU) to tens of seconds (big nets on 2 CPU cores).
+prometheus::Histogram::BucketBoundaries step_buckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+}
+
+}  // namespace
+
+RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind_address)
+    : registry_(std::make_shared<prometheus::Registry>()) {
+  const auto labels = labels_of(identity);
+  auto& r = *registry_;
+  auto counter = [&](const char* name, const char* help) {
+    return &prometheus::BuildCounter().Name(name).Help(help).Register(r).Add(labels);
+  };
+  auto gauge = [&](const char* name, const char* help) {
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add(labels);
+  };
+  auto histogram = [&](const char* name, const char* help) {
+    return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add(labels,
+                                                                               step_buckets());
+  };
+  steps_ = counter("cifar_steps_total", "Training steps (optimizer updates) completed.");
+  images_ = counter("cifar_images_total", "Training images processed.");
+  data_wait_ = counter("cifar_data_wait_seconds_total",
+                       "Time the training loop spent waiting for the data loader.");
+  checkpoints_ = counter("cifar_checkpoints_total", "Checkpoints written.");
+  loss_ = gauge("cifar_loss", "Training loss of the latest step.");
+  train_accuracy_ = gauge("cifar_train_accuracy", "Training accuracy of the current epoch so far.");
+  test_accuracy_ = gauge("cifar_test_accuracy", "Test-set accuracy of the latest evaluation.");
+  epoch_ = gauge("cifar_epoch", "Current epoch (1-based).");
+  images_per_second_ = gauge("cifar_images_per_second", "Training throughput, images per second.");
+  step_seconds_ = histogram("cifar_step_seconds", "Wall time of one training step.");
+  checkpoint_seconds_ = histogram("cifar_checkpoint_seconds", "Time to write one checkpoint.");
+
+  if (!bind_address.empty()) {
+    exposer_ = std::make_unique<prometheus::Exposer>(bind_address);
+    exposer_->RegisterCollectable(registry_);
+  }
+}
+
+RuntimeMetrics::~RuntimeMetrics() = default;
+
+uint16_t RuntimeMetrics::port() const {
+  if (!exposer_) return 0;
+  const auto ports = exposer_->GetListeningPorts();
+  return ports.empty() ? 0 : static_cast<uint16_t>(ports.front());
+}
+
+void RuntimeMetrics::record_step(const Step& step) {
+  steps_->Increment();
+  images_->Increment(static_cast<double>(step.images));
+  data_wait_->Increment(step.data_wait_seconds);
+  loss_->Set(step.loss);
+  train_accuracy_->Set(step.accuracy);
+  images_per_second_->Set(step.images_per_second);
+  step_seconds_->Observe(step.seconds);
+}
+
+void RuntimeMetrics::set_epoch(int64_t epoch) { epoch_->Set(static_cast<double>(epoch)); }
+
+void RuntimeMetrics::set_test_accuracy(double accuracy) { test_accuracy_->Set(accuracy); }
+
+void RuntimeMetrics::record_checkpoint(double seconds) {
+  checkpoints_->Increment();
+  checkpoint_seconds_->Observe(seconds);
+}
+
+prometheus::Registry& RuntimeMetrics::registry() { return *registry_; }
+
+}  // namespace cifar::metrics

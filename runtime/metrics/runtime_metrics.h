@@ -1,0 +1,68 @@
+// The runtime's Prometheus metrics (DESIGN.md "Metrics"), served over HTTP by prometheus-cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace prometheus {
+class Counter;
+class Exposer;
+class Gauge;
+class Histogram;
+class Registry;
+}  // namespace prometheus
+
+namespace cifar::metrics {
+
+// Who is reporting: the `job`, `role` and `index` labels every series carries.
+struct Identity {
+  std::string job = "local";
+  std::string role = "master";
+  std::string index = "0";
+};
+
+class RuntimeMetrics {
+ public:
+  // Serves /metrics at `bind_address` ("0.0.0.0:9464"; port 0 picks a free one). An empty
+  // address keeps the metrics in memory without serving them.
+  RuntimeMetrics(const Identity& identity, const std::string& bind_address);
+  ~RuntimeMetrics();
+  RuntimeMetrics(const RuntimeMetrics&) = delete;
+  RuntimeMetrics& operator=(const RuntimeMetrics&) = delete;
+
+  // The port actually listened on, 0 when not serving.
+  [[nodiscard]] uint16_t port() const;
+
+  struct Step {
+    double seconds = 0;            // wall time of the whole step
+    double data_wait_seconds = 0;  // of which spent waiting for the loader
+    int64_t images = 0;
+    double loss = 0;
+    double accuracy = 0;  // running train accuracy of the epoch
+    double images_per_second = 0;
+  };
+  void record_step(const Step& step);
+  void set_epoch(int64_t epoch);
+  void set_test_accuracy(double accuracy);
+  void record_checkpoint(double seconds);
+
+  [[nodiscard]] prometheus::Registry& registry();
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  prometheus::Counter* steps_;
+  prometheus::Counter* images_;
+  prometheus::Counter* data_wait_;
+  prometheus::Counter* checkpoints_;
+  prometheus::Gauge* loss_;
+  prometheus::Gauge* train_accuracy_;
+  prometheus::Gauge* test_accuracy_;
+  prometheus::Gauge* epoch_;
+  prometheus::Gauge* images_per_second_;
+  prometheus::Histogram* step_seconds_;
+  prometheus::Histogram* checkpoint_seconds_;
+};
+
+}  // namespace cifar::metrics

@@ -1,0 +1,53 @@
+// Checkpoints: model, optimizer, progress counters and RNG state in one file, written atomically
+// (temp file, fsync, rename), the newest `keep` kept. A resumed run continues bit-exactly.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cifar::train {
+
+// Where training stands. Running sums of the current epoch are kept so that an epoch resumed
+// in the middle reports the same loss and accuracy as an uninterrupted one.
+struct TrainState {
+  int64_t epoch = 0;           // epochs completed
+  int64_t step = 0;            // optimizer steps completed
+  int64_t batch_in_epoch = 0;  // batches of epoch `epoch + 1` completed
+  double epoch_loss_sum = 0;
+  int64_t epoch_correct = 0;
+  int64_t epoch_seen = 0;
+  double epoch_seconds = 0;
+  double best_test_accuracy = 0;
+};
+
+class CheckpointManager {
+ public:
+  CheckpointManager(std::filesystem::path dir, std::string prefix, int keep);
+
+  // Writes a checkpoint for `state` and deletes all but the newest `keep`; returns its path.
+  std::filesystem::path save(const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
+                             const TrainState& state) const;
+  // Restores the newest readable checkpoint into `model` and `optimizer` (and the global RNG);
+  // an unreadable one (torn by a crash) is reported and the next older one tried.
+  std::optional<TrainState> load_latest(torch::nn::Module& model,
+                                        torch::optim::Optimizer& optimizer) const;
+  // Checkpoints present, oldest first.
+  [[nodiscard]] std::vector<std::filesystem::path> list() const;
+
+  // Reads just the model weights (evaluation, tests).
+  static void load_model(const std::filesystem::path& file, torch::nn::Module& model);
+  static TrainState read_state(const std::filesystem::path& file);
+
+ private:
+  std::filesystem::path dir_;
+  std::string prefix_;
+  int keep_;
+};
+
+}  // namespace cifar::train

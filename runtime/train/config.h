@@ -1,0 +1,69 @@
+// Everything a training run is configured by; filled from the command line (cli/) or, in the
+// distributed issues, from the operator's env. No torch here, so the CLI compiles fast.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cifar::train {
+
+enum class ScheduleKind { kConstant, kStep, kCosine, kOneCycle };
+
+struct ScheduleOptions {
+  ScheduleKind kind = ScheduleKind::kCosine;
+  double base_lr = 0.05;
+  double warmup_epochs = 0;   // linear ramp from 0 (all kinds but one-cycle, which has its own)
+  double step_epochs = 30;    // kStep: multiply by `gamma` every `step_epochs`
+  double gamma = 0.1;
+  double final_lr_fraction = 0;  // kCosine / kOneCycle: lr at the end as a fraction of base_lr
+  double one_cycle_peak_fraction = 0.25;  // kOneCycle: where the peak sits in the run
+};
+
+struct OptimizerOptions {
+  std::string name = "sgd";  // sgd | adam
+  double momentum = 0.9;
+  bool nesterov = true;
+  double weight_decay = 5e-4;
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+};
+
+struct TrainConfig {
+  // What to train.
+  std::string model = "simplecnn";
+  std::string model_dir = "model/simplecnn";  // checkpoints, monitor.jsonl
+  std::string name;                           // run name (checkpoint prefix, metrics job label)
+  int64_t num_classes = 10;
+  // Data.
+  std::string dataset = "cifar10";  // cifar10 | cifar100 | fashion-mnist | synthetic
+  std::string data_dir;             // empty: a per-dataset default
+  bool download = false;
+  std::string download_mirror;  // replaces the official archive's base URL
+  int64_t train_limit = 0;      // use only the first N training images (0 = all)
+  int64_t synthetic_train_size = 5000;
+  int64_t synthetic_test_size = 1000;
+  bool augment = true;
+  // Optimisation.
+  int64_t epochs = 100;
+  int64_t batch_size = 64;
+  OptimizerOptions optimizer;
+  ScheduleOptions schedule;
+  double label_smoothing = 0;
+  uint64_t seed = 1;
+  // Execution.
+  std::string device = "cpu";  // cpu | cuda
+  int threads = 0;             // intra-op threads; 0 = all cores
+  int loader_workers = 2;
+  int64_t max_steps = 0;  // stop after this many steps in total (0 = run all epochs)
+  // Checkpoints.
+  int64_t checkpoint_every_steps = 0;  // besides the end of every epoch (0 = epochs only)
+  int keep_checkpoints = 3;
+  bool resume = false;
+  // Reporting.
+  int metrics_port = 9464;  // -1 disables the endpoint; 0 picks a free port
+  std::string metrics_bind = "0.0.0.0";
+  std::string progress = "auto";  // auto | bar | lines | none
+  int64_t log_every_steps = 0;    // plain-line progress interval (0 = ~10 lines an epoch)
+};
+
+}  // namespace cifar::train

@@ -1,0 +1,35 @@
+// Single-process training: data, model, optimiser, schedule, evaluation, checkpoints, reporting.
+#pragma once
+
+#include <cstdint>
+
+#include "train/config.h"
+
+namespace cifar::train {
+
+// Where the time of the training steps went (seconds, summed over the run).
+struct TimeBreakdown {
+  double data_wait = 0;
+  double forward = 0;  // forward pass and loss
+  double backward = 0;
+  double optimizer = 0;  // learning-rate update and optimizer step
+  double other = 0;      // statistics, metrics, progress, step-checkpoints
+  [[nodiscard]] double total() const { return data_wait + forward + backward + optimizer + other; }
+};
+
+struct TrainResult {
+  int64_t epochs_completed = 0;
+  int64_t steps = 0;
+  double train_loss = 0;
+  double train_accuracy = 0;
+  double test_loss = 0;
+  double test_accuracy = 0;
+  double best_test_accuracy = 0;
+  double images_per_second = 0;  // over this process's training steps
+  TimeBreakdown time;
+};
+
+// Runs the configured training to completion (or --max-steps). Throws on bad data or options.
+TrainResult run_training(const TrainConfig& config);
+
+}  // namespace cifar::train

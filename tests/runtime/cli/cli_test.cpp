@@ -1,0 +1,131 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli/options.h"
+#include "tests/support/process.h"
+
+namespace cifar::cli {
+namespace {
+using cifar::testing::run_process;
+using cifar::testing::TempDir;
+
+ParsedCommandLine parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "cifar-train");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  return parse_command_line(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(CommandLine, AcceptsTheSeedFlags) {
+  const auto p = parse({"-m", "simplecnn", "-md", "model/simplecnn", "-nc", "10", "-e", "100",
+                        "-c", "cpu", "-b", "64", "-n", "cifar10-simplecnn"});
+  ASSERT_TRUE(p.config.has_value());
+  EXPECT_EQ(p.config->model, "simplecnn");
+  EXPECT_EQ(p.config->model_dir, "model/simplecnn");
+  EXPECT_EQ(p.config->num_classes, 10);
+  EXPECT_EQ(p.config->epochs, 100);
+  EXPECT_EQ(p.config->device, "cpu");
+  EXPECT_EQ(p.config->batch_size, 64);
+  EXPECT_EQ(p.config->name, "cifar10-simplecnn");
+}
+
+TEST(CommandLine, CudnnContextMeansCuda) {
+  const auto p = parse({"--context", "cudnn"});
+  ASSERT_TRUE(p.config.has_value());
+  EXPECT_EQ(p.config->device, "cuda");
+}
+
+TEST(CommandLine, TrainingOptionsReachTheConfig) {
+  const auto p = parse({"--optimizer", "adam", "--lr", "0.002", "--schedule", "onecycle",
+                        "--weight-decay", "0", "--label-smoothing", "0.1", "--no-augment",
+                        "--resume", "-nc=100", "-d", "cifar100"});
+  ASSERT_TRUE(p.config.has_value());
+  EXPECT_EQ(p.config->optimizer.name, "adam");
+  EXPECT_DOUBLE_EQ(p.config->schedule.base_lr, 0.002);
+  EXPECT_EQ(p.config->schedule.kind, train::ScheduleKind::kOneCycle);
+  EXPECT_DOUBLE_EQ(p.config->label_smoothing, 0.1);
+  EXPECT_FALSE(p.config->augment);
+  EXPECT_TRUE(p.config->resume);
+  EXPECT_EQ(p.config->num_classes, 100);
+}
+
+// Bad flags and values: a clear message, exit code 2, from the real binary.
+struct BadUsage {
+  std::vector<std::string> args;
+  std::string message_part;
+};
+
+class BadUsageTest : public ::testing::TestWithParam<BadUsage> {};
+
+TEST_P(BadUsageTest, ExitsWithCode2AndSaysWhy) {
+  std::vector<std::string> argv = {CIFAR_TRAIN_BIN};
+  argv.insert(argv.end(), GetParam().args.begin(), GetParam().args.end());
+  const auto r = run_process(argv);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(GetParam().message_part), std::string::npos) << r.output;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    CommandLine, BadUsageTest,
+    ::testing::Values(BadUsage{{"--no-such-flag"}, "--no-such-flag"},
+                      BadUsage{{"-e", "0"}, "--epochs"},
+                      BadUsage{{"-b", "lots"}, "--batch-size"},
+                      BadUsage{{"-m", "vgg99"}, "vgg99"},
+                      BadUsage{{"-c", "tpu"}, "tpu"},
+                      BadUsage{{"--schedule", "sawtooth"}, "sawtooth"},
+                      BadUsage{{"--lr", "-1"}, "--lr"},
+                      BadUsage{{"-d", "fashion-mnist", "-nc", "7", "-md", "/nonexistent/x"},
+                               "10 classes but -nc is 7"},
+                      BadUsage{{"-d", "cifar100", "-nc", "10", "--data-dir", "/nonexistent"},
+                               "-nc must be 100 or 20"}));
+
+#ifndef CIFAR_WITH_CUDA
+TEST(CommandLine, CudaOnACpuBuildIsAClearError) {
+  TempDir work;
+  const auto r = run_process({CIFAR_TRAIN_BIN, "-c", "cuda", "-d", "synthetic", "-md",
+                              (work.path() / "m").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("no CUDA device"), std::string::npos) << r.output;
+}
+#endif
+
+TEST(CommandLine, HelpListsTheSeedFlagsAndExitsZero) {
+  const auto r = run_process({CIFAR_TRAIN_BIN, "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* flag : {"--model", "-md", "-nc", "--epochs", "--context", "--batch-size",
+                           "--resume", "--download", "--metrics-port"}) {
+    EXPECT_NE(r.output.find(flag), std::string::npos) << flag;
+  }
+}
+
+// Bad data reaches the user as one clear line naming the file, exit code 1.
+TEST(CommandLine, MissingDataNamesTheFile) {
+  TempDir work;
+  const auto r = run_process({CIFAR_TRAIN_BIN, "-d", "cifar10", "--data-dir",
+                              (work.path() / "nothing-here").string(), "-md",
+                              (work.path() / "m").string(), "--metrics-port", "-1"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("data_batch_1.bin"), std::string::npos) << r.output;
+}
+
+TEST(CommandLine, TruncatedDataNamesTheFileAndOffset) {
+  TempDir work;
+  const auto data = work.path() / "cifar";
+  std::filesystem::create_directories(data);
+  for (const char* name : {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
+                           "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"}) {
+    std::ofstream out(data / name, std::ios::binary);
+    const std::string record(3073, '\x01');
+    out << record << record;
+  }
+  std::filesystem::resize_file(data / "data_batch_3.bin", 3073 + 1000);
+  const auto r = run_process({CIFAR_TRAIN_BIN, "-d", "cifar10", "--data-dir", data.string(), "-md",
+                              (work.path() / "m").string(), "--metrics-port", "-1"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("data_batch_3.bin"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("3073"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace cifar::cli

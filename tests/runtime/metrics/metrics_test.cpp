@@ -1,0 +1,89 @@
+#include "metrics/runtime_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "tests/support/process.h"
+
+namespace cifar::metrics {
+namespace {
+using cifar::testing::http_get;
+
+// The runtime metrics DESIGN.md names for a single process.
+const std::vector<std::string> kNamedMetrics = {
+    "cifar_steps_total",     "cifar_images_total",       "cifar_loss",
+    "cifar_train_accuracy",  "cifar_test_accuracy",      "cifar_epoch",
+    "cifar_step_seconds",    "cifar_images_per_second",  "cifar_data_wait_seconds_total",
+    "cifar_checkpoint_seconds", "cifar_checkpoints_total"};
+
+// The value of `name{...labels...}` in a Prometheus text exposition, NaN if absent.
+double sample(const std::string& exposition, const std::string& name) {
+  const std::regex line("(^|\\n)" + name + "\\{[^}]*\\} ([0-9.eE+-]+)");
+  std::smatch m;
+  if (!std::regex_search(exposition, m, line)) return std::nan("");
+  return std::stod(m[2]);
+}
+
+TEST(RuntimeMetrics, ServesEveryNamedMetricWithJobRoleIndexLabels) {
+  RuntimeMetrics metrics({"myjob", "worker", "3"}, "127.0.0.1:0");
+  ASSERT_NE(metrics.port(), 0);
+  metrics.set_epoch(2);
+  metrics.record_step({0.2, 0.01, 64, 1.5, 0.25, 320});
+  metrics.record_step({0.1, 0.02, 64, 1.25, 0.5, 640});
+  metrics.set_test_accuracy(0.75);
+  metrics.record_checkpoint(0.3);
+
+  const auto body = http_get("http://127.0.0.1:" + std::to_string(metrics.port()) + "/metrics");
+  ASSERT_FALSE(body.empty());
+  for (const auto& name : kNamedMetrics) {
+    EXPECT_NE(body.find("# TYPE " + name), std::string::npos) << name << "\n" << body;
+  }
+  EXPECT_NE(body.find(R"(cifar_steps_total{index="3",job="myjob",role="worker"} 2)"),
+            std::string::npos)
+      << body;
+  EXPECT_DOUBLE_EQ(sample(body, "cifar_images_total"), 128);
+  EXPECT_DOUBLE_EQ(sample(body, "cifar_loss"), 1.25);
+  EXPECT_DOUBLE_EQ(sample(body, "cifar_test_accuracy"), 0.75);
+  EXPECT_DOUBLE_EQ(sample(body, "cifar_epoch"), 2);
+  EXPECT_NEAR(sample(body, "cifar_data_wait_seconds_total"), 0.03, 1e-12);
+  EXPECT_DOUBLE_EQ(sample(body, "cifar_step_seconds_count"), 2);
+  EXPECT_NEAR(sample(body, "cifar_step_seconds_sum"), 0.3, 1e-12);
+}
+
+TEST(RuntimeMetrics, NotServedWithoutAnAddress) {
+  RuntimeMetrics metrics({}, "");
+  EXPECT_EQ(metrics.port(), 0);
+  metrics.record_step({0.1, 0, 1, 1, 1, 1});  // still safe to record
+}
+
+// The real binary serves them while it trains.
+TEST(RuntimeMetrics, TrainingProcessServesLiveMetrics) {
+  cifar::testing::TempDir work;
+  const int port = cifar::testing::free_port();
+  cifar::testing::ChildProcess child(
+      {CIFAR_TRAIN_BIN, "-m", "simplecnn", "-d", "synthetic", "-md", (work.path() / "m").string(),
+       "--synthetic-train-size", "2000", "--synthetic-test-size", "200", "-e", "100", "-b", "32",
+       "--threads", "1", "--metrics-port", std::to_string(port), "--metrics-bind", "127.0.0.1",
+       "-n", "live", "--progress", "none"},
+      work.path() / "log");
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
+  std::string body;
+  const bool served = cifar::testing::wait_for(
+      [&] {
+        body = http_get(url);
+        return sample(body, "cifar_steps_total") >= 3;
+      },
+      std::chrono::minutes(3));
+  ASSERT_TRUE(served) << body << cifar::testing::read_file(work.path() / "log");
+  for (const auto& name : kNamedMetrics) {
+    EXPECT_NE(body.find("# TYPE " + name), std::string::npos) << name;
+  }
+  EXPECT_NE(body.find(R"(job="live",role="master")"), std::string::npos) << body;
+  EXPECT_GT(sample(body, "cifar_images_per_second"), 0);
+  EXPECT_DOUBLE_EQ(sample(body, "cifar_epoch"), 1);
+  child.kill_hard();
+}
+
+}  // namespace
+}  // namespace cifar::metrics

@@ -1,0 +1,139 @@
+// End-to-end runs of the real cifar-train binary on synthetic CIFAR-format data.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <fstream>
+#include <regex>
+
+#include "models/model.h"
+#include "tests/support/process.h"
+#include "train/checkpoint.h"
+
+namespace cifar::train {
+namespace {
+namespace fs = std::filesystem;
+using cifar::testing::ChildProcess;
+using cifar::testing::run_process;
+using cifar::testing::TempDir;
+
+std::vector<std::string> train_command(const fs::path& work, const std::string& model_dir,
+                                       std::vector<std::string> extra) {
+  std::vector<std::string> argv = {CIFAR_TRAIN_BIN, "-m", "simplecnn", "-d", "synthetic",
+                                   "-md", (work / model_dir).string(),
+                                   "--data-dir", (work / "data").string(),
+                                   "--synthetic-train-size", "2000", "--synthetic-test-size", "500",
+                                   "-b", "32", "--lr", "0.05", "--threads", "2", "--workers", "2",
+                                   "--progress", "lines", "--metrics-port", "-1"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+std::vector<nlohmann::json> monitor_records(const fs::path& model_dir) {
+  std::vector<nlohmann::json> records;
+  std::ifstream in(model_dir / "monitor.jsonl");
+  for (std::string line; std::getline(in, line);) records.push_back(nlohmann::json::parse(line));
+  return records;
+}
+
+// Every parameter and buffer of the model in `checkpoint`, by name.
+std::vector<std::pair<std::string, torch::Tensor>> weights_of(const fs::path& checkpoint) {
+  auto model = models::make_model("simplecnn", {});
+  CheckpointManager::load_model(checkpoint, *model);
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& item : model->named_parameters()) out.emplace_back(item.key(), item.value());
+  for (const auto& item : model->named_buffers()) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+TEST(Training, LearnsSyntheticDataAndWritesMonitorAndCheckpoints) {
+  TempDir work;
+  const auto result = run_process(train_command(work.path(), "run", {"-e", "4"}));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+
+  const auto records = monitor_records(work.path() / "run");
+  ASSERT_EQ(records.size(), 4U) << result.output;
+  EXPECT_GT(records.back()["train_accuracy"].get<double>(), 0.9) << result.output;
+  EXPECT_GT(records.back()["test_accuracy"].get<double>(), 0.85) << result.output;
+  EXPECT_LT(records.back()["train_loss"].get<double>(), records.front()["train_loss"].get<double>());
+  EXPECT_GT(records.back()["images_per_second"].get<double>(), 0);
+  EXPECT_EQ(records.back()["step"], 4 * (2000 / 32));
+
+  const auto checkpoints = CheckpointManager(work.path() / "run", "simplecnn", 3).list();
+  ASSERT_EQ(checkpoints.size(), 3U);  // one an epoch, the newest three kept
+  EXPECT_EQ(CheckpointManager::read_state(checkpoints.back()).epoch, 4);
+  EXPECT_NE(result.output.find("test accuracy"), std::string::npos) << result.output;
+}
+
+TEST(Training, ResumeAfterKillMatchesAnUninterruptedRun) {
+  TempDir work;
+  const std::vector<std::string> schedule = {"-e", "3", "--checkpoint-every", "10",
+                                             "--keep-checkpoints", "50"};
+  const auto straight = run_process(train_command(work.path(), "straight", schedule));
+  ASSERT_EQ(straight.exit_code, 0) << straight.output;
+
+  // Kill -9 the second run as soon as it has checkpointed inside epoch 2 (62 steps an epoch).
+  const auto interrupted_dir = work.path() / "interrupted";
+  {
+    ChildProcess child(train_command(work.path(), "interrupted", schedule), work.path() / "log");
+    const CheckpointManager manager(interrupted_dir, "simplecnn", 50);
+    const bool mid_epoch_two = cifar::testing::wait_for(
+        [&] {
+          const auto files = manager.list();
+          return !files.empty() && CheckpointManager::read_state(files.back()).step >= 70;
+        },
+        std::chrono::minutes(5));
+    ASSERT_TRUE(mid_epoch_two) << cifar::testing::read_file(work.path() / "log");
+    child.kill_hard();
+    ASSERT_EQ(child.wait(), -SIGKILL) << "the run finished before it could be killed";
+  }
+  const auto resumed = run_process(train_command(work.path(), "interrupted", [&] {
+    auto args = schedule;
+    args.emplace_back("--resume");
+    return args;
+  }()));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
+
+  const auto a = weights_of(CheckpointManager(work.path() / "straight", "simplecnn", 50).list().back());
+  const auto b = weights_of(CheckpointManager(interrupted_dir, "simplecnn", 50).list().back());
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_TRUE(torch::equal(a[i].second, b[i].second)) << a[i].first << " differs after resume";
+  }
+  const auto ra = monitor_records(work.path() / "straight");
+  const auto rb = monitor_records(interrupted_dir);
+  ASSERT_EQ(ra.size(), 3U);
+  ASSERT_EQ(rb.size(), 3U);
+  for (size_t e = 0; e < ra.size(); ++e) {
+    for (const char* key : {"step", "train_loss", "train_accuracy", "test_loss", "test_accuracy"}) {
+      EXPECT_EQ(ra[e][key], rb[e][key]) << "epoch " << e + 1 << " " << key;
+    }
+  }
+}
+
+TEST(Training, RefusesToOverwriteAnExistingRunWithoutResume) {
+  TempDir work;
+  ASSERT_EQ(run_process(train_command(work.path(), "run", {"-e", "1", "--max-steps", "3"})).exit_code, 0);
+  const CheckpointManager manager(work.path() / "run", "simplecnn", 3);
+  const auto before = manager.list();
+  ASSERT_FALSE(before.empty());
+  const auto again = run_process(train_command(work.path(), "run", {"-e", "1"}));
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_NE(again.output.find("--resume"), std::string::npos) << again.output;
+  EXPECT_EQ(manager.list(), before);
+}
+
+TEST(Training, MaxStepsStopsEarlyAndCheckpointsWhereItStopped) {
+  TempDir work;
+  const auto result = run_process(train_command(work.path(), "run", {"-e", "5", "--max-steps", "7"}));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto files = CheckpointManager(work.path() / "run", "simplecnn", 3).list();
+  ASSERT_EQ(files.size(), 1U);
+  const auto state = CheckpointManager::read_state(files.back());
+  EXPECT_EQ(state.step, 7);
+  EXPECT_EQ(state.batch_in_epoch, 7);
+}
+
+}  // namespace
+}  // namespace cifar::train
