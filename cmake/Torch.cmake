@@ -20,6 +20,8 @@ endif()
 add_library(cifar_torch_pch STATIC ${CMAKE_CURRENT_LIST_DIR}/torch_pch.cpp)
 target_link_libraries(cifar_torch_pch PUBLIC cifar_torch)
 target_precompile_headers(cifar_torch_pch PRIVATE <torch/torch.h>)
+# GCC only accepts a PCH built with the same language-affecting flags (-Wpedantic is one).
+cifar_warnings(cifar_torch_pch)
 
 # cifar_use_torch(<target>): link torch and reuse the shared precompiled header.
 function(cifar_use_torch target)
