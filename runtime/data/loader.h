@@ -24,10 +24,10 @@ struct LoaderOptions {
   bool drop_last = false;  // the last partial batch is kept unless set
   AugmentOptions augmentation;
   uint64_t seed = 1;
-  int num_workers = 2;    // augmentation threads
-  int prefetch = 4;       // batches produced ahead of the consumer
-  int64_t rank = 0;       // sharding hook: this rank reads every world_size-th sample of the
-  int64_t world_size = 1; // epoch's permutation; all ranks get the same number of samples
+  int num_workers = 2;     // augmentation threads
+  int prefetch = 4;        // batches produced ahead of the consumer
+  int64_t rank = 0;        // sharding hook: this rank reads every world_size-th sample of the
+  int64_t world_size = 1;  // epoch's permutation; all ranks get the same number of samples
 };
 
 // One batch, images N x C x H x W float32 (contiguous), labels int64.
