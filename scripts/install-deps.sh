@@ -8,6 +8,9 @@ APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config clang-format clang-tidy curl
   # runtime: LibTorch (CPU) and c10d's Gloo headers
   libtorch-dev libgloo-dev
+  # Not libopenblas0-*: its 60 KB of static TLS, with glog's and torch's, no longer fits the
+  # fixed 100 KB thread stacks of Debian's civetweb, so prometheus-cpp's endpoint cannot start
+  # (pthread_create EINVAL). Convolutions run in oneDNN, so the reference BLAS costs little.
   # runtime libraries
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libcurl4-openssl-dev libarchive-dev libssl-dev zlib1g-dev

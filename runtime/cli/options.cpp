@@ -36,6 +36,8 @@ std::vector<std::string> seed_compatible_args(int argc, const char* const argv[]
 
 void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, bool& verbose) {
   app.get_formatter()->column_width(36);
+  // As with getopt, a repeated option takes its last value, so wrappers can append overrides.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
   app.add_option("-m,--model", c.model, "Network to train")
       ->check(CLI::IsMember(models::model_names()))

@@ -6,6 +6,8 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <stdexcept>
+
 namespace cifar::metrics {
 namespace {
 
@@ -48,7 +50,12 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
   checkpoint_seconds_ = histogram("cifar_checkpoint_seconds", "Time to write one checkpoint.");
 
   if (!bind_address.empty()) {
-    exposer_ = std::make_unique<prometheus::Exposer>(bind_address);
+    try {
+      exposer_ = std::make_unique<prometheus::Exposer>(bind_address);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("cannot serve metrics on " + bind_address + " (" + e.what() +
+                               "); is the port in use? --metrics-port -1 turns the endpoint off");
+    }
     exposer_->RegisterCollectable(registry_);
   }
 }

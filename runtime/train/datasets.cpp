@@ -22,19 +22,23 @@ data::TrainTest load_datasets(const TrainConfig& config) {
   const fs::path dir = default_data_dir(config);
   data::TrainTest sets;
   if (config.dataset == "cifar10" || config.dataset == "cifar100") {
+    // -nc 20 selects CIFAR-100's coarse labels, -nc 100 its fine ones.
+    if (config.dataset == "cifar100" && config.num_classes != 20 && config.num_classes != 100) {
+      throw std::invalid_argument("cifar100 has 100 fine or 20 coarse classes: -nc must be 100 "
+                                  "or 20, not " + std::to_string(config.num_classes));
+    }
     fs::path root = dir;
     if (config.download) {
       root = data::download_and_extract(
           data::official_archive(config.dataset, config.download_mirror), dir);
     }
+    if (!config.download && !fs::exists(root)) {
+      throw data::DataError("data directory " + root.string() + " not found; pass --download to "
+                            "fetch the official archive, or --data-dir to point at the files");
+    }
     if (config.dataset == "cifar10") {
       sets = data::read_cifar10(root);
     } else {
-      // -nc 20 selects CIFAR-100's coarse labels, -nc 100 its fine ones.
-      if (config.num_classes != 20 && config.num_classes != 100) {
-        throw std::invalid_argument("cifar100 has 100 fine or 20 coarse classes: -nc must be 100 "
-                                    "or 20, not " + std::to_string(config.num_classes));
-      }
       sets = data::read_cifar100(
           root, config.num_classes == 20 ? data::Cifar100Labels::kCoarse : data::Cifar100Labels::kFine);
     }

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -189,6 +190,9 @@ TrainResult run_training(const TrainConfig& config) {
   TrainResult result;
   result.best_test_accuracy = state.best_test_accuracy;
   int64_t images_this_process = 0;
+  int64_t steps_this_process = 0;
+  int64_t steady_images = 0;
+  double steady_seconds = 0;
   bool stop = false;
 
   auto save_checkpoint = [&] {
@@ -224,12 +228,23 @@ TrainResult run_training(const TrainConfig& config) {
 
       const int64_t n = labels.size(0);
       const double loss_value = loss.item<double>();
+      if (!std::isfinite(loss_value)) {
+        // Training on would only spread NaNs through the weights and every later checkpoint.
+        throw std::runtime_error("training diverged: loss is " + std::to_string(loss_value) +
+                                 " at step " + std::to_string(state.step + 1) +
+                                 "; lower --lr (now " + std::to_string(lr) +
+                                 ") or add --warmup-epochs. Checkpoints so far are kept.");
+      }
       state.epoch_loss_sum += loss_value * static_cast<double>(n);
       state.epoch_correct += logits.argmax(1).eq(labels).sum().item<int64_t>();
       state.epoch_seen += n;
       state.step += 1;
       state.batch_in_epoch += 1;
       images_this_process += n;
+      if (++steps_this_process > TrainResult::kWarmupSteps) {
+        steady_images += n;
+        steady_seconds += seconds_between(t_start, t_optimizer);
+      }
 
       const double step_seconds = seconds_between(t_start, t_optimizer);
       state.epoch_seconds += step_seconds;
@@ -294,6 +309,8 @@ TrainResult run_training(const TrainConfig& config) {
   const double step_seconds = result.time.total();
   result.images_per_second =
       step_seconds > 0 ? static_cast<double>(images_this_process) / step_seconds : 0;
+  result.steady_images_per_second =
+      steady_seconds > 0 ? static_cast<double>(steady_images) / steady_seconds : 0;
   return result;
 }
 

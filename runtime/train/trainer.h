@@ -26,6 +26,9 @@ struct TrainResult {
   double test_accuracy = 0;
   double best_test_accuracy = 0;
   double images_per_second = 0;  // over this process's training steps
+  // Over the steps after the first kWarmupSteps of this process (allocator and kernel warm-up).
+  double steady_images_per_second = 0;
+  static constexpr int64_t kWarmupSteps = 3;
   TimeBreakdown time;
 };
 

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <fstream>
 
 #include "cli/options.h"
@@ -30,6 +31,13 @@ TEST(CommandLine, AcceptsTheSeedFlags) {
   EXPECT_EQ(p.config->name, "cifar10-simplecnn");
 }
 
+TEST(CommandLine, ARepeatedOptionTakesItsLastValue) {
+  const auto p = parse({"-e", "5", "--lr", "0.1", "-e", "7", "--lr", "0.3"});
+  ASSERT_TRUE(p.config.has_value());
+  EXPECT_EQ(p.config->epochs, 7);
+  EXPECT_DOUBLE_EQ(p.config->schedule.base_lr, 0.3);
+}
+
 TEST(CommandLine, CudnnContextMeansCuda) {
   const auto p = parse({"--context", "cudnn"});
   ASSERT_TRUE(p.config.has_value());
@@ -56,6 +64,10 @@ struct BadUsage {
   std::string message_part;
 };
 
+void PrintTo(const BadUsage& bad, std::ostream* os) {
+  for (const auto& arg : bad.args) *os << arg << ' ';
+}
+
 class BadUsageTest : public ::testing::TestWithParam<BadUsage> {};
 
 TEST_P(BadUsageTest, ExitsWithCode2AndSaysWhy) {
@@ -78,7 +90,15 @@ INSTANTIATE_TEST_SUITE_P(
                       BadUsage{{"-d", "fashion-mnist", "-nc", "7", "-md", "/nonexistent/x"},
                                "10 classes but -nc is 7"},
                       BadUsage{{"-d", "cifar100", "-nc", "10", "--data-dir", "/nonexistent"},
-                               "-nc must be 100 or 20"}));
+                               "-nc must be 100 or 20"}),
+    [](const ::testing::TestParamInfo<BadUsage>& param_info) {
+      std::string name;
+      for (const auto& arg : param_info.param.args) name += arg + "_";
+      for (auto& ch : name) {
+        if (std::isalnum(static_cast<unsigned char>(ch)) == 0) ch = '_';
+      }
+      return std::to_string(param_info.index) + "_" + name;
+    });
 
 #ifndef CIFAR_WITH_CUDA
 TEST(CommandLine, CudaOnACpuBuildIsAClearError) {
@@ -100,10 +120,21 @@ TEST(CommandLine, HelpListsTheSeedFlagsAndExitsZero) {
 }
 
 // Bad data reaches the user as one clear line naming the file, exit code 1.
-TEST(CommandLine, MissingDataNamesTheFile) {
+TEST(CommandLine, MissingDataDirectoryIsNamedWithADownloadHint) {
   TempDir work;
   const auto r = run_process({CIFAR_TRAIN_BIN, "-d", "cifar10", "--data-dir",
                               (work.path() / "nothing-here").string(), "-md",
+                              (work.path() / "m").string(), "--metrics-port", "-1"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("nothing-here"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--download"), std::string::npos) << r.output;
+}
+
+TEST(CommandLine, MissingDataFileIsNamed) {
+  TempDir work;
+  std::filesystem::create_directories(work.path() / "cifar");
+  const auto r = run_process({CIFAR_TRAIN_BIN, "-d", "cifar10", "--data-dir",
+                              (work.path() / "cifar").string(), "-md",
                               (work.path() / "m").string(), "--metrics-port", "-1"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("data_batch_1.bin"), std::string::npos) << r.output;

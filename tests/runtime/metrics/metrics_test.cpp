@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <regex>
 
 #include "tests/support/process.h"
@@ -72,10 +73,10 @@ TEST(RuntimeMetrics, TrainingProcessServesLiveMetrics) {
   const bool served = cifar::testing::wait_for(
       [&] {
         body = http_get(url);
-        return sample(body, "cifar_steps_total") >= 3;
+        return sample(body, "cifar_steps_total") >= 3 || !child.running();
       },
       std::chrono::minutes(3));
-  ASSERT_TRUE(served) << body << cifar::testing::read_file(work.path() / "log");
+  ASSERT_TRUE(served && child.running()) << body << cifar::testing::read_file(work.path() / "log");
   for (const auto& name : kNamedMetrics) {
     EXPECT_NE(body.find("# TYPE " + name), std::string::npos) << name;
   }
@@ -83,6 +84,17 @@ TEST(RuntimeMetrics, TrainingProcessServesLiveMetrics) {
   EXPECT_GT(sample(body, "cifar_images_per_second"), 0);
   EXPECT_DOUBLE_EQ(sample(body, "cifar_epoch"), 1);
   child.kill_hard();
+}
+
+TEST(RuntimeMetrics, APortInUseIsAClearError) {
+  RuntimeMetrics first({}, "127.0.0.1:0");
+  const auto r = cifar::testing::run_process(
+      {CIFAR_TRAIN_BIN, "-d", "synthetic", "--metrics-bind", "127.0.0.1", "--metrics-port",
+       std::to_string(first.port()), "-md", (cifar::testing::TempDir().path() / "m").string()});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("cannot serve metrics on 127.0.0.1:" + std::to_string(first.port())),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ std::vector<std::string> train_command(const fs::path& work, const std::string& 
                                    "-md", (work / model_dir).string(),
                                    "--data-dir", (work / "data").string(),
                                    "--synthetic-train-size", "2000", "--synthetic-test-size", "500",
-                                   "-b", "32", "--lr", "0.05", "--threads", "2", "--workers", "2",
+                                   "-b", "32", "--lr", "0.02", "--threads", "1", "--workers", "1",
                                    "--progress", "lines", "--metrics-port", "-1"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
@@ -48,7 +48,8 @@ std::vector<std::pair<std::string, torch::Tensor>> weights_of(const fs::path& ch
 
 TEST(Training, LearnsSyntheticDataAndWritesMonitorAndCheckpoints) {
   TempDir work;
-  const auto result = run_process(train_command(work.path(), "run", {"-e", "4"}));
+  // Without augmentation, so that the running train accuracy measures fitting the data.
+  const auto result = run_process(train_command(work.path(), "run", {"-e", "4", "--no-augment"}));
   ASSERT_EQ(result.exit_code, 0) << result.output;
 
   const auto records = monitor_records(work.path() / "run");
@@ -122,6 +123,15 @@ TEST(Training, RefusesToOverwriteAnExistingRunWithoutResume) {
   EXPECT_EQ(again.exit_code, 2) << again.output;
   EXPECT_NE(again.output.find("--resume"), std::string::npos) << again.output;
   EXPECT_EQ(manager.list(), before);
+}
+
+TEST(Training, DivergenceStopsWithAClearErrorAndKeepsCheckpoints) {
+  TempDir work;
+  const auto result = run_process(
+      train_command(work.path(), "run", {"-e", "3", "--lr", "1000", "--checkpoint-every", "1"}));
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("training diverged"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("lower --lr"), std::string::npos) << result.output;
 }
 
 TEST(Training, MaxStepsStopsEarlyAndCheckpointsWhereItStopped) {
