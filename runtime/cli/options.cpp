@@ -1,7 +1,6 @@
 #include "cli/options.h"
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -50,8 +49,9 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
                  "fine labels")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("-n,--name", c.name, "Run name: checkpoint prefix and metrics job label "
-                                      "(default: the model name)");
+  app.add_option("-n,--name", c.name,
+                 "Run name: checkpoint prefix and metrics job label "
+                 "(default: the model name)");
   app.add_option("-e,--epochs", c.epochs, "Epochs to train")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -3,12 +3,12 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <torch/serialize.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
-#include <torch/serialize.h>
 
 namespace cifar::train {
 namespace fs = std::filesystem;

@@ -31,7 +31,8 @@ class CheckpointManager {
   CheckpointManager(std::filesystem::path dir, std::string prefix, int keep);
 
   // Writes a checkpoint for `state` and deletes all but the newest `keep`; returns its path.
-  std::filesystem::path save(const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
+  std::filesystem::path save(const torch::nn::Module& model,
+                             const torch::optim::Optimizer& optimizer,
                              const TrainState& state) const;
   // Restores the newest readable checkpoint into `model` and `optimizer` (and the global RNG);
   // an unreadable one (torn by a crash) is reported and the next older one tried.

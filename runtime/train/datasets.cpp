@@ -24,8 +24,10 @@ data::TrainTest load_datasets(const TrainConfig& config) {
   if (config.dataset == "cifar10" || config.dataset == "cifar100") {
     // -nc 20 selects CIFAR-100's coarse labels, -nc 100 its fine ones.
     if (config.dataset == "cifar100" && config.num_classes != 20 && config.num_classes != 100) {
-      throw std::invalid_argument("cifar100 has 100 fine or 20 coarse classes: -nc must be 100 "
-                                  "or 20, not " + std::to_string(config.num_classes));
+      throw std::invalid_argument(
+          "cifar100 has 100 fine or 20 coarse classes: -nc must be 100 "
+          "or 20, not " +
+          std::to_string(config.num_classes));
     }
     fs::path root = dir;
     if (config.download) {
@@ -33,14 +35,15 @@ data::TrainTest load_datasets(const TrainConfig& config) {
           data::official_archive(config.dataset, config.download_mirror), dir);
     }
     if (!config.download && !fs::exists(root)) {
-      throw data::DataError("data directory " + root.string() + " not found; pass --download to "
+      throw data::DataError("data directory " + root.string() +
+                            " not found; pass --download to "
                             "fetch the official archive, or --data-dir to point at the files");
     }
     if (config.dataset == "cifar10") {
       sets = data::read_cifar10(root);
     } else {
-      sets = data::read_cifar100(
-          root, config.num_classes == 20 ? data::Cifar100Labels::kCoarse : data::Cifar100Labels::kFine);
+      sets = data::read_cifar100(root, config.num_classes == 20 ? data::Cifar100Labels::kCoarse
+                                                                : data::Cifar100Labels::kFine);
     }
   } else if (config.dataset == "fashion-mnist") {
     sets = data::read_fashion_mnist(dir);

@@ -21,10 +21,10 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& 
                                                    .weight_decay(o.weight_decay));
   }
   if (o.name == "adam") {
-    return std::make_unique<torch::optim::Adam>(
-        std::move(parameters), torch::optim::AdamOptions(initial_lr)
-                                   .betas({o.adam_beta1, o.adam_beta2})
-                                   .weight_decay(o.weight_decay));
+    return std::make_unique<torch::optim::Adam>(std::move(parameters),
+                                                torch::optim::AdamOptions(initial_lr)
+                                                    .betas({o.adam_beta1, o.adam_beta2})
+                                                    .weight_decay(o.weight_decay));
   }
   throw std::invalid_argument("unknown optimizer '" + o.name + "' (sgd, adam)");
 }

@@ -46,9 +46,8 @@ void Progress::update(const Snapshot& s) {
     constexpr int kWidth = 30;
     const auto filled = static_cast<int>(kWidth * s.batch / steps_per_epoch_);
     fmt::print("\r\033[Kepoch {}/{} [{:=<{}}{:<{}}] {}/{}  loss {:.4f}  acc {:5.2f}%  {:.0f} img/s",
-               epoch_, total_epochs_, "", filled, filled < kWidth ? ">" : "",
-               kWidth - filled, s.batch, steps_per_epoch_, s.loss, 100 * s.accuracy,
-               s.images_per_second);
+               epoch_, total_epochs_, "", filled, filled < kWidth ? ">" : "", kWidth - filled,
+               s.batch, steps_per_epoch_, s.loss, 100 * s.accuracy, s.images_per_second);
   } else {
     fmt::print("epoch {}/{} step {} ({}/{})  loss {:.4f}  acc {:.2f}%  lr {:.4g}  {:.0f} img/s\n",
                epoch_, total_epochs_, s.step, s.batch, steps_per_epoch_, s.loss, 100 * s.accuracy,

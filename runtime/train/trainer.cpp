@@ -79,8 +79,9 @@ Evaluation evaluate(models::Classifier& model, data::DataLoader& loader, torch::
     auto [images, labels] = to_tensors(std::move(*batch), device);
     auto logits = model.forward(images);
     namespace F = torch::nn::functional;
-    loss_sum += F::cross_entropy(logits, labels, F::CrossEntropyFuncOptions().reduction(torch::kSum))
-                    .item<double>();
+    loss_sum +=
+        F::cross_entropy(logits, labels, F::CrossEntropyFuncOptions().reduction(torch::kSum))
+            .item<double>();
     correct += logits.argmax(1).eq(labels).sum().item<int64_t>();
     seen += labels.size(0);
   }
@@ -147,8 +148,8 @@ TrainResult run_training(const TrainConfig& config) {
   const int64_t total_steps = config.epochs * steps_per_epoch;
 
   torch::manual_seed(config.seed);
-  auto model = models::make_model(
-      config.model, {config.num_classes, train_set->channels, train_set->height});
+  auto model = models::make_model(config.model,
+                                  {config.num_classes, train_set->channels, train_set->height});
   model->to(device);
   model->init_from_data(init_sample(train_set, stats, device));
   std::vector<torch::Tensor> trainable;
@@ -253,7 +254,8 @@ TrainResult run_training(const TrainConfig& config) {
       const double images_per_second = static_cast<double>(state.epoch_seen) / state.epoch_seconds;
       metrics.record_step({step_seconds, seconds_between(t_start, t_data), n, loss_value, accuracy,
                            images_per_second});
-      progress.update({state.batch_in_epoch, state.step, loss_value, accuracy, images_per_second, lr});
+      progress.update(
+          {state.batch_in_epoch, state.step, loss_value, accuracy, images_per_second, lr});
 
       const bool at_max_steps = config.max_steps > 0 && state.step >= config.max_steps;
       if (at_max_steps ||

@@ -4,9 +4,9 @@
 #include <sys/types.h>
 
 #include <chrono>
-#include <thread>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace cifar::testing {

@@ -19,8 +19,8 @@ ParsedCommandLine parse(std::vector<std::string> args) {
 }
 
 TEST(CommandLine, AcceptsTheSeedFlags) {
-  const auto p = parse({"-m", "simplecnn", "-md", "model/simplecnn", "-nc", "10", "-e", "100",
-                        "-c", "cpu", "-b", "64", "-n", "cifar10-simplecnn"});
+  const auto p = parse({"-m", "simplecnn", "-md", "model/simplecnn", "-nc", "10", "-e", "100", "-c",
+                        "cpu", "-b", "64", "-n", "cifar10-simplecnn"});
   ASSERT_TRUE(p.config.has_value());
   EXPECT_EQ(p.config->model, "simplecnn");
   EXPECT_EQ(p.config->model_dir, "model/simplecnn");
@@ -81,10 +81,8 @@ TEST_P(BadUsageTest, ExitsWithCode2AndSaysWhy) {
 INSTANTIATE_TEST_SUITE_P(
     CommandLine, BadUsageTest,
     ::testing::Values(BadUsage{{"--no-such-flag"}, "--no-such-flag"},
-                      BadUsage{{"-e", "0"}, "--epochs"},
-                      BadUsage{{"-b", "lots"}, "--batch-size"},
-                      BadUsage{{"-m", "vgg99"}, "vgg99"},
-                      BadUsage{{"-c", "tpu"}, "tpu"},
+                      BadUsage{{"-e", "0"}, "--epochs"}, BadUsage{{"-b", "lots"}, "--batch-size"},
+                      BadUsage{{"-m", "vgg99"}, "vgg99"}, BadUsage{{"-c", "tpu"}, "tpu"},
                       BadUsage{{"--schedule", "sawtooth"}, "sawtooth"},
                       BadUsage{{"--lr", "-1"}, "--lr"},
                       BadUsage{{"-d", "fashion-mnist", "-nc", "7", "-md", "/nonexistent/x"},
@@ -103,8 +101,8 @@ INSTANTIATE_TEST_SUITE_P(
 #ifndef CIFAR_WITH_CUDA
 TEST(CommandLine, CudaOnACpuBuildIsAClearError) {
   TempDir work;
-  const auto r = run_process({CIFAR_TRAIN_BIN, "-c", "cuda", "-d", "synthetic", "-md",
-                              (work.path() / "m").string()});
+  const auto r = run_process(
+      {CIFAR_TRAIN_BIN, "-c", "cuda", "-d", "synthetic", "-md", (work.path() / "m").string()});
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("no CUDA device"), std::string::npos) << r.output;
 }
@@ -133,9 +131,9 @@ TEST(CommandLine, MissingDataDirectoryIsNamedWithADownloadHint) {
 TEST(CommandLine, MissingDataFileIsNamed) {
   TempDir work;
   std::filesystem::create_directories(work.path() / "cifar");
-  const auto r = run_process({CIFAR_TRAIN_BIN, "-d", "cifar10", "--data-dir",
-                              (work.path() / "cifar").string(), "-md",
-                              (work.path() / "m").string(), "--metrics-port", "-1"});
+  const auto r =
+      run_process({CIFAR_TRAIN_BIN, "-d", "cifar10", "--data-dir", (work.path() / "cifar").string(),
+                   "-md", (work.path() / "m").string(), "--metrics-port", "-1"});
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("data_batch_1.bin"), std::string::npos) << r.output;
 }

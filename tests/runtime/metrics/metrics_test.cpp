@@ -1,10 +1,9 @@
-#include "metrics/runtime_metrics.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <regex>
 
+#include "metrics/runtime_metrics.h"
 #include "tests/support/process.h"
 
 namespace cifar::metrics {
@@ -13,9 +12,9 @@ using cifar::testing::http_get;
 
 // The runtime metrics DESIGN.md names for a single process.
 const std::vector<std::string> kNamedMetrics = {
-    "cifar_steps_total",     "cifar_images_total",       "cifar_loss",
-    "cifar_train_accuracy",  "cifar_test_accuracy",      "cifar_epoch",
-    "cifar_step_seconds",    "cifar_images_per_second",  "cifar_data_wait_seconds_total",
+    "cifar_steps_total",        "cifar_images_total",      "cifar_loss",
+    "cifar_train_accuracy",     "cifar_test_accuracy",     "cifar_epoch",
+    "cifar_step_seconds",       "cifar_images_per_second", "cifar_data_wait_seconds_total",
     "cifar_checkpoint_seconds", "cifar_checkpoints_total"};
 
 // The value of `name{...labels...}` in a Prometheus text exposition, NaN if absent.
@@ -62,12 +61,32 @@ TEST(RuntimeMetrics, NotServedWithoutAnAddress) {
 TEST(RuntimeMetrics, TrainingProcessServesLiveMetrics) {
   cifar::testing::TempDir work;
   const int port = cifar::testing::free_port();
-  cifar::testing::ChildProcess child(
-      {CIFAR_TRAIN_BIN, "-m", "simplecnn", "-d", "synthetic", "-md", (work.path() / "m").string(),
-       "--synthetic-train-size", "2000", "--synthetic-test-size", "200", "-e", "100", "-b", "32",
-       "--threads", "1", "--metrics-port", std::to_string(port), "--metrics-bind", "127.0.0.1",
-       "-n", "live", "--progress", "none"},
-      work.path() / "log");
+  cifar::testing::ChildProcess child({CIFAR_TRAIN_BIN,
+                                      "-m",
+                                      "simplecnn",
+                                      "-d",
+                                      "synthetic",
+                                      "-md",
+                                      (work.path() / "m").string(),
+                                      "--synthetic-train-size",
+                                      "2000",
+                                      "--synthetic-test-size",
+                                      "200",
+                                      "-e",
+                                      "100",
+                                      "-b",
+                                      "32",
+                                      "--threads",
+                                      "1",
+                                      "--metrics-port",
+                                      std::to_string(port),
+                                      "--metrics-bind",
+                                      "127.0.0.1",
+                                      "-n",
+                                      "live",
+                                      "--progress",
+                                      "none"},
+                                     work.path() / "log");
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
   std::string body;
   const bool served = cifar::testing::wait_for(

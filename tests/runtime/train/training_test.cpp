@@ -1,9 +1,9 @@
 // End-to-end runs of the real cifar-train binary on synthetic CIFAR-format data.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "models/model.h"
@@ -19,12 +19,31 @@ using cifar::testing::TempDir;
 
 std::vector<std::string> train_command(const fs::path& work, const std::string& model_dir,
                                        std::vector<std::string> extra) {
-  std::vector<std::string> argv = {CIFAR_TRAIN_BIN, "-m", "simplecnn", "-d", "synthetic",
-                                   "-md", (work / model_dir).string(),
-                                   "--data-dir", (work / "data").string(),
-                                   "--synthetic-train-size", "2000", "--synthetic-test-size", "500",
-                                   "-b", "32", "--lr", "0.02", "--threads", "1", "--workers", "1",
-                                   "--progress", "lines", "--metrics-port", "-1"};
+  std::vector<std::string> argv = {CIFAR_TRAIN_BIN,
+                                   "-m",
+                                   "simplecnn",
+                                   "-d",
+                                   "synthetic",
+                                   "-md",
+                                   (work / model_dir).string(),
+                                   "--data-dir",
+                                   (work / "data").string(),
+                                   "--synthetic-train-size",
+                                   "2000",
+                                   "--synthetic-test-size",
+                                   "500",
+                                   "-b",
+                                   "32",
+                                   "--lr",
+                                   "0.02",
+                                   "--threads",
+                                   "1",
+                                   "--workers",
+                                   "1",
+                                   "--progress",
+                                   "lines",
+                                   "--metrics-port",
+                                   "-1"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
 }
@@ -56,7 +75,8 @@ TEST(Training, LearnsSyntheticDataAndWritesMonitorAndCheckpoints) {
   ASSERT_EQ(records.size(), 4U) << result.output;
   EXPECT_GT(records.back()["train_accuracy"].get<double>(), 0.9) << result.output;
   EXPECT_GT(records.back()["test_accuracy"].get<double>(), 0.85) << result.output;
-  EXPECT_LT(records.back()["train_loss"].get<double>(), records.front()["train_loss"].get<double>());
+  EXPECT_LT(records.back()["train_loss"].get<double>(),
+            records.front()["train_loss"].get<double>());
   EXPECT_GT(records.back()["images_per_second"].get<double>(), 0);
   EXPECT_EQ(records.back()["step"], 4 * (2000 / 32));
 
@@ -68,8 +88,8 @@ TEST(Training, LearnsSyntheticDataAndWritesMonitorAndCheckpoints) {
 
 TEST(Training, ResumeAfterKillMatchesAnUninterruptedRun) {
   TempDir work;
-  const std::vector<std::string> schedule = {"-e", "3", "--checkpoint-every", "10",
-                                             "--keep-checkpoints", "50"};
+  const std::vector<std::string> schedule = {
+      "-e", "3", "--checkpoint-every", "10", "--keep-checkpoints", "50"};
   const auto straight = run_process(train_command(work.path(), "straight", schedule));
   ASSERT_EQ(straight.exit_code, 0) << straight.output;
 
@@ -96,7 +116,8 @@ TEST(Training, ResumeAfterKillMatchesAnUninterruptedRun) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
 
-  const auto a = weights_of(CheckpointManager(work.path() / "straight", "simplecnn", 50).list().back());
+  const auto a =
+      weights_of(CheckpointManager(work.path() / "straight", "simplecnn", 50).list().back());
   const auto b = weights_of(CheckpointManager(interrupted_dir, "simplecnn", 50).list().back());
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
@@ -115,7 +136,8 @@ TEST(Training, ResumeAfterKillMatchesAnUninterruptedRun) {
 
 TEST(Training, RefusesToOverwriteAnExistingRunWithoutResume) {
   TempDir work;
-  ASSERT_EQ(run_process(train_command(work.path(), "run", {"-e", "1", "--max-steps", "3"})).exit_code, 0);
+  ASSERT_EQ(
+      run_process(train_command(work.path(), "run", {"-e", "1", "--max-steps", "3"})).exit_code, 0);
   const CheckpointManager manager(work.path() / "run", "simplecnn", 3);
   const auto before = manager.list();
   ASSERT_FALSE(before.empty());
@@ -136,7 +158,8 @@ TEST(Training, DivergenceStopsWithAClearErrorAndKeepsCheckpoints) {
 
 TEST(Training, MaxStepsStopsEarlyAndCheckpointsWhereItStopped) {
   TempDir work;
-  const auto result = run_process(train_command(work.path(), "run", {"-e", "5", "--max-steps", "7"}));
+  const auto result =
+      run_process(train_command(work.path(), "run", {"-e", "5", "--max-steps", "7"}));
   ASSERT_EQ(result.exit_code, 0) << result.output;
   const auto files = CheckpointManager(work.path() / "run", "simplecnn", 3).list();
   ASSERT_EQ(files.size(), 1U);
