@@ -7,6 +7,7 @@
 
 #include "cli/options.h"
 #include "data/dataset.h"
+#include "train/host_memory.h"
 #include "train/trainer.h"
 
 int main(int argc, char** argv) {
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   if (parsed.verbose) spdlog::set_level(spdlog::level::debug);
 
   try {
+    cifar::train::keep_freed_memory_for_reuse();
     const auto r = cifar::train::run_training(*parsed.config);
     const auto& t = r.time;
     const double total = t.total() > 0 ? t.total() : 1;

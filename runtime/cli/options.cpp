@@ -126,8 +126,9 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
   app.add_option("-t,--threads", c.threads, "Intra-op threads (0: all cores)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--workers", c.loader_workers, "Data loader threads")
-      ->check(CLI::PositiveNumber)
+  app.add_option("--workers", c.loader_workers,
+                 "Data loader threads (0: build batches in the training thread)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--max-steps", c.max_steps, "Stop after this many steps in all (0: no limit)")
       ->check(CLI::NonNegativeNumber);
