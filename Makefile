@@ -18,7 +18,7 @@ build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 test: build
-	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 900
+	cd $(BUILD_DIR) && ctest -j2 --output-on-failure --timeout 900
 
 demo: build
 	bash scripts/demo.sh $(BUILD_DIR)/bin/cifar-train

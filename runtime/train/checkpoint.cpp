@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <mutex>
+#include <stdexcept>
+#include <string>
 
 namespace cifar::train {
 namespace fs = std::filesystem;
@@ -62,6 +64,36 @@ TrainState parse_state(torch::serialize::InputArchive& ar) {
   return s;
 }
 
+// Parameters and buffers by their full dotted names. torch::nn::Module::load would do, but it
+// set_()s each tensor to what the file holds, silently reshaping a model to a foreign checkpoint.
+void write_model(torch::serialize::OutputArchive& ar, const torch::nn::Module& model) {
+  for (const auto& p : model.named_parameters()) ar.write("model/param/" + p.key(), p.value());
+  for (const auto& b : model.named_buffers()) {
+    ar.write("model/buffer/" + b.key(), b.value(), /*is_buffer=*/true);
+  }
+}
+
+std::string shape_of(const torch::Tensor& t) {
+  std::string out = "[";
+  for (const auto d : t.sizes()) out += (out.size() > 1 ? ", " : "") + std::to_string(d);
+  return out + "] " + std::string(c10::toString(t.scalar_type()));
+}
+
+void read_model(torch::serialize::InputArchive& ar, torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  auto restore = [&](const std::string& key, torch::Tensor& target) {
+    torch::Tensor saved;
+    ar.read(key, saved);
+    if (!saved.sizes().equals(target.sizes()) || saved.scalar_type() != target.scalar_type()) {
+      throw std::runtime_error(key + " is " + shape_of(saved) + " in the checkpoint but " +
+                               shape_of(target) + " in the model");
+    }
+    target.copy_(saved);
+  };
+  for (auto& p : model.named_parameters()) restore("model/param/" + p.key(), p.value());
+  for (auto& b : model.named_buffers()) restore("model/buffer/" + b.key(), b.value());
+}
+
 // Dropout and other random ops draw from the default CPU generator: its state makes resume exact.
 torch::Tensor cpu_rng_state() {
   auto gen = at::detail::getDefaultCPUGenerator();
@@ -84,9 +116,7 @@ fs::path CheckpointManager::save(const torch::nn::Module& model,
                                  const TrainState& state) const {
   fs::create_directories(dir_);
   torch::serialize::OutputArchive archive;
-  torch::serialize::OutputArchive model_archive;
-  model.save(model_archive);
-  archive.write("model", model_archive);
+  write_model(archive, model);
   torch::serialize::OutputArchive optimizer_archive;
   optimizer.save(optimizer_archive);
   archive.write("optimizer", optimizer_archive);
@@ -127,13 +157,12 @@ std::vector<fs::path> CheckpointManager::list() const {
 std::optional<TrainState> CheckpointManager::load_latest(torch::nn::Module& model,
                                                          torch::optim::Optimizer& optimizer) const {
   auto files = list();
+  std::string newest_error;
   for (auto it = files.rbegin(); it != files.rend(); ++it) {
     try {
       torch::serialize::InputArchive archive;
       archive.load_from(it->string());
-      torch::serialize::InputArchive model_archive;
-      archive.read("model", model_archive);
-      model.load(model_archive);
+      read_model(archive, model);
       torch::serialize::InputArchive optimizer_archive;
       archive.read("optimizer", optimizer_archive);
       optimizer.load(optimizer_archive);
@@ -143,10 +172,18 @@ std::optional<TrainState> CheckpointManager::load_latest(torch::nn::Module& mode
       auto state = parse_state(archive);
       spdlog::info("resumed from {} (epoch {}, step {})", it->string(), state.epoch, state.step);
       return state;
-    } catch (const c10::Error& e) {
-      spdlog::warn("checkpoint {} is unreadable, trying an older one: {}", it->string(),
-                   e.what_without_backtrace());
+    } catch (const std::exception& e) {
+      // c10::Error's what() carries a C++ backtrace; its first line says what went wrong.
+      const std::string reason = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+      spdlog::warn("cannot restore checkpoint {}, trying an older one: {}", it->string(), reason);
+      if (newest_error.empty()) newest_error = reason;
     }
+  }
+  if (!files.empty()) {
+    // None fits (another model or optimizer?): starting afresh would rotate them all away.
+    throw std::runtime_error("none of the " + std::to_string(files.size()) + " checkpoints in " +
+                             dir_.string() + " can be restored into this model and optimizer; " +
+                             "the newest failed with: " + newest_error);
   }
   return std::nullopt;
 }
@@ -154,9 +191,7 @@ std::optional<TrainState> CheckpointManager::load_latest(torch::nn::Module& mode
 void CheckpointManager::load_model(const fs::path& file, torch::nn::Module& model) {
   torch::serialize::InputArchive archive;
   archive.load_from(file.string());
-  torch::serialize::InputArchive model_archive;
-  archive.read("model", model_archive);
-  model.load(model_archive);
+  read_model(archive, model);
 }
 
 TrainState CheckpointManager::read_state(const fs::path& file) {

@@ -35,7 +35,8 @@ class CheckpointManager {
                              const torch::optim::Optimizer& optimizer,
                              const TrainState& state) const;
   // Restores the newest readable checkpoint into `model` and `optimizer` (and the global RNG);
-  // an unreadable one (torn by a crash) is reported and the next older one tried.
+  // an unreadable one (torn by a crash) is reported and the next older one tried. Empty when
+  // there are none; throws when there are some but none can be restored.
   std::optional<TrainState> load_latest(torch::nn::Module& model,
                                         torch::optim::Optimizer& optimizer) const;
   // Checkpoints present, oldest first.

@@ -176,6 +176,8 @@ TrainResult run_training(const TrainConfig& config) {
     throw std::invalid_argument("model dir " + model_dir.string() +
                                 " already holds checkpoints; pass --resume to continue that run "
                                 "or choose another -md");
+  } else {
+    MonitorLog::truncate_after(model_dir, 0);  // records of a run killed before its checkpoint
   }
   MonitorLog monitor(model_dir);
 

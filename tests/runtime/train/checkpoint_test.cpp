@@ -96,6 +96,26 @@ TEST(Checkpoint, FallsBackToAnOlderCheckpointWhenTheNewestIsTorn) {
   EXPECT_EQ(restored->step, 1);
 }
 
+TEST(Checkpoint, CheckpointsOfAnotherModelAreAnErrorNotAFreshStart) {
+  testing::TempDir dir;
+  Fixture f;
+  CheckpointManager manager(dir.path(), "run", 3);
+  manager.save(*f.model, f.optimizer, TrainState{});
+  torch::nn::Linear other(torch::nn::LinearOptions(5, 3));
+  torch::optim::SGD other_optimizer(other->parameters(), torch::optim::SGDOptions(0.1));
+  try {
+    manager.load_latest(*other, other_optimizer);
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("can be restored"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("model/param/weight is [3, 4] Float in the checkpoint "
+                                         "but [3, 5] Float in the model"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(manager.list().size(), 1U);
+}
+
 TEST(Checkpoint, NothingToLoadInAnEmptyDirectory) {
   testing::TempDir dir;
   Fixture f;

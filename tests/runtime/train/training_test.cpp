@@ -156,6 +156,39 @@ TEST(Training, DivergenceStopsWithAClearErrorAndKeepsCheckpoints) {
   EXPECT_NE(result.output.find("lower --lr"), std::string::npos) << result.output;
 }
 
+TEST(Training, ResumingWithAnotherModelFailsAndKeepsTheCheckpoints) {
+  TempDir work;
+  ASSERT_EQ(
+      run_process(train_command(work.path(), "run", {"-e", "1", "--max-steps", "2", "-n", "x"}))
+          .exit_code,
+      0);
+  const CheckpointManager manager(work.path() / "run", "x", 3);
+  const auto before = manager.list();
+  ASSERT_EQ(before.size(), 1U);
+  const auto r = run_process(
+      train_command(work.path(), "run", {"-e", "1", "-n", "x", "-m", "resnet20", "--resume"}));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("can be restored"), std::string::npos) << r.output;
+  EXPECT_EQ(manager.list(), before);
+}
+
+TEST(Training, AdamStepScheduleLabelSmoothingAndTheProgressBarRun) {
+  TempDir work;
+  const auto r = run_process(
+      train_command(work.path(), "run",
+                    {"-e",         "2",     "--max-steps",     "70",   "--optimizer",       "adam",
+                     "--lr",       "0.001", "--schedule",      "step", "--step-epochs",     "1",
+                     "--gamma",    "0.5",   "--warmup-epochs", "0.5",  "--label-smoothing", "0.1",
+                     "--progress", "bar"}));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\r\033[Kepoch 1/2 ["), std::string::npos) << r.output;
+  const auto records = monitor_records(work.path() / "run");
+  ASSERT_EQ(records.size(), 1U);  // epoch 2 stopped at step 70 of 124
+  EXPECT_GT(records[0]["test_accuracy"].get<double>(), 0.5) << r.output;
+  // Warm-up over the first 31 steps reaches the base rate, which the step schedule then holds.
+  EXPECT_DOUBLE_EQ(records[0]["learning_rate"].get<double>(), 0.001);
+}
+
 TEST(Training, MaxStepsStopsEarlyAndCheckpointsWhereItStopped) {
   TempDir work;
   const auto result =

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs every benchmark of docs/BENCHMARKS.md in turn (about 30 minutes on 2 cores).
+# Usage: bench/run_all.sh [build-dir]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-build}
+echo "## 1. Training throughput"; bash "$here/train_throughput.sh" "$build" 20
+echo; echo "## 2. Data pipeline"; bash "$here/data_pipeline.sh" "$build" 2>/dev/null
+echo; echo "## 3. Fashion-MNIST accuracy"; bash "$here/fashion_accuracy.sh" "$build" 6 2>/dev/null
