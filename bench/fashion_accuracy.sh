@@ -25,6 +25,6 @@ for r in records:
           f"{100 * r['test_accuracy']:.2f}% | {r['images_per_second']:.0f} | {r['seconds']:.0f} |")
 print(f"\nFinal test accuracy {100 * records[-1]['test_accuracy']:.2f}%, wall time "
       f"{end - start:.0f} s on {cores} cores.")
-print(f"\nCommand: {cmd.replace(cmd.split()[0], 'build/bin/cifar-train', 1)} "
-      "(the model dir is a temp dir; run by bench/fashion_accuracy.sh)")
+model_dir = cmd.split(" -md ")[1].split()[0]
+print(f"\nCommand: {cmd.replace(model_dir, '<tmp>/model')} (run by bench/fashion_accuracy.sh)")
 PY
