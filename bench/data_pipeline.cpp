@@ -1,7 +1,6 @@
 // bench-data-pipeline: throughput of the threaded loader (random crop, flip, normalise) on
 // CIFAR-format data, and the single-thread CPU time per batch. bench/data_pipeline.sh runs it
 // beside torchvision's DataLoader on the same files.
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <optional>

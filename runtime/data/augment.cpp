@@ -53,7 +53,7 @@ CropFlip Augmenter::draw(uint64_t key) const {
   const uint64_t r = mix64(key);
   CropFlip p;
   if (random_crop_) {
-    const auto span = static_cast<uint64_t>(2 * padding_ + 1);
+    const auto span = 2 * static_cast<uint64_t>(padding_) + 1;
     // 21-bit fields: the modulo bias is below 1e-5 for any sane padding.
     p.dy = static_cast<int>((r & 0x1FFFFFU) % span) - padding_;
     p.dx = static_cast<int>(((r >> 21U) & 0x1FFFFFU) % span) - padding_;

@@ -14,7 +14,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kImageBytes = 3 * 32 * 32;
+constexpr int64_t kImageBytes = int64_t{3} * 32 * 32;
 
 // A binary record layout: `label_bytes` label bytes, each checked against its limit, then one
 // 3x32x32 image.

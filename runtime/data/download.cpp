@@ -86,7 +86,9 @@ struct CurlCleanup {
   void operator()(CURL* c) const { curl_easy_cleanup(c); }
 };
 struct FileClose {
-  void operator()(std::FILE* f) const { std::fclose(f); }
+  void operator()(std::FILE* f) const {
+    std::fclose(f);
+  }  // NOLINT(cppcoreguidelines-owning-memory): the unique_ptr deleter
 };
 
 size_t write_to_file(char* data, size_t size, size_t count, void* user) {
@@ -318,7 +320,7 @@ fs::path download_and_extract(const ArchiveSpec& spec, const fs::path& root) {
     throw DataError("archive " + spec.url + ": \"" + spec.md5 + "\" is not an MD5 checksum");
   }
 
-  const fs::path target = root / spec.top_dir;
+  fs::path target = root / spec.top_dir;
   std::error_code ec;
   if (fs::exists(target, ec)) {
     const std::string missing = first_missing(target, spec);

@@ -30,7 +30,7 @@ ChannelStats channel_stats(const Dataset& data) {
     }
   }
   ChannelStats stats;
-  const double n = static_cast<double>(data.size() * plane);
+  const auto n = static_cast<double>(data.size() * plane);
   for (const auto& h : hist) {
     double sum = 0;
     double sum_sq = 0;

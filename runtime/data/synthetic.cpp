@@ -26,7 +26,7 @@ constexpr uint64_t kPrototypeTag = 0x70726f746f747970ULL;  // "prototyp"
 // A class prototype: a base colour, a few periodic gratings (integer cycles per image, so shifted
 // copies stay smooth) and one soft blob, which together make classes differ in colour, texture
 // and layout.
-using Prototype = std::array<float, kChannels * kPlane>;
+using Prototype = std::array<float, static_cast<size_t>(kChannels) * kPlane>;
 
 Prototype make_prototype(Rng& rng) {
   Prototype p{};
@@ -61,7 +61,8 @@ Prototype make_prototype(Rng& rng) {
         for (const auto& g : gratings) {
           v += g.amp[c] * std::sin(kTwoPi * (g.fx * x + g.fy * y) / kSide + g.phase);
         }
-        p[static_cast<size_t>(c * kPlane + y * kSide + x)] = static_cast<float>(v);
+        p[static_cast<size_t>(c) * kPlane + static_cast<size_t>(y * kSide + x)] =
+            static_cast<float>(v);
       }
     }
   }
@@ -102,8 +103,10 @@ void make_sample(const std::vector<Prototype>& prototypes, uint64_t key, int32_t
             510.0;
         bits >>= 32U;
         bytes_left -= 4;
-        const double v = (p[static_cast<size_t>(c * kPlane + sy * kSide + sx)] - 128.0) * contrast +
-                         128.0 + cast[c] + noise * kNoiseScale;
+        const double v =
+            (p[static_cast<size_t>(c) * kPlane + static_cast<size_t>(sy * kSide + sx)] - 128.0) *
+                contrast +
+            128.0 + cast[c] + noise * kNoiseScale;
         image[c * kPlane + y * kSide + x] =
             static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L));
       }

@@ -63,7 +63,7 @@ class CifarResNet : public Classifier {
         stage->push_back(BasicBlock(in, planes, stride));
         in = planes;
       }
-      stages_.push_back(register_module("layer" + std::to_string(stages_.size() + 1), stage));
+      stages_.emplace_back(register_module("layer" + std::to_string(stages_.size() + 1), stage));
     }
     linear_ = register_module("linear", nn::Linear(64, options.num_classes));
     // akamaster's _weights_init: Kaiming-normal conv and linear weights (biases keep defaults).

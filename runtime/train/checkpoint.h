@@ -30,7 +30,9 @@ class CheckpointManager {
  public:
   CheckpointManager(std::filesystem::path dir, std::string prefix, int keep);
 
-  // Writes a checkpoint for `state` and deletes all but the newest `keep`; returns its path.
+  // Writes a checkpoint for `state` and deletes all but the newest `keep`; returns its path
+  // (informational: callers may ignore it).
+  // NOLINTNEXTLINE(modernize-use-nodiscard)
   std::filesystem::path save(const torch::nn::Module& model,
                              const torch::optim::Optimizer& optimizer,
                              const TrainState& state) const;

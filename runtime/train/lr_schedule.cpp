@@ -17,7 +17,7 @@ double cosine(double from, double to, double progress) {
 
 double learning_rate(const ScheduleOptions& o, int64_t step, int64_t steps_per_epoch,
                      int64_t total_steps) {
-  const double s = static_cast<double>(step);
+  const auto s = static_cast<double>(step);
   const double total = static_cast<double>(std::max<int64_t>(total_steps, 1));
   const double per_epoch = static_cast<double>(std::max<int64_t>(steps_per_epoch, 1));
   const double final_lr = o.base_lr * o.final_lr_fraction;

@@ -230,7 +230,7 @@ TrainResult run_training(const TrainConfig& config) {
       const auto t_optimizer = Clock::now();
 
       const int64_t n = labels.size(0);
-      const double loss_value = loss.item<double>();
+      const auto loss_value = loss.item<double>();
       if (!std::isfinite(loss_value)) {
         // Training on would only spread NaNs through the weights and every later checkpoint.
         throw std::runtime_error("training diverged: loss is " + std::to_string(loss_value) +

@@ -14,6 +14,7 @@ using cifar::testing::TempDir;
 ParsedCommandLine parse(std::vector<std::string> args) {
   args.insert(args.begin(), "cifar-train");
   std::vector<const char*> argv;
+  argv.reserve(args.size());
   for (const auto& a : args) argv.push_back(a.c_str());
   return parse_command_line(static_cast<int>(argv.size()), argv.data());
 }

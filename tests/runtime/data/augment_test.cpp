@@ -124,7 +124,7 @@ TEST(Augment, DrawCoversTheRangeAndIsAPureFunctionOfTheKey) {
     ASSERT_EQ(std::make_tuple(p.dy, p.dx, p.flip), std::make_tuple(again.dy, again.dx, again.flip));
   }
   EXPECT_EQ(seen.size(), 9U * 9U * 2U);
-  EXPECT_NEAR(flips, kDraws / 2, kDraws / 20);
+  EXPECT_NEAR(flips, kDraws / 2.0, kDraws / 20.0);
 }
 
 TEST(Augment, DisabledAugmentationsNeverDraw) {

@@ -75,8 +75,8 @@ TEST(Cifar10, ReadsDirectoryOrItsParent) {
     // Train files are concatenated in order 1..5, then the test file follows in `all`.
     EXPECT_TRUE(std::equal(tt.train.labels.begin(), tt.train.labels.end(), all.labels.begin()));
     EXPECT_TRUE(std::equal(tt.train.images.begin(), tt.train.images.end(), all.images.begin()));
-    EXPECT_TRUE(
-        std::equal(tt.test.images.begin(), tt.test.images.end(), all.images.begin() + 25 * 3072));
+    EXPECT_TRUE(std::equal(tt.test.images.begin(), tt.test.images.end(),
+                           all.images.begin() + int64_t{25} * 3072));
   }
 }
 
