@@ -86,9 +86,9 @@ struct CurlCleanup {
   void operator()(CURL* c) const { curl_easy_cleanup(c); }
 };
 struct FileClose {
-  void operator()(std::FILE* f) const {
-    std::fclose(f);
-  }  // NOLINT(cppcoreguidelines-owning-memory): the unique_ptr deleter
+  // The unique_ptr's deleter is the owner here.
+  // NOLINTNEXTLINE(cppcoreguidelines-owning-memory)
+  void operator()(std::FILE* f) const { std::fclose(f); }
 };
 
 size_t write_to_file(char* data, size_t size, size_t count, void* user) {

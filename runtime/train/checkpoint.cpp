@@ -126,7 +126,7 @@ fs::path CheckpointManager::save(const torch::nn::Module& model,
   // Zero-padded step numbers keep lexical order equal to age.
   char name[64];
   std::snprintf(name, sizeof(name), "-step-%010lld", static_cast<long long>(state.step));
-  const fs::path final_path = dir_ / (prefix_ + name + kSuffix);
+  fs::path final_path = dir_ / (prefix_ + name + kSuffix);
   const fs::path temp_path = dir_ / ("." + final_path.filename().string() + ".tmp");
   archive.save_to(temp_path.string());
   sync_path(temp_path);

@@ -4,13 +4,13 @@
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -18,8 +18,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <system_error>
-
-extern char** environ;
 
 namespace cifar::testing {
 namespace {

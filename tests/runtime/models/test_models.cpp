@@ -97,7 +97,7 @@ TEST(Models, AlexNetPoolsLikeTensorFlowSame) {
   // At 24x24 (the tutorial's crops) the flattened features feeding local3 are 6x6x64.
   const auto model = make_model("alexnet", ModelOptions{10, 3, 24});
   const auto params = model->named_parameters();
-  EXPECT_EQ(params["local3.weight"].sizes(), torch::IntArrayRef({384, 6 * 6 * 64}));
+  EXPECT_EQ(params["local3.weight"].sizes(), torch::IntArrayRef({384, int64_t{6} * 6 * 64}));
 }
 
 // Images whose pixels and channels are correlated, so whitening has something to undo.
