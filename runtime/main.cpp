@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
     spdlog::info(
         "done: {} epochs, {} steps, test accuracy {:.2f}% (best {:.2f}%), {:.1f} img/s "
         "({:.1f} img/s after warm-up)",
-        r.epochs_completed, r.steps, 100 * r.test_accuracy, 100 * r.best_test_accuracy,
+        r.epochs_completed, r.steps, 100 * r.last_epoch.test_accuracy, 100 * r.best_test_accuracy,
         r.images_per_second, r.steady_images_per_second);
     spdlog::info(
         "step time: data wait {:.1f}%, forward {:.1f}%, backward {:.1f}%, optimizer {:.1f}%, "

@@ -244,18 +244,18 @@ TrainResult run_training(const TrainConfig& config) {
       state.step += 1;
       state.batch_in_epoch += 1;
       images_this_process += n;
+      const double step_seconds = seconds_between(t_start, t_optimizer);
+      const double data_wait_seconds = seconds_between(t_start, t_data);
       if (++steps_this_process > TrainResult::kWarmupSteps) {
         steady_images += n;
-        steady_seconds += seconds_between(t_start, t_optimizer);
+        steady_seconds += step_seconds;
       }
-
-      const double step_seconds = seconds_between(t_start, t_optimizer);
       state.epoch_seconds += step_seconds;
       const double accuracy =
           static_cast<double>(state.epoch_correct) / static_cast<double>(state.epoch_seen);
       const double images_per_second = static_cast<double>(state.epoch_seen) / state.epoch_seconds;
-      metrics.record_step({step_seconds, seconds_between(t_start, t_data), n, loss_value, accuracy,
-                           images_per_second});
+      metrics.record_step(
+          {step_seconds, data_wait_seconds, n, loss_value, accuracy, images_per_second});
       progress.update(
           {state.batch_in_epoch, state.step, loss_value, accuracy, images_per_second, lr});
 
@@ -264,7 +264,7 @@ TrainResult run_training(const TrainConfig& config) {
           (config.checkpoint_every_steps > 0 && state.step % config.checkpoint_every_steps == 0)) {
         save_checkpoint();
       }
-      result.time.data_wait += seconds_between(t_start, t_data);
+      result.time.data_wait += data_wait_seconds;
       result.time.forward += seconds_between(t_data, t_forward);
       result.time.backward += seconds_between(t_forward, t_backward);
       result.time.optimizer += seconds_between(t_backward, t_optimizer);
@@ -290,10 +290,7 @@ TrainResult run_training(const TrainConfig& config) {
     record.seconds = state.epoch_seconds;
     progress.end_epoch(record);
 
-    result.train_loss = record.train_loss;
-    result.train_accuracy = record.train_accuracy;
-    result.test_loss = record.test_loss;
-    result.test_accuracy = record.test_accuracy;
+    result.last_epoch = record;
     result.best_test_accuracy = std::max(result.best_test_accuracy, record.test_accuracy);
     if (stop) break;  // a partial epoch: its checkpoint is written, no epoch record
 

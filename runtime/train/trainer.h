@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "train/config.h"
+#include "train/monitor.h"
 
 namespace cifar::train {
 
@@ -20,10 +21,7 @@ struct TimeBreakdown {
 struct TrainResult {
   int64_t epochs_completed = 0;
   int64_t steps = 0;
-  double train_loss = 0;
-  double train_accuracy = 0;
-  double test_loss = 0;
-  double test_accuracy = 0;
+  EpochRecord last_epoch;  // the latest evaluation (a partial epoch's after --max-steps)
   double best_test_accuracy = 0;
   double images_per_second = 0;  // over this process's training steps
   // Over the steps after the first kWarmupSteps of this process (allocator and kernel warm-up).
