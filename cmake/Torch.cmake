@@ -11,7 +11,9 @@ message(STATUS "cifartrain: LibTorch ${Torch_VERSION}, CUDA support: ${CIFAR_WIT
 # One interface target carries torch, its flags and the CUDA switch, so parts link just this.
 add_library(cifar_torch INTERFACE)
 target_link_libraries(cifar_torch INTERFACE ${TORCH_LIBRARIES})
-target_compile_options(cifar_torch INTERFACE ${TORCH_CXX_FLAGS})
+# -pthread everywhere torch is: gRPC's targets add it (it defines _REENTRANT), and GCC refuses a
+# PCH built without it. (FindThreads adds no flag where glibc has pthreads built in.)
+target_compile_options(cifar_torch INTERFACE ${TORCH_CXX_FLAGS} -pthread)
 if(CIFAR_WITH_CUDA)
   target_compile_definitions(cifar_torch INTERFACE CIFAR_WITH_CUDA=1)
 endif()

@@ -7,31 +7,62 @@
 
 #include "cli/options.h"
 #include "data/dataset.h"
+#include "dist/ps/server.h"
+#include "dist/ps/trainer.h"
+#include "train/evaluator.h"
 #include "train/host_memory.h"
 #include "train/trainer.h"
+
+namespace {
+
+// Trains on one machine, or plays this process's role of a distributed job.
+int run(const cifar::train::TrainConfig& config) {
+  using cifar::cluster::Role;
+  const auto& dist = config.distributed;
+  if (dist.enabled && dist.job.role == Role::kPs) {
+    cifar::ps::run_parameter_server(config);
+    return 0;
+  }
+  if (dist.enabled && dist.job.role == Role::kEvaluator) {
+    cifar::train::run_evaluator(config);
+    return 0;
+  }
+  const auto r = dist.enabled ? cifar::ps::run_ps_trainer(config)
+                              : cifar::train::run_training(config);
+  const auto& t = r.time;
+  const double total = t.total() > 0 ? t.total() : 1;
+  spdlog::info(
+      "done: {} epochs, {} steps, {:.1f} img/s ({:.1f} img/s after warm-up)", r.epochs_completed,
+      r.steps, r.images_per_second, r.steady_images_per_second);
+  if (dist.enabled) {
+    spdlog::info("step time: data wait {:.1f}%, forward+backward {:.1f}%, push+pull {:.1f}%",
+                 100 * t.data_wait / total, 100 * t.forward / total, 100 * t.optimizer / total);
+    return 0;
+  }
+  spdlog::info("test accuracy {:.2f}% (best {:.2f}%)", 100 * r.last_epoch.test_accuracy,
+               100 * r.best_test_accuracy);
+  spdlog::info(
+      "step time: data wait {:.1f}%, forward {:.1f}%, backward {:.1f}%, optimizer {:.1f}%, "
+      "other {:.1f}%",
+      100 * t.data_wait / total, 100 * t.forward / total, 100 * t.backward / total,
+      100 * t.optimizer / total, 100 * t.other / total);
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const auto parsed = cifar::cli::parse_command_line(argc, argv);
   if (!parsed.config) return parsed.exit_code;
-  spdlog::set_pattern("[%H:%M:%S.%e] [%^%l%$] %v");
+  const auto& dist = parsed.config->distributed;
+  // In a job's interleaved logs every line says which process wrote it.
+  spdlog::set_pattern(dist.enabled ? "[%H:%M:%S.%e] [" + dist.job.task_name() + "] [%^%l%$] %v"
+                                   : "[%H:%M:%S.%e] [%^%l%$] %v");
   if (parsed.verbose) spdlog::set_level(spdlog::level::debug);
 
   try {
     cifar::train::keep_freed_memory_for_reuse();
-    const auto r = cifar::train::run_training(*parsed.config);
-    const auto& t = r.time;
-    const double total = t.total() > 0 ? t.total() : 1;
-    spdlog::info(
-        "done: {} epochs, {} steps, test accuracy {:.2f}% (best {:.2f}%), {:.1f} img/s "
-        "({:.1f} img/s after warm-up)",
-        r.epochs_completed, r.steps, 100 * r.last_epoch.test_accuracy, 100 * r.best_test_accuracy,
-        r.images_per_second, r.steady_images_per_second);
-    spdlog::info(
-        "step time: data wait {:.1f}%, forward {:.1f}%, backward {:.1f}%, optimizer {:.1f}%, "
-        "other {:.1f}%",
-        100 * t.data_wait / total, 100 * t.forward / total, 100 * t.backward / total,
-        100 * t.optimizer / total, 100 * t.other / total);
-    return 0;
+    return run(*parsed.config);
   } catch (const cifar::data::DataError& e) {
     spdlog::error("data: {}", e.what());
     return 1;

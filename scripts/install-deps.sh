@@ -14,6 +14,8 @@ APT_PACKAGES=(
   # runtime libraries
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libcurl4-openssl-dev libarchive-dev libssl-dev zlib1g-dev
+  # parameter server: gRPC + protobuf
+  libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   # tests
   libgtest-dev libgmock-dev googletest python3
   # real data for the demo and the accuracy benchmark

@@ -2,11 +2,13 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "cluster/cluster.h"
 #include "models/model.h"
 
 namespace cifar::cli {
@@ -31,6 +33,106 @@ std::vector<std::string> seed_compatible_args(int argc, const char* const argv[]
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes them last-first
   return args;
+}
+
+// Flags of a distributed job; turned into config.distributed after parsing.
+struct DistributedFlags {
+  bool distributed = false;
+  cluster::LocalFlags local;
+};
+
+void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFlags& d) {
+  auto& ps = c.distributed.ps;
+  const char* group = "Distributed (local flags; in Kubernetes the operator's TF_CONFIG)";
+  app.add_flag("--distributed", d.distributed,
+               "Play one role of a local distributed job (ports from --dist-start-port)")
+      ->group(group);
+  app.add_option("--dist-type", d.local.type, "Role: ps, master, worker, evaluator")
+      ->check(CLI::IsMember({"ps", "master", "worker", "evaluator"}))
+      ->group(group)
+      ->capture_default_str();
+  app.add_option("--ps-count", d.local.ps_count, "PS shards")
+      ->check(CLI::PositiveNumber)
+      ->group(group)
+      ->capture_default_str();
+  app.add_option("--worker-count", d.local.worker_count, "Workers besides the master")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group)
+      ->capture_default_str();
+  app.add_option("--dist-start-port", d.local.start_port,
+                 "First port: ps i at +i, the master after them, then the workers")
+      ->check(CLI::Range(1, 65535))
+      ->group(group)
+      ->capture_default_str();
+  app.add_option("--ps-index", d.local.ps_index, "This PS's index")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  app.add_option("--worker-index", d.local.worker_index, "This worker's index")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  app.add_option("--dist-host", d.local.host, "Host of every process of a local job")
+      ->group(group)
+      ->capture_default_str();
+  app.add_option("--strategy", c.distributed.strategy, "Distributed strategy: ps")
+      ->check(CLI::IsMember({"ps"}))
+      ->group(group)
+      ->capture_default_str();
+  app.add_option("--ps-mode", ps.mode,
+                 "sync, async (apply then reply), async-reply (reply then apply), hogwild "
+                 "(lock-free), ssp (bounded staleness)")
+      ->check(CLI::IsMember({"sync", "async", "async-reply", "hogwild", "ssp"}))
+      ->group(group)
+      ->capture_default_str();
+  app.add_option("--staleness", ps.staleness, "ssp: updates a trainer may run ahead of the slowest")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group)
+      ->capture_default_str();
+  app.add_flag("--staleness-lr", ps.staleness_lr,
+               "Divide the learning rate of a gradient k updates stale by k")
+      ->group(group);
+  app.add_option("--ps-timeout", ps.timeout_seconds,
+                 "sync/ssp: a trainer silent this long (seconds) is dropped from the round")
+      ->check(CLI::PositiveNumber)
+      ->group(group)
+      ->capture_default_str();
+  app.add_option("--ps-wire-dtype", ps.wire_dtype, "Gradients and parameters on the wire")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+      ->group(group)
+      ->capture_default_str();
+  app.add_option("--ps-max-message-mb", ps.max_message_mb, "Largest gRPC message accepted")
+      ->check(CLI::Range(1, 2047))
+      ->group(group)
+      ->capture_default_str();
+  app.add_option("--ps-retry-seconds", ps.retry_seconds,
+                 "How long a trainer retries an unreachable PS before failing")
+      ->check(CLI::PositiveNumber)
+      ->group(group)
+      ->capture_default_str();
+}
+
+// Fills config.distributed from the local flags or TF_CONFIG; throws std::invalid_argument.
+void resolve_distributed(const CLI::App& app, const DistributedFlags& d, train::TrainConfig& c) {
+  auto& dist = c.distributed;
+  const char* tf_config = std::getenv("TF_CONFIG");
+  if (d.distributed) {
+    dist.job = cluster::local_job(d.local);
+    dist.local = true;
+  } else if (tf_config != nullptr && *tf_config != '\0') {
+    dist.job = cluster::parse_tf_config(tf_config);
+  } else {
+    for (const char* flag : {"--dist-type", "--ps-index", "--worker-index"}) {
+      if (app.count(flag) > 0) {
+        throw std::invalid_argument(std::string(flag) +
+                                    " needs --distributed (or TF_CONFIG in the environment)");
+      }
+    }
+    return;
+  }
+  dist.enabled = true;
+  if (dist.job.cluster.ps.empty()) {
+    throw std::invalid_argument("the parameter-server strategy needs at least one ps in the job");
+  }
+  if (const char* token = std::getenv("CIFAR_PS_TOKEN")) dist.ps.token = token;
 }
 
 void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, bool& verbose) {
@@ -164,6 +266,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
   train::TrainConfig config;
   std::string context = "cpu";
   add_options(app, config, context, parsed.verbose);
+  DistributedFlags distributed;
+  add_distributed_options(app, config, distributed);
 
   auto args = seed_compatible_args(argc, argv);
   try {
@@ -174,6 +278,13 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     return parsed;
   } catch (const CLI::ParseError& e) {
     std::cerr << "cifar-train: error: " << e.what() << "\nRun 'cifar-train --help' for usage.\n";
+    parsed.exit_code = 2;
+    return parsed;
+  }
+  try {
+    resolve_distributed(app, distributed, config);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "cifar-train: error: " << e.what() << "\n";
     parsed.exit_code = 2;
     return parsed;
   }

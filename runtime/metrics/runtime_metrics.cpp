@@ -7,6 +7,7 @@
 #include <prometheus/registry.h>
 
 #include <stdexcept>
+#include <utility>
 
 namespace cifar::metrics {
 namespace {
@@ -32,9 +33,10 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
   auto gauge = [&](const char* name, const char* help) {
     return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add(labels);
   };
-  auto histogram = [&](const char* name, const char* help) {
-    return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add(labels,
-                                                                               step_buckets());
+  auto histogram = [&](const char* name, const char* help,
+                       prometheus::Histogram::BucketBoundaries buckets = step_buckets()) {
+    return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add(
+        labels, std::move(buckets));
   };
   steps_ = counter("cifar_steps_total", "Training steps (optimizer updates) completed.");
   images_ = counter("cifar_images_total", "Training images processed.");
@@ -48,6 +50,25 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
   images_per_second_ = gauge("cifar_images_per_second", "Training throughput, images per second.");
   step_seconds_ = histogram("cifar_step_seconds", "Wall time of one training step.");
   checkpoint_seconds_ = histogram("cifar_checkpoint_seconds", "Time to write one checkpoint.");
+  ps_exchange_seconds_ =
+      histogram("cifar_ps_push_pull_seconds",
+                "Trainer: one push of gradients and pull of parameters to and from all PS shards.",
+                {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30});
+  ps_pushed_bytes_ = counter("cifar_ps_push_bytes_total", "Trainer: gradient bytes pushed.");
+  ps_pulled_bytes_ = counter("cifar_ps_pull_bytes_total", "Trainer: parameter bytes pulled.");
+  ps_retries_ = counter("cifar_ps_retries_total",
+                        "Trainer: calls to a PS shard retried (unreachable, restarted).");
+  ps_staleness_ = histogram(
+      "cifar_ps_staleness",
+      "PS: updates applied between a gradient's parameters and its own application.",
+      {0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64});
+  ps_updates_ = counter("cifar_ps_updates_total", "PS: updates applied to this shard.");
+  ps_received_bytes_ = counter("cifar_ps_received_bytes_total", "PS: gradient bytes received.");
+  ps_sent_bytes_ = counter("cifar_ps_sent_bytes_total", "PS: parameter bytes sent.");
+  ps_evictions_ = counter("cifar_ps_evictions_total",
+                          "PS: trainers dropped from a round after --ps-timeout of silence.");
+  ps_version_ = gauge("cifar_ps_version", "PS: updates applied to this shard since the start.");
+  ps_members_ = gauge("cifar_ps_members", "PS: trainers taking part in training.");
 
   if (!bind_address.empty()) {
     try {
@@ -85,6 +106,32 @@ void RuntimeMetrics::set_test_accuracy(double accuracy) { test_accuracy_->Set(ac
 void RuntimeMetrics::record_checkpoint(double seconds) {
   checkpoints_->Increment();
   checkpoint_seconds_->Observe(seconds);
+}
+
+void RuntimeMetrics::record_ps_exchange(double seconds, int64_t pushed_bytes,
+                                        int64_t pulled_bytes) {
+  ps_exchange_seconds_->Observe(seconds);
+  ps_pushed_bytes_->Increment(static_cast<double>(pushed_bytes));
+  ps_pulled_bytes_->Increment(static_cast<double>(pulled_bytes));
+}
+
+void RuntimeMetrics::record_ps_retry() { ps_retries_->Increment(); }
+
+void RuntimeMetrics::record_ps_update(int64_t staleness) {
+  ps_updates_->Increment();
+  ps_staleness_->Observe(static_cast<double>(staleness));
+}
+
+void RuntimeMetrics::record_ps_traffic(int64_t received_bytes, int64_t sent_bytes) {
+  ps_received_bytes_->Increment(static_cast<double>(received_bytes));
+  ps_sent_bytes_->Increment(static_cast<double>(sent_bytes));
+}
+
+void RuntimeMetrics::record_ps_eviction() { ps_evictions_->Increment(); }
+
+void RuntimeMetrics::set_ps_state(int64_t version, int64_t members) {
+  ps_version_->Set(static_cast<double>(version));
+  ps_members_->Set(static_cast<double>(members));
 }
 
 prometheus::Registry& RuntimeMetrics::registry() { return *registry_; }

@@ -47,6 +47,15 @@ class RuntimeMetrics {
   void set_test_accuracy(double accuracy);
   void record_checkpoint(double seconds);
 
+  // Parameter-server training, trainer side: one push-and-pull round trip to all shards.
+  void record_ps_exchange(double seconds, int64_t pushed_bytes, int64_t pulled_bytes);
+  void record_ps_retry();
+  // Server side.
+  void record_ps_update(int64_t staleness);
+  void record_ps_traffic(int64_t received_bytes, int64_t sent_bytes);
+  void record_ps_eviction();
+  void set_ps_state(int64_t version, int64_t members);
+
   [[nodiscard]] prometheus::Registry& registry();
 
  private:
@@ -63,6 +72,17 @@ class RuntimeMetrics {
   prometheus::Gauge* images_per_second_;
   prometheus::Histogram* step_seconds_;
   prometheus::Histogram* checkpoint_seconds_;
+  prometheus::Histogram* ps_exchange_seconds_;
+  prometheus::Counter* ps_pushed_bytes_;
+  prometheus::Counter* ps_pulled_bytes_;
+  prometheus::Counter* ps_retries_;
+  prometheus::Histogram* ps_staleness_;
+  prometheus::Counter* ps_updates_;
+  prometheus::Counter* ps_received_bytes_;
+  prometheus::Counter* ps_sent_bytes_;
+  prometheus::Counter* ps_evictions_;
+  prometheus::Gauge* ps_version_;
+  prometheus::Gauge* ps_members_;
 };
 
 }  // namespace cifar::metrics

@@ -114,12 +114,19 @@ CheckpointManager::CheckpointManager(fs::path dir, std::string prefix, int keep)
 fs::path CheckpointManager::save(const torch::nn::Module& model,
                                  const torch::optim::Optimizer& optimizer,
                                  const TrainState& state) const {
+  return save(model, state, [&](torch::serialize::OutputArchive& archive) {
+    torch::serialize::OutputArchive optimizer_archive;
+    optimizer.save(optimizer_archive);
+    archive.write("optimizer", optimizer_archive);
+  });
+}
+
+fs::path CheckpointManager::save(const torch::nn::Module& model, const TrainState& state,
+                                 const ExtraWriter& write_extra) const {
   fs::create_directories(dir_);
   torch::serialize::OutputArchive archive;
   write_model(archive, model);
-  torch::serialize::OutputArchive optimizer_archive;
-  optimizer.save(optimizer_archive);
-  archive.write("optimizer", optimizer_archive);
+  write_extra(archive);
   write_state(archive, state);
   archive.write("rng/cpu", cpu_rng_state());
 
@@ -156,6 +163,15 @@ std::vector<fs::path> CheckpointManager::list() const {
 
 std::optional<TrainState> CheckpointManager::load_latest(torch::nn::Module& model,
                                                          torch::optim::Optimizer& optimizer) const {
+  return load_latest(model, [&](torch::serialize::InputArchive& archive) {
+    torch::serialize::InputArchive optimizer_archive;
+    archive.read("optimizer", optimizer_archive);
+    optimizer.load(optimizer_archive);
+  });
+}
+
+std::optional<TrainState> CheckpointManager::load_latest(torch::nn::Module& model,
+                                                         const ExtraReader& read_extra) const {
   auto files = list();
   std::string newest_error;
   for (auto it = files.rbegin(); it != files.rend(); ++it) {
@@ -163,9 +179,7 @@ std::optional<TrainState> CheckpointManager::load_latest(torch::nn::Module& mode
       torch::serialize::InputArchive archive;
       archive.load_from(it->string());
       read_model(archive, model);
-      torch::serialize::InputArchive optimizer_archive;
-      archive.read("optimizer", optimizer_archive);
-      optimizer.load(optimizer_archive);
+      read_extra(archive);
       torch::Tensor rng;
       archive.read("rng/cpu", rng);
       set_cpu_rng_state(rng);

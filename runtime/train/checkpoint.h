@@ -4,9 +4,11 @@
 
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
+#include <torch/serialize/archive.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +30,11 @@ struct TrainState {
 
 class CheckpointManager {
  public:
+  // What besides the model, the state and the RNG a checkpoint holds (the optimizer's state, or
+  // a parameter-server job's): written and read by the caller.
+  using ExtraWriter = std::function<void(torch::serialize::OutputArchive&)>;
+  using ExtraReader = std::function<void(torch::serialize::InputArchive&)>;
+
   CheckpointManager(std::filesystem::path dir, std::string prefix, int keep);
 
   // Writes a checkpoint for `state` and deletes all but the newest `keep`; returns its path
@@ -36,11 +43,16 @@ class CheckpointManager {
   std::filesystem::path save(const torch::nn::Module& model,
                              const torch::optim::Optimizer& optimizer,
                              const TrainState& state) const;
+  // NOLINTNEXTLINE(modernize-use-nodiscard)
+  std::filesystem::path save(const torch::nn::Module& model, const TrainState& state,
+                             const ExtraWriter& write_extra) const;
   // Restores the newest readable checkpoint into `model` and `optimizer` (and the global RNG);
   // an unreadable one (torn by a crash) is reported and the next older one tried. Empty when
   // there are none; throws when there are some but none can be restored.
   std::optional<TrainState> load_latest(torch::nn::Module& model,
                                         torch::optim::Optimizer& optimizer) const;
+  std::optional<TrainState> load_latest(torch::nn::Module& model,
+                                        const ExtraReader& read_extra) const;
   // Checkpoints present, oldest first.
   [[nodiscard]] std::vector<std::filesystem::path> list() const;
 

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "cluster/cluster.h"
+
 namespace cifar::train {
 
 enum class ScheduleKind { kConstant, kStep, kCosine, kOneCycle };
@@ -26,6 +28,26 @@ struct OptimizerOptions {
   double weight_decay = 5e-4;
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.999;
+};
+
+// Parameter-server training (DESIGN.md "modes").
+struct PsOptions {
+  std::string mode = "sync";  // sync | async | async-reply | hogwild | ssp
+  int64_t staleness = 3;      // ssp: how many updates a trainer may run ahead of the slowest
+  bool staleness_lr = false;  // divide the learning rate of a stale gradient by its staleness
+  double timeout_seconds = 30;  // sync/ssp: a trainer silent this long leaves the round
+  std::string wire_dtype = "fp32";  // fp32 | fp16 | bf16 for gradients and parameters
+  int64_t max_message_mb = 512;     // larger gRPC messages are refused
+  double retry_seconds = 120;       // how long a trainer retries an unreachable PS
+  std::string token;  // shared secret of the job's members (env CIFAR_PS_TOKEN); empty: none
+};
+
+struct DistributedOptions {
+  bool enabled = false;
+  std::string strategy = "ps";  // ps
+  cluster::Job job;
+  bool local = false;  // from the local flags: each process offsets its metrics port
+  PsOptions ps;
 };
 
 struct TrainConfig {
@@ -64,6 +86,8 @@ struct TrainConfig {
   std::string metrics_bind = "0.0.0.0";
   std::string progress = "auto";  // auto | bar | lines | none
   int64_t log_every_steps = 0;    // plain-line progress interval (0 = ~10 lines an epoch)
+  // Distributed training (off: single process).
+  DistributedOptions distributed;
 };
 
 }  // namespace cifar::train

@@ -23,6 +23,7 @@
 #include "train/monitor.h"
 #include "train/optimizer.h"
 #include "train/progress.h"
+#include "train/setup.h"
 
 namespace cifar::train {
 namespace {
@@ -33,105 +34,11 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
-torch::Device resolve_device(const std::string& name) {
-  if (name == "cpu") return torch::kCPU;
-  if (name == "cuda") {
-    if (!torch::cuda::is_available()) {
-      throw std::invalid_argument("-c cuda: no CUDA device is available to this build");
-    }
-    return torch::kCUDA;
-  }
-  throw std::invalid_argument("unknown device '" + name + "' (cpu, cuda)");
-}
-
-// Wraps a loader batch as tensors without copying: the tensors share ownership of its buffers.
-std::pair<torch::Tensor, torch::Tensor> to_tensors(data::Batch batch, torch::Device device) {
-  auto owner = std::make_shared<data::Batch>(std::move(batch));
-  auto keep_alive = [owner](void* /*unused*/) {};
-  auto images = torch::from_blob(owner->images.data(),
-                                 {owner->size, owner->channels, owner->height, owner->width},
-                                 keep_alive, torch::kFloat32);
-  auto labels = torch::from_blob(owner->labels.data(), {owner->size}, keep_alive, torch::kInt64);
-  if (device.is_cpu()) return {images, labels};
-  return {images.to(device, /*non_blocking=*/true), labels.to(device, /*non_blocking=*/true)};
-}
-
-torch::Tensor classification_loss(const torch::Tensor& logits, const torch::Tensor& labels,
-                                  double label_smoothing) {
-  namespace F = torch::nn::functional;
-  return F::cross_entropy(logits, labels,
-                          F::CrossEntropyFuncOptions().label_smoothing(label_smoothing));
-}
-
-struct Evaluation {
-  double loss = 0;
-  double accuracy = 0;
-};
-
-Evaluation evaluate(models::Classifier& model, data::DataLoader& loader, torch::Device device) {
-  torch::NoGradGuard no_grad;
-  model.eval();
-  double loss_sum = 0;
-  int64_t correct = 0;
-  int64_t seen = 0;
-  loader.start_epoch(0);
-  while (auto batch = loader.next()) {
-    auto [images, labels] = to_tensors(std::move(*batch), device);
-    auto logits = model.forward(images);
-    namespace F = torch::nn::functional;
-    loss_sum +=
-        F::cross_entropy(logits, labels, F::CrossEntropyFuncOptions().reduction(torch::kSum))
-            .item<double>();
-    correct += logits.argmax(1).eq(labels).sum().item<int64_t>();
-    seen += labels.size(0);
-  }
-  model.train();
-  if (seen == 0) return {};
-  return {loss_sum / static_cast<double>(seen),
-          static_cast<double>(correct) / static_cast<double>(seen)};
-}
-
-data::LoaderOptions loader_options(const TrainConfig& config, const data::ChannelStats& stats,
-                                   bool training) {
-  data::LoaderOptions o;
-  o.batch_size = training ? config.batch_size : std::max<int64_t>(config.batch_size, 256);
-  o.shuffle = training;
-  o.augment = training && config.augment;
-  // A last batch of a handful of images would give BatchNorm a noisy step; it is reshuffled in.
-  o.drop_last = training;
-  o.augmentation.normalize = stats;
-  o.seed = config.seed;
-  o.num_workers = config.loader_workers;
-  return o;
-}
-
-// A sample of normalised training images for data-dependent initialisation (fastnet).
-torch::Tensor init_sample(const std::shared_ptr<const data::Dataset>& train,
-                          const data::ChannelStats& stats, torch::Device device) {
-  data::LoaderOptions o;
-  o.batch_size = std::min<int64_t>(train->size(), 5000);
-  o.shuffle = false;
-  o.augment = false;
-  o.augmentation.normalize = stats;
-  o.num_workers = 1;
-  data::DataLoader loader(train, o);
-  loader.start_epoch(0);
-  auto batch = loader.next();
-  return to_tensors(std::move(*batch), device).first.clone();
-}
-
-std::string run_name(const TrainConfig& config) {
-  return config.name.empty() ? config.model : config.name;
-}
-
 }  // namespace
 
 TrainResult run_training(const TrainConfig& config) {
   const auto device = resolve_device(config.device);
-  const int threads =
-      config.threads > 0 ? config.threads : static_cast<int>(std::thread::hardware_concurrency());
-  // LibTorch defaults to one intra-op thread on some machines: set it explicitly.
-  torch::set_num_threads(std::max(threads, 1));
+  const int threads = configure_threads(config);
 
   auto sets = load_datasets(config);
   const auto stats = data::channel_stats(sets.train);
@@ -181,12 +88,8 @@ TrainResult run_training(const TrainConfig& config) {
   }
   MonitorLog monitor(model_dir);
 
-  std::string bind;
-  if (config.metrics_port >= 0) {
-    bind = config.metrics_bind + ":" + std::to_string(config.metrics_port);
-  }
-  metrics::RuntimeMetrics metrics({run_name(config), "master", "0"}, bind);
-  if (metrics.port() != 0) spdlog::info("metrics on :{}/metrics", metrics.port());
+  const auto metrics_endpoint = make_runtime_metrics(config);
+  auto& metrics = *metrics_endpoint;
 
   Progress progress(Progress::parse_mode(config.progress), steps_per_epoch, config.epochs,
                     config.log_every_steps);

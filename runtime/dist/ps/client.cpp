@@ -1,0 +1,340 @@
+#include "dist/ps/client.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <future>
+#include <stdexcept>
+#include <thread>
+
+#include "dist/ps/shard.h"
+#include "dist/ps/tensor_codec.h"
+#include "metrics/runtime_metrics.h"
+#include "proto/ps.grpc.pb.h"
+
+namespace cifar::ps {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Stub = proto::ParameterServer::Stub;
+
+bool is_not_initialized(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+         s.error_message().rfind(kNotInitialized, 0) == 0;
+}
+
+std::string describe(const grpc::Status& s) {
+  return "[" + std::to_string(static_cast<int>(s.error_code())) + "] " + s.error_message();
+}
+
+}  // namespace
+
+class PsClient::Connection {
+ public:
+  Connection(int index, std::string address, const ClientOptions& options,
+             metrics::RuntimeMetrics* metrics)
+      : index_(index), address_(std::move(address)), options_(options), metrics_(metrics) {
+    grpc::ChannelArguments args;
+    const int limit = static_cast<int>(std::min<int64_t>(options.max_message_bytes, INT32_MAX));
+    args.SetMaxReceiveMessageSize(limit);
+    args.SetMaxSendMessageSize(limit);
+    // gRPC's reconnect backoff grows to 120 s by default; a restarted PS should be found fast.
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    stub_ = proto::ParameterServer::NewStub(
+        grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args));
+  }
+
+  // Runs `rpc` until it succeeds or fails for a reason retrying cannot fix. An unreachable or
+  // restarting shard is retried with exponential backoff for options.retry_seconds; `lost` is
+  // called when the shard answers that it has no parameters (restarted without a checkpoint).
+  grpc::Status call(const char* what, const std::function<grpc::Status(grpc::ClientContext&, Stub&)>& rpc,
+                    const std::function<void(int)>& lost = {}) {
+    const auto give_up = Clock::now() + std::chrono::milliseconds(
+                                            static_cast<int64_t>(options_.retry_seconds * 1000));
+    auto backoff = std::chrono::milliseconds(50);
+    bool warned = false;
+    while (true) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::milliseconds(
+                               static_cast<int64_t>(options_.call_seconds * 1000)));
+      if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
+      const auto status = rpc(context, *stub_);
+      const auto code = status.error_code();
+      if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED) {
+        if (warned) spdlog::info("PS shard {} ({}) is back", index_, address_);
+        return status;
+      }
+      if (is_not_initialized(status) && lost) {
+        lost(index_);
+        continue;
+      }
+      if (Clock::now() > give_up) {
+        throw std::runtime_error("PS shard " + std::to_string(index_) + " (" + address_ +
+                                 ") unreachable for " + std::to_string(options_.retry_seconds) +
+                                 " s during " + what + ": " + describe(status));
+      }
+      if (!warned) {
+        spdlog::warn("PS shard {} ({}) {}: {}; retrying for up to {} s", index_, address_,
+                     is_not_initialized(status) ? "has no parameters yet" : "unreachable",
+                     status.error_message(), options_.retry_seconds);
+        warned = true;
+      }
+      if (metrics_ != nullptr) metrics_->record_ps_retry();
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    }
+  }
+
+  // Throws a clear error for a failed status.
+  void check(const grpc::Status& status, const char* what) const {
+    if (!status.ok()) {
+      throw std::runtime_error("PS shard " + std::to_string(index_) + " (" + address_ + ") " +
+                               what + " failed: " + describe(status));
+    }
+  }
+
+ private:
+  int index_;
+  std::string address_;
+  const ClientOptions& options_;
+  metrics::RuntimeMetrics* metrics_;
+  std::unique_ptr<Stub> stub_;
+};
+
+PsClient::PsClient(ClientOptions options, ShardLayout layout, metrics::RuntimeMetrics* metrics)
+    : options_(std::move(options)),
+      layout_(std::move(layout)),
+      metrics_(metrics),
+      versions_(options_.addresses.size(), 0) {
+  if (static_cast<int>(options_.addresses.size()) != layout_.shards()) {
+    throw std::invalid_argument("the cluster lists " + std::to_string(options_.addresses.size()) +
+                                " PS addresses but the layout has " +
+                                std::to_string(layout_.shards()) + " shards");
+  }
+  for (size_t s = 0; s < options_.addresses.size(); ++s) {
+    shards_.push_back(std::make_unique<Connection>(static_cast<int>(s), options_.addresses[s],
+                                                   options_, metrics_));
+  }
+}
+
+PsClient::~PsClient() = default;
+
+void PsClient::for_each_shard(const std::function<void(int)>& body) {
+  if (shards_.size() == 1) {
+    body(0);
+    return;
+  }
+  std::vector<std::future<void>> calls;
+  calls.reserve(shards_.size());
+  for (size_t s = 0; s < shards_.size(); ++s) {
+    calls.push_back(std::async(std::launch::async, body, static_cast<int>(s)));
+  }
+  for (auto& c : calls) c.get();  // rethrows the first failure
+}
+
+std::vector<proto::RegisterReply> PsClient::register_trainer(int trainer,
+                                                             bool wait_until_initialized) {
+  std::vector<proto::RegisterReply> replies(shards_.size());
+  for_each_shard([&](int s) {
+    proto::RegisterRequest request;
+    request.set_trainer(trainer);
+    request.mutable_layout()->set_fingerprint(layout_.fingerprint());
+    request.mutable_layout()->set_pieces(static_cast<uint32_t>(layout_.pieces(s).size()));
+    const auto give_up = Clock::now() + std::chrono::milliseconds(
+                                            static_cast<int64_t>(options_.retry_seconds * 1000));
+    auto& reply = replies[static_cast<size_t>(s)];
+    while (true) {
+      reply.Clear();
+      auto& shard = *shards_[static_cast<size_t>(s)];
+      shard.check(shard.call("register",
+                             [&](grpc::ClientContext& c, Stub& stub) {
+                               return stub.Register(&c, request, &reply);
+                             }),
+                  "register");
+      if (reply.initialized() || !wait_until_initialized) break;
+      if (Clock::now() > give_up) {
+        throw std::runtime_error("PS shard " + std::to_string(s) + " (" +
+                                 options_.addresses[static_cast<size_t>(s)] +
+                                 ") got no parameters from the master within " +
+                                 std::to_string(options_.retry_seconds) + " s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    versions_[static_cast<size_t>(s)] = reply.version();
+  });
+  return replies;
+}
+
+void PsClient::initialize(const std::vector<std::unique_ptr<proto::InitRequest>>& requests) {
+  for_each_shard([&](int s) {
+    const auto& request = requests.at(static_cast<size_t>(s));
+    if (!request) return;
+    proto::InitReply reply;
+    auto& shard = *shards_[static_cast<size_t>(s)];
+    shard.check(shard.call("initialize",
+                           [&](grpc::ClientContext& c, Stub& stub) {
+                             return stub.Initialize(&c, *request, &reply);
+                           }),
+                "initialize");
+    versions_[static_cast<size_t>(s)] = reply.version();
+  });
+}
+
+namespace {
+
+// Copies a reply's parameter pieces into the model's parameters.
+int64_t write_params(const ShardLayout& layout, int shard, const proto::ParamsReply& reply,
+                     const std::vector<torch::Tensor>& params) {
+  const auto& pieces = layout.pieces(shard);
+  if (static_cast<size_t>(reply.params_size()) != pieces.size()) {
+    throw std::runtime_error("PS shard " + std::to_string(shard) + " sent " +
+                             std::to_string(reply.params_size()) + " pieces, expected " +
+                             std::to_string(pieces.size()));
+  }
+  torch::NoGradGuard no_grad;
+  int64_t bytes = 0;
+  for (const auto& t : reply.params()) {
+    const auto& piece = pieces.at(t.key());
+    if (const auto why = check_piece(t, piece.length); !why.empty()) {
+      throw std::runtime_error("PS shard " + std::to_string(shard) + " piece " +
+                               std::to_string(t.key()) + ": " + why);
+    }
+    params.at(static_cast<size_t>(piece.parameter))
+        .view({-1})
+        .narrow(0, piece.offset, piece.length)
+        .copy_(decode(t));
+    bytes += static_cast<int64_t>(t.data().size());
+  }
+  return bytes;
+}
+
+}  // namespace
+
+Exchange PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grads,
+                             const std::vector<torch::Tensor>& params, double lr) {
+  const auto start = Clock::now();
+  std::vector<Exchange> per_shard(shards_.size());
+  for_each_shard([&](int s) {
+    auto& shard = *shards_[static_cast<size_t>(s)];
+    auto& result = per_shard[static_cast<size_t>(s)];
+    proto::PushRequest request;
+    request.set_trainer(trainer);
+    request.set_version(versions_[static_cast<size_t>(s)]);
+    request.set_learning_rate(lr);
+    request.set_reply_dtype(options_.wire_dtype);
+    for (const auto& piece : layout_.pieces(s)) {
+      auto* t = request.add_grads();
+      t->set_key(piece.key);
+      encode(grads.at(static_cast<size_t>(piece.parameter))
+                 .reshape({-1})
+                 .narrow(0, piece.offset, piece.length),
+             options_.wire_dtype, t);
+      result.pushed_bytes += static_cast<int64_t>(t->data().size());
+    }
+    proto::ParamsReply reply;
+    auto status = shard.call(
+        "push", [&](grpc::ClientContext& c, Stub& stub) { return stub.PushPull(&c, request, &reply); },
+        on_shard_lost_);
+    if (status.error_code() == grpc::StatusCode::ABORTED) {
+      // Dropped from a round, or the shard went back to a checkpoint: rejoin and take its
+      // current parameters; this step's gradient is not applied on this shard.
+      spdlog::warn("PS shard {}: {}; rejoining", s, status.error_message());
+      proto::RegisterRequest again;
+      again.set_trainer(trainer);
+      again.mutable_layout()->set_fingerprint(layout_.fingerprint());
+      again.mutable_layout()->set_pieces(static_cast<uint32_t>(layout_.pieces(s).size()));
+      proto::RegisterReply registered;
+      shard.check(shard.call("register",
+                             [&](grpc::ClientContext& c, Stub& stub) {
+                               return stub.Register(&c, again, &registered);
+                             }),
+                  "register");
+      proto::PullRequest pull;
+      pull.set_trainer(trainer);
+      pull.set_reply_dtype(options_.wire_dtype);
+      reply.Clear();
+      status = shard.call("pull", [&](grpc::ClientContext& c, Stub& stub) {
+        return stub.Pull(&c, pull, &reply);
+      });
+    }
+    shard.check(status, "push");
+    result.pulled_bytes = write_params(layout_, s, reply, params);
+    result.version = reply.version();
+    result.done = reply.done();
+    versions_[static_cast<size_t>(s)] = reply.version();
+  });
+  Exchange total;
+  for (const auto& e : per_shard) {
+    total.version = std::max(total.version, e.version);
+    total.done = total.done || e.done;
+    total.pushed_bytes += e.pushed_bytes;
+    total.pulled_bytes += e.pulled_bytes;
+  }
+  if (metrics_ != nullptr) {
+    metrics_->record_ps_exchange(std::chrono::duration<double>(Clock::now() - start).count(),
+                                 total.pushed_bytes, total.pulled_bytes);
+  }
+  return total;
+}
+
+Exchange PsClient::pull(int trainer, const std::vector<torch::Tensor>& params) {
+  std::vector<Exchange> per_shard(shards_.size());
+  for_each_shard([&](int s) {
+    auto& shard = *shards_[static_cast<size_t>(s)];
+    proto::PullRequest request;
+    request.set_trainer(trainer);
+    request.set_reply_dtype(options_.wire_dtype);
+    proto::ParamsReply reply;
+    shard.check(shard.call("pull",
+                           [&](grpc::ClientContext& c, Stub& stub) {
+                             return stub.Pull(&c, request, &reply);
+                           },
+                           on_shard_lost_),
+                "pull");
+    auto& result = per_shard[static_cast<size_t>(s)];
+    result.pulled_bytes = write_params(layout_, s, reply, params);
+    result.version = reply.version();
+    result.done = reply.done();
+    versions_[static_cast<size_t>(s)] = reply.version();
+  });
+  Exchange total;
+  for (const auto& e : per_shard) {
+    total.version = std::max(total.version, e.version);
+    total.done = total.done || e.done;
+    total.pulled_bytes += e.pulled_bytes;
+  }
+  return total;
+}
+
+std::vector<proto::StateReply> PsClient::get_state() {
+  std::vector<proto::StateReply> replies(shards_.size());
+  for_each_shard([&](int s) {
+    auto& shard = *shards_[static_cast<size_t>(s)];
+    shard.check(shard.call("get state",
+                           [&](grpc::ClientContext& c, Stub& stub) {
+                             return stub.GetState(&c, proto::StateRequest(),
+                                                  &replies[static_cast<size_t>(s)]);
+                           }),
+                "get state");
+  });
+  return replies;
+}
+
+void PsClient::finish() {
+  for_each_shard([&](int s) {
+    auto& shard = *shards_[static_cast<size_t>(s)];
+    proto::FinishReply reply;
+    shard.check(shard.call("finish",
+                           [&](grpc::ClientContext& c, Stub& stub) {
+                             return stub.Finish(&c, proto::FinishRequest(), &reply);
+                           }),
+                "finish");
+  });
+}
+
+}  // namespace cifar::ps

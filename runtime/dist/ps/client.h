@@ -1,0 +1,79 @@
+// A trainer's connection to every PS shard: register, initialise, push gradients and pull
+// parameters in one round trip (all shards in parallel), gather state for checkpoints. Calls to
+// an unreachable or restarting shard are retried with backoff for a bounded time.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/ps/layout.h"
+#include "proto/ps.pb.h"
+
+namespace cifar::metrics {
+class RuntimeMetrics;
+}
+
+namespace cifar::ps {
+
+struct ClientOptions {
+  std::vector<std::string> addresses;  // one per shard
+  std::string token;                   // sent as "authorization: Bearer <token>" when set
+  int64_t max_message_bytes = int64_t{512} << 20;
+  proto::DType wire_dtype = proto::FLOAT32;
+  double retry_seconds = 120;  // give up on a shard unreachable this long
+  double call_seconds = 120;   // deadline of one call (a sync round may wait for slow trainers)
+};
+
+struct Exchange {
+  int64_t version = 0;  // the newest shard version seen
+  bool done = false;    // a shard says the job is done
+  int64_t pushed_bytes = 0;
+  int64_t pulled_bytes = 0;
+};
+
+class PsClient {
+ public:
+  // `metrics` may be null.
+  PsClient(ClientOptions options, ShardLayout layout, metrics::RuntimeMetrics* metrics);
+  ~PsClient();
+  PsClient(const PsClient&) = delete;
+  PsClient& operator=(const PsClient&) = delete;
+
+  // Registers `trainer` with every shard. With `wait_until_initialized`, polls shards the master
+  // has not initialised yet (up to retry_seconds).
+  std::vector<proto::RegisterReply> register_trainer(int trainer, bool wait_until_initialized);
+  // Sends each shard its Initialize request (one per shard, null entries skipped).
+  void initialize(const std::vector<std::unique_ptr<proto::InitRequest>>& requests);
+
+  // Pushes `grads` (one per layout parameter) computed on the parameters of the last exchange
+  // and writes the shards' fresh parameters into `params`.
+  Exchange push_pull(int trainer, const std::vector<torch::Tensor>& grads,
+                     const std::vector<torch::Tensor>& params, double lr);
+  Exchange pull(int trainer, const std::vector<torch::Tensor>& params);
+  std::vector<proto::StateReply> get_state();
+  void finish();
+
+  // Called (by the chief) when a shard turns out to be uninitialised mid-run, i.e. it restarted
+  // without a checkpoint to restore: the handler re-initialises it.
+  void on_shard_lost(std::function<void(int shard)> handler) { on_shard_lost_ = std::move(handler); }
+
+  [[nodiscard]] const ShardLayout& layout() const { return layout_; }
+
+ private:
+  class Connection;
+  void for_each_shard(const std::function<void(int)>& body);
+
+  ClientOptions options_;
+  ShardLayout layout_;
+  metrics::RuntimeMetrics* metrics_;
+  std::vector<std::unique_ptr<Connection>> shards_;
+  std::vector<int64_t> versions_;  // per shard: the version our parameters come from
+  std::function<void(int)> on_shard_lost_;
+};
+
+}  // namespace cifar::ps

@@ -1,0 +1,44 @@
+// How a model's trainable parameters are spread over the PS shards: balanced by bytes, largest
+// piece first, and a tensor larger than a shard's fair share is split so that no shard becomes
+// the hot spot. A pure function of (names, sizes, shard count): every process computes the same.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cifar::ps {
+
+struct ParameterInfo {
+  std::string name;
+  int64_t numel = 0;
+};
+
+// A contiguous range of one parameter's flattened elements, held by one shard.
+struct Piece {
+  int parameter = 0;  // index into the layout's parameters
+  int64_t offset = 0;
+  int64_t length = 0;
+  int shard = 0;
+  uint32_t key = 0;  // index within the shard, in (parameter, offset) order
+};
+
+class ShardLayout {
+ public:
+  ShardLayout(std::vector<ParameterInfo> parameters, int shards);
+
+  [[nodiscard]] int shards() const { return shards_; }
+  [[nodiscard]] const std::vector<ParameterInfo>& parameters() const { return parameters_; }
+  [[nodiscard]] const std::vector<Piece>& pieces(int shard) const;
+  [[nodiscard]] int64_t elements(int shard) const;
+  // Identifies (names, sizes, shard count); members of a job must agree on it.
+  [[nodiscard]] uint64_t fingerprint() const { return fingerprint_; }
+
+ private:
+  std::vector<ParameterInfo> parameters_;
+  int shards_;
+  std::vector<std::vector<Piece>> by_shard_;
+  uint64_t fingerprint_ = 0;
+};
+
+}  // namespace cifar::ps

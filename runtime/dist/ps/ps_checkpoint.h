@@ -1,0 +1,52 @@
+// A parameter-server job's state in the master's checkpoints. Optimizer state is stored whole per
+// parameter ("ps/slot/<slot>/<parameter>"), not per shard, so that a checkpoint restores into any
+// shard count; the layout's parameter list lets a restarted PS rebuild its shard on its own.
+#pragma once
+
+#include <torch/serialize/archive.h>
+#include <torch/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dist/ps/layout.h"
+#include "proto/ps.pb.h"
+#include "train/config.h"
+
+namespace cifar::ps {
+
+// Whole tensors, one per layout parameter.
+struct JobState {
+  int64_t version = 0;
+  int64_t total_updates = 0;
+  int trainers = 0;
+  std::vector<torch::Tensor> params;
+  std::map<std::string, std::vector<torch::Tensor>> slots;  // slot name -> per parameter
+  int64_t optimizer_steps = 0;
+};
+
+// Reassembles the shards' GetState replies; `shapes` are the parameters' shapes.
+JobState gather_state(const ShardLayout& layout, const std::vector<proto::StateReply>& replies,
+                      const std::vector<std::vector<int64_t>>& shapes);
+
+void write_job_state(torch::serialize::OutputArchive& archive, const ShardLayout& layout,
+                     const JobState& state);
+// Reads what write_job_state wrote for a model whose parameters `layout` lists (parameters come
+// from "model/param/"). Throws when the checkpoint is not a parameter-server job's.
+JobState read_job_state(torch::serialize::InputArchive& archive, const ShardLayout& layout);
+
+// The Initialize request that gives shard `shard` its part of `state`.
+proto::InitRequest make_init_request(const ShardLayout& layout, int shard, const JobState& state,
+                                     const train::OptimizerOptions& optimizer);
+
+// For a restarted PS: shard `shard`'s Initialize request from the newest readable checkpoint in
+// `files` (newest last), or nullopt when there is none.
+std::optional<proto::InitRequest> init_request_from_checkpoints(
+    const std::vector<std::filesystem::path>& files, int shard, int shards,
+    const train::OptimizerOptions& optimizer);
+
+}  // namespace cifar::ps

@@ -1,0 +1,136 @@
+#include "dist/ps/server.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#include "dist/ps/ps_checkpoint.h"
+#include "metrics/runtime_metrics.h"
+#include "proto/ps.grpc.pb.h"
+#include "train/checkpoint.h"
+#include "train/setup.h"
+
+namespace cifar::ps {
+
+class ParameterServerService final : public proto::ParameterServer::Service {
+ public:
+  ParameterServerService(std::shared_ptr<Shard> shard, std::string token)
+      : shard_(std::move(shard)), token_(std::move(token)) {}
+
+  grpc::Status Register(grpc::ServerContext* context, const proto::RegisterRequest* request,
+                        proto::RegisterReply* reply) override {
+    if (auto s = authorize(*context); !s.ok()) return s;
+    return shard_->register_trainer(*request, reply);
+  }
+  grpc::Status Initialize(grpc::ServerContext* context, const proto::InitRequest* request,
+                          proto::InitReply* reply) override {
+    if (auto s = authorize(*context); !s.ok()) return s;
+    return shard_->initialize(*request, reply);
+  }
+  grpc::Status PushPull(grpc::ServerContext* context, const proto::PushRequest* request,
+                        proto::ParamsReply* reply) override {
+    if (auto s = authorize(*context); !s.ok()) return s;
+    return shard_->push_pull(*request, reply);
+  }
+  grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
+                    proto::ParamsReply* reply) override {
+    if (auto s = authorize(*context); !s.ok()) return s;
+    return shard_->pull(*request, reply);
+  }
+  grpc::Status GetState(grpc::ServerContext* context, const proto::StateRequest* /*request*/,
+                        proto::StateReply* reply) override {
+    if (auto s = authorize(*context); !s.ok()) return s;
+    return shard_->get_state(reply);
+  }
+  grpc::Status Finish(grpc::ServerContext* context, const proto::FinishRequest* /*request*/,
+                      proto::FinishReply* /*reply*/) override {
+    if (auto s = authorize(*context); !s.ok()) return s;
+    shard_->finish();
+    return grpc::Status::OK;
+  }
+
+ private:
+  [[nodiscard]] grpc::Status authorize(const grpc::ServerContext& context) const {
+    if (token_.empty()) return grpc::Status::OK;
+    const auto& metadata = context.client_metadata();
+    const auto it = metadata.find("authorization");
+    if (it == metadata.end() ||
+        std::string(it->second.data(), it->second.size()) != "Bearer " + token_) {
+      return {grpc::StatusCode::UNAUTHENTICATED,
+              "missing or wrong job token (CIFAR_PS_TOKEN must match the PS's)"};
+    }
+    return grpc::Status::OK;
+  }
+
+  std::shared_ptr<Shard> shard_;
+  std::string token_;
+};
+
+ShardServer::ShardServer(std::shared_ptr<Shard> shard, const std::string& address,
+                         std::string token, int64_t max_message_bytes)
+    : shard_(std::move(shard)),
+      service_(std::make_unique<ParameterServerService>(shard_, std::move(token))) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  builder.RegisterService(service_.get());
+  const int limit = static_cast<int>(std::min<int64_t>(max_message_bytes, INT32_MAX));
+  builder.SetMaxReceiveMessageSize(limit);
+  builder.SetMaxSendMessageSize(limit);
+  server_ = builder.BuildAndStart();
+  if (!server_ || port_ == 0) {
+    throw std::runtime_error("cannot serve the PS on " + address + " (is the port in use?)");
+  }
+}
+
+ShardServer::~ShardServer() {
+  // Let calls in flight finish for a moment, then cancel the rest.
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  server_->Wait();
+}
+
+std::string listen_address(const std::string& advertised) {
+  const auto colon = advertised.rfind(':');
+  return "0.0.0.0" + advertised.substr(colon);
+}
+
+void run_parameter_server(const train::TrainConfig& config) {
+  const auto& dist = config.distributed;
+  const auto& job = dist.job;
+  const int shards = static_cast<int>(job.cluster.ps.size());
+  // Each push is applied on a gRPC thread; a few intra-op threads per update is plenty.
+  torch::set_num_threads(std::max(1, config.threads > 0 ? config.threads : 2));
+
+  auto metrics = train::make_runtime_metrics(config);
+  ShardOptions options;
+  options.index = job.index;
+  options.mode = parse_mode(dist.ps.mode);
+  options.staleness = dist.ps.staleness;
+  options.staleness_lr = dist.ps.staleness_lr;
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(dist.ps.timeout_seconds * 1000));
+  auto shard = std::make_shared<Shard>(options, metrics.get());
+
+  // A restarted PS takes its shard from the newest checkpoint; a fresh one waits for the master.
+  const train::CheckpointManager checkpoints(config.model_dir, train::run_name(config),
+                                             config.keep_checkpoints);
+  if (auto init = init_request_from_checkpoints(checkpoints.list(), job.index, shards,
+                                                config.optimizer)) {
+    proto::InitReply reply;
+    if (auto status = shard->initialize(*init, &reply); !status.ok()) {
+      throw std::runtime_error("cannot restore the shard from its checkpoint: " +
+                               status.error_message());
+    }
+  }
+
+  const auto address = listen_address(job.cluster.ps.at(static_cast<size_t>(job.index)));
+  ShardServer server(shard, address, dist.ps.token, dist.ps.max_message_mb << 20);
+  spdlog::info("ps {}: serving shard {} of {} on {} (mode {})", job.index, job.index, shards,
+               address, dist.ps.mode);
+  shard->wait_until_finished(options.timeout);
+  spdlog::info("ps {}: job finished at version {}", job.index, shard->version());
+}
+
+}  // namespace cifar::ps

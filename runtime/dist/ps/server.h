@@ -1,0 +1,47 @@
+// The PS role: one shard served over gRPC until the master ends the job.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dist/ps/shard.h"
+#include "train/config.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace cifar::ps {
+
+class ParameterServerService;
+
+// A shard served on `address` ("host:port", port 0 picks one). `token`, when set, must come with
+// every call as "authorization: Bearer <token>". Messages over `max_message_bytes` are refused.
+class ShardServer {
+ public:
+  ShardServer(std::shared_ptr<Shard> shard, const std::string& address, std::string token,
+              int64_t max_message_bytes);
+  ~ShardServer();
+  ShardServer(const ShardServer&) = delete;
+  ShardServer& operator=(const ShardServer&) = delete;
+
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] Shard& shard() { return *shard_; }
+
+ private:
+  std::shared_ptr<Shard> shard_;
+  std::unique_ptr<ParameterServerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+// Runs this process's shard (config.distributed.job is a ps task): restores it from the newest
+// checkpoint in the model dir when there is one (a restarted PS), else waits for the master's
+// parameters; returns once the master has finished the job and the trainers have heard.
+void run_parameter_server(const train::TrainConfig& config);
+
+// "host:port" -> "0.0.0.0:port": a PS listens on every interface of its pod.
+std::string listen_address(const std::string& advertised);
+
+}  // namespace cifar::ps

@@ -1,0 +1,127 @@
+// One PS shard's state and the five ways it applies pushed gradients (DESIGN.md "modes"). The
+// gRPC service (server.cpp) is a thin wrapper around it, so tests can also drive it directly.
+#pragma once
+
+#include <grpcpp/support/status.h>
+#include <torch/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dist/ps/shard_optimizer.h"
+#include "proto/ps.pb.h"
+
+namespace cifar::metrics {
+class RuntimeMetrics;
+}
+
+namespace cifar::ps {
+
+// The message of the UNAVAILABLE status a shard answers before the master initialised it.
+constexpr const char* kNotInitialized = "shard not initialized";
+
+enum class Mode {
+  kSync,        // wait for every trainer's gradient, average, apply once, answer all
+  kAsync,       // apply each push at once under a lock, answer with the fresh parameters
+  kAsyncReply,  // answer with the current parameters at once, apply the queued gradient after
+  kHogwild,     // apply without any lock, answer at once
+  kSsp,         // like async, but a trainer more than `staleness` pushes ahead of the slowest waits
+};
+Mode parse_mode(const std::string& name);  // throws std::invalid_argument
+std::string mode_name(Mode mode);
+
+struct ShardOptions {
+  int index = 0;
+  Mode mode = Mode::kSync;
+  int64_t staleness = 3;
+  bool staleness_lr = false;
+  std::chrono::milliseconds timeout{30000};
+};
+
+class Shard {
+ public:
+  // `metrics` may be null (tests).
+  Shard(ShardOptions options, metrics::RuntimeMetrics* metrics);
+  ~Shard();
+  Shard(const Shard&) = delete;
+  Shard& operator=(const Shard&) = delete;
+
+  grpc::Status register_trainer(const proto::RegisterRequest& request, proto::RegisterReply* reply);
+  grpc::Status initialize(const proto::InitRequest& request, proto::InitReply* reply);
+  grpc::Status push_pull(const proto::PushRequest& request, proto::ParamsReply* reply);
+  grpc::Status pull(const proto::PullRequest& request, proto::ParamsReply* reply);
+  grpc::Status get_state(proto::StateReply* reply);
+  // The master ends the job: every later reply says done.
+  void finish();
+
+  [[nodiscard]] bool initialized() const { return initialized_.load(); }
+  [[nodiscard]] int64_t version() const { return version_.load(); }
+  // Waits until the job is finished and every member has been told so, or `grace` has passed
+  // since it finished (a member that died is not waited for forever).
+  void wait_until_finished(std::chrono::milliseconds grace);
+
+ private:
+  struct PendingUpdate {
+    int trainer = 0;
+    int64_t version = 0;
+    double lr = 0;
+    std::vector<torch::Tensor> grads;
+  };
+  using Lock = std::unique_lock<std::mutex>;
+
+  grpc::Status check_push(const proto::PushRequest& request) const;
+  [[nodiscard]] bool done() const;
+  [[nodiscard]] bool is_member(int trainer) const;
+  [[nodiscard]] int64_t member_count() const;
+  void set_member(int trainer, bool member);
+  void apply(const std::vector<torch::Tensor>& grads, int64_t grad_version, double lr);
+  void complete_round(Lock& lock);
+  void evict(int trainer, const std::string& why);
+  [[nodiscard]] int64_t slowest_clock() const;
+  void fill_params(proto::DType dtype, proto::ParamsReply* reply);
+  void note_told(int trainer, const proto::ParamsReply& reply);  // under mu_
+  void run_applier();
+  void publish_state();
+
+  ShardOptions options_;
+  metrics::RuntimeMetrics* metrics_;
+
+  mutable std::mutex mu_;
+  std::condition_variable changed_;  // version, membership, queue or finish changed
+  std::atomic<bool> initialized_{false};
+  std::atomic<int64_t> version_{0};
+  std::atomic<bool> finished_{false};
+  // Fixed at initialisation.
+  uint64_t fingerprint_ = 0;
+  int trainers_ = 0;
+  int64_t total_updates_ = 0;
+  std::vector<int64_t> piece_sizes_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<ShardOptimizer> optimizer_;
+  // Membership (read without the lock in hogwild mode), written under mu_.
+  std::unique_ptr<std::atomic<bool>[]> members_;
+  std::vector<bool> told_done_;
+  std::chrono::steady_clock::time_point finished_at_;
+  // sync: the open round.
+  std::vector<torch::Tensor> round_sum_;
+  std::vector<bool> round_arrived_;
+  int round_count_ = 0;
+  double round_lr_ = 0;
+  std::chrono::steady_clock::time_point round_started_;
+  // ssp: pushes per trainer.
+  std::vector<int64_t> clocks_;
+  // async-reply: gradients waiting for the applier thread.
+  std::deque<PendingUpdate> pending_;
+  bool stopping_ = false;
+  std::thread applier_;
+};
+
+}  // namespace cifar::ps

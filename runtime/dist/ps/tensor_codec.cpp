@@ -1,0 +1,64 @@
+#include "dist/ps/tensor_codec.h"
+
+#include <torch/torch.h>
+
+#include <stdexcept>
+
+namespace cifar::ps {
+namespace {
+
+torch::ScalarType scalar_type(proto::DType dtype) {
+  switch (dtype) {
+    case proto::FLOAT16: return torch::kHalf;
+    case proto::BFLOAT16: return torch::kBFloat16;
+    default: return torch::kFloat32;
+  }
+}
+
+int64_t element_size(proto::DType dtype) { return dtype == proto::FLOAT32 ? 4 : 2; }
+
+}  // namespace
+
+proto::DType wire_dtype(const std::string& name) {
+  if (name == "fp32") return proto::FLOAT32;
+  if (name == "fp16") return proto::FLOAT16;
+  if (name == "bf16") return proto::BFLOAT16;
+  throw std::invalid_argument("unknown wire dtype '" + name + "' (fp32, fp16, bf16)");
+}
+
+void encode(const torch::Tensor& values, proto::DType dtype, proto::Tensor* out) {
+  if (dtype == proto::DTYPE_UNSPECIFIED) dtype = proto::FLOAT32;
+  const auto wire = values.scalar_type() == scalar_type(dtype)
+                        ? values.contiguous()
+                        : values.to(scalar_type(dtype)).contiguous();
+  out->set_dtype(dtype);
+  out->clear_shape();
+  out->add_shape(wire.numel());
+  out->set_data(wire.data_ptr(), static_cast<size_t>(wire.nbytes()));
+}
+
+std::string check_piece(const proto::Tensor& t, int64_t numel) {
+  if (t.dtype() != proto::FLOAT32 && t.dtype() != proto::FLOAT16 &&
+      t.dtype() != proto::BFLOAT16) {
+    return "dtype " + proto::DType_Name(t.dtype()) + " is not FLOAT32, FLOAT16 or BFLOAT16";
+  }
+  if (t.shape_size() != 1 || t.shape(0) != numel) {
+    std::string shape;
+    for (const auto d : t.shape()) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    return "shape [" + shape + "] but the piece has [" + std::to_string(numel) + "] elements";
+  }
+  const auto expected = static_cast<size_t>(numel * element_size(t.dtype()));
+  if (t.data().size() != expected) {
+    return std::to_string(t.data().size()) + " data bytes, expected " + std::to_string(expected);
+  }
+  return {};
+}
+
+torch::Tensor decode(const proto::Tensor& t) {
+  // from_blob never writes through the pointer here; the const_cast only satisfies its signature.
+  auto* data = const_cast<char*>(t.data().data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+  const auto view = torch::from_blob(data, {t.shape(0)}, scalar_type(t.dtype()));
+  return t.dtype() == proto::FLOAT32 ? view : view.to(torch::kFloat32);
+}
+
+}  // namespace cifar::ps

@@ -1,0 +1,27 @@
+// Flat float32 tensors <-> the wire's raw-bytes Tensor message, optionally as fp16/bf16.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <string>
+
+#include "proto/ps.pb.h"
+
+namespace cifar::ps {
+
+// "fp32", "fp16", "bf16" -> the wire dtype; throws std::invalid_argument otherwise.
+proto::DType wire_dtype(const std::string& name);
+
+// Writes the contiguous float32 tensor `values` as `dtype` into `out` (one copy into the
+// message; a second for fp16/bf16, which converts first).
+void encode(const torch::Tensor& values, proto::DType dtype, proto::Tensor* out);
+
+// Why `t` cannot be a piece of `numel` elements (empty when it can).
+std::string check_piece(const proto::Tensor& t, int64_t numel);
+
+// A float32 view of a checked message: no copy for float32 (valid while `t` lives), a converted
+// copy otherwise.
+torch::Tensor decode(const proto::Tensor& t);
+
+}  // namespace cifar::ps

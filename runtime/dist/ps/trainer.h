@@ -1,0 +1,13 @@
+// The PS trainer roles: master (the chief: initialises the shards, checkpoints, records progress
+// and ends the job) and worker. Both compute gradients on their share of each epoch and exchange
+// them for fresh parameters with the PS shards.
+#pragma once
+
+#include "train/config.h"
+#include "train/trainer.h"
+
+namespace cifar::ps {
+
+train::TrainResult run_ps_trainer(const train::TrainConfig& config);
+
+}  // namespace cifar::ps

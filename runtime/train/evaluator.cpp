@@ -1,0 +1,117 @@
+#include "train/evaluator.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "train/checkpoint.h"
+#include "train/datasets.h"
+#include "train/setup.h"
+
+namespace cifar::train {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(500);
+
+std::optional<int64_t> read_done_marker(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  try {
+    return nlohmann::json::parse(in).at("step").get<int64_t>();
+  } catch (const std::exception&) {
+    return std::nullopt;  // being written: the next poll reads it whole
+  }
+}
+
+// Writes `contents` to `path` atomically (temp file and rename).
+void write_atomically(const fs::path& path, const std::string& contents) {
+  const fs::path temp = path.parent_path() / ("." + path.filename().string() + ".tmp");
+  {
+    std::ofstream out(temp, std::ios::trunc);
+    out << contents;
+  }
+  fs::rename(temp, path);
+}
+
+}  // namespace
+
+fs::path done_marker_path(const TrainConfig& config) {
+  return fs::path(config.model_dir) / (run_name(config) + ".done");
+}
+
+void write_done_marker(const TrainConfig& config, int64_t final_step) {
+  write_atomically(done_marker_path(config), nlohmann::json{{"step", final_step}}.dump() + "\n");
+}
+
+EvaluatorResult run_evaluator(const TrainConfig& config) {
+  const auto device = resolve_device(config.device);
+  configure_threads(config);
+  auto sets = load_datasets(config);
+  const auto stats = data::channel_stats(sets.train);
+  auto test_set = std::make_shared<const data::Dataset>(std::move(sets.test));
+  data::DataLoader test_loader(test_set, loader_options(config, stats, /*training=*/false));
+  auto model = models::make_model(config.model,
+                                  {config.num_classes, test_set->channels, test_set->height});
+  model->to(device);
+  auto metrics = make_runtime_metrics(config);
+
+  const fs::path dir = config.model_dir;
+  const CheckpointManager checkpoints(dir, run_name(config), config.keep_checkpoints);
+  const fs::path best_path = dir / (run_name(config) + "-best.pt");
+  const fs::path log_path = dir / "evaluation.jsonl";
+  EvaluatorResult result;
+  spdlog::info("evaluator: watching {} for checkpoints", dir.string());
+  while (true) {
+    const auto files = checkpoints.list();
+    if (!files.empty()) {
+      const auto& newest = files.back();
+      try {
+        const auto state = CheckpointManager::read_state(newest);
+        if (state.step > result.last_step) {
+          CheckpointManager::load_model(newest, *model);
+          const auto evaluation = evaluate(*model, test_loader, device);
+          result.evaluated += 1;
+          result.last_step = state.step;
+          result.last_accuracy = evaluation.accuracy;
+          metrics->set_test_accuracy(evaluation.accuracy);
+          metrics->set_epoch(state.epoch);
+          spdlog::info("evaluator: step {} (epoch {}): test loss {:.4f}, test accuracy {:.2f}%",
+                       state.step, state.epoch, evaluation.loss, 100 * evaluation.accuracy);
+          std::ofstream(log_path, std::ios::app)
+              << nlohmann::json{{"step", state.step},
+                                {"epoch", state.epoch},
+                                {"test_loss", evaluation.loss},
+                                {"test_accuracy", evaluation.accuracy}}
+                     .dump()
+              << "\n";
+          if (result.best_step < 0 || evaluation.accuracy > result.best_accuracy) {
+            result.best_accuracy = evaluation.accuracy;
+            result.best_step = state.step;
+            const fs::path temp = dir / ("." + best_path.filename().string() + ".tmp");
+            fs::copy_file(newest, temp, fs::copy_options::overwrite_existing);
+            fs::rename(temp, best_path);
+          }
+        }
+      } catch (const std::exception& e) {
+        // Rotated away by the chief between listing and reading: the next poll sees a newer one.
+        const std::string what = e.what();
+        spdlog::debug("evaluator: skipping {}: {}", newest.string(), what.substr(0, what.find('\n')));
+      }
+    }
+    if (const auto final_step = read_done_marker(done_marker_path(config))) {
+      if (result.last_step >= *final_step) break;
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  spdlog::info("evaluator: final test accuracy {:.2f}% (step {}), best {:.2f}% (step {})",
+               100 * result.last_accuracy, result.last_step, 100 * result.best_accuracy,
+               result.best_step);
+  return result;
+}
+
+}  // namespace cifar::train
