@@ -1,4 +1,6 @@
 // CIFAR-10 / CIFAR-100 binary readers and the CIFAR-10 writer.
+#include <unistd.h>
+
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -163,9 +165,10 @@ void write_cifar10_file(const fs::path& file, const Dataset& data) {
     rec[0] = static_cast<uint8_t>(label);
     std::memcpy(rec + 1, data.image(i), kImageBytes);
   }
-  // Write then rename, so a crash never leaves a truncated file under the real name.
+  // Write then rename, so a crash never leaves a truncated file under the real name. The temp
+  // name is per process: the processes of a local job may all write the same synthetic files.
   fs::path tmp = file;
-  tmp += ".tmp";
+  tmp += "." + std::to_string(::getpid()) + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(bytes.data()),

@@ -120,6 +120,33 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
+namespace {
+
+bool can_bind(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+
+int free_port_range(int count) {
+  std::mt19937 random(static_cast<unsigned>(::getpid()) ^
+                      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const int base = 20000 + static_cast<int>(random() % 40000);
+    bool all = true;
+    for (int p = base; p < base + count && all; ++p) all = can_bind(p);
+    if (all) return base;
+  }
+  throw std::runtime_error("no range of " + std::to_string(count) + " free ports");
+}
+
 int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

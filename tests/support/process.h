@@ -54,6 +54,8 @@ class TempDir {
 
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int free_port();
+// The first of `count` consecutive ports on 127.0.0.1 that were free a moment ago.
+int free_port_range(int count);
 
 // HTTP GET over loopback; returns the body, empty on any failure.
 std::string http_get(const std::string& url);

@@ -44,8 +44,8 @@ class PsClient::Connection {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    stub_ = proto::ParameterServer::NewStub(
-        grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args));
+    channel_ = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+    stub_ = proto::ParameterServer::NewStub(channel_);
   }
 
   // Runs `rpc` until it succeeds or fails for a reason retrying cannot fix. An unreachable or
@@ -85,7 +85,11 @@ class PsClient::Connection {
         warned = true;
       }
       if (metrics_ != nullptr) metrics_->record_ps_retry();
-      std::this_thread::sleep_for(backoff);
+      // Waits for the backoff, or less if the channel (re)connects first: a fail-fast call on a
+      // broken channel would otherwise only find the restarted PS at gRPC's own reconnect pace.
+      if (!channel_->WaitForConnected(std::chrono::system_clock::now() + backoff)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
       backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
     }
   }
@@ -103,6 +107,7 @@ class PsClient::Connection {
   std::string address_;
   const ClientOptions& options_;
   metrics::RuntimeMetrics* metrics_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<Stub> stub_;
 };
 

@@ -1,6 +1,7 @@
 #include "dist/ps/layout.h"
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 
 namespace cifar::ps {
@@ -31,27 +32,31 @@ ShardLayout::ShardLayout(std::vector<ParameterInfo> parameters, int shards)
     if (p.numel <= 0) throw std::invalid_argument("parameter " + p.name + " has no elements");
     total += p.numel;
   }
-  const int64_t fair_share = (total + shards - 1) / shards;
-
-  // Split each tensor larger than a fair share into near-equal chunks no larger than it.
+  // Lay the tensors end to end, largest first, and cut the line into `shards` equal ranges: each
+  // shard holds the same number of bytes (within one element), a tensor that straddles a cut is
+  // split across shards, and the many small tensors stay whole.
+  std::vector<int> order(parameters_.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return parameters_[static_cast<size_t>(a)].numel > parameters_[static_cast<size_t>(b)].numel;
+  });
   std::vector<Piece> pieces;
-  for (size_t i = 0; i < parameters_.size(); ++i) {
-    const int64_t numel = parameters_[i].numel;
-    const int64_t chunks = (numel + fair_share - 1) / fair_share;
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t begin = numel * c / chunks;
-      const int64_t end = numel * (c + 1) / chunks;
-      pieces.push_back({static_cast<int>(i), begin, end - begin, 0, 0});
+  int64_t line_position = 0;
+  for (const int p : order) {
+    const int64_t numel = parameters_[static_cast<size_t>(p)].numel;
+    int64_t offset = 0;
+    while (offset < numel) {
+      const int64_t at = line_position + offset;
+      // The shard whose range [s*total/shards, (s+1)*total/shards) holds position `at`.
+      int shard = static_cast<int>(at * shards / total);
+      while (shard + 1 < shards && (shard + 1) * total / shards <= at) ++shard;
+      while (shard > 0 && shard * total / shards > at) --shard;
+      const int64_t shard_end = (shard + 1) * total / shards;
+      const int64_t length = std::min(numel - offset, shard_end - at);
+      pieces.push_back({p, offset, length, shard, 0});
+      offset += length;
     }
-  }
-  // Largest first onto the least-loaded shard (ties: the lower index), a classic LPT schedule.
-  std::stable_sort(pieces.begin(), pieces.end(),
-                   [](const Piece& a, const Piece& b) { return a.length > b.length; });
-  std::vector<int64_t> load(static_cast<size_t>(shards), 0);
-  for (auto& piece : pieces) {
-    const auto lightest = std::min_element(load.begin(), load.end()) - load.begin();
-    piece.shard = static_cast<int>(lightest);
-    load[static_cast<size_t>(lightest)] += piece.length;
+    line_position += numel;
   }
   std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
     return a.parameter != b.parameter ? a.parameter < b.parameter : a.offset < b.offset;

@@ -1,6 +1,7 @@
-// How a model's trainable parameters are spread over the PS shards: balanced by bytes, largest
-// piece first, and a tensor larger than a shard's fair share is split so that no shard becomes
-// the hot spot. A pure function of (names, sizes, shard count): every process computes the same.
+// How a model's trainable parameters are spread over the PS shards: balanced by bytes (largest
+// tensors first, each shard the same share within one element), and a tensor larger than a share
+// is split across shards so that none becomes the hot spot. A pure function of (names, sizes,
+// shard count): every process of a job computes the same layout.
 #pragma once
 
 #include <cstdint>

@@ -87,8 +87,10 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
   }
   // A sync update consumes one batch of every trainer; an asynchronous one, one batch.
   const int64_t updates_per_epoch = mode == Mode::kSync ? batches : batches * trainers;
-  int64_t total_updates = config.epochs * updates_per_epoch;
-  if (config.max_steps > 0) total_updates = std::min(total_updates, config.max_steps);
+  // The schedule spans all epochs, as in single-process training; --max-steps only stops early.
+  const int64_t schedule_updates = config.epochs * updates_per_epoch;
+  const int64_t total_updates =
+      config.max_steps > 0 ? std::min(schedule_updates, config.max_steps) : schedule_updates;
 
   torch::manual_seed(config.seed);
   auto model = models::make_model(config.model,
@@ -220,7 +222,7 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
     }
     const auto t_data = Clock::now();
     const double lr = train::learning_rate(config.schedule, version, updates_per_epoch,
-                                           total_updates);
+                                           schedule_updates);
     auto [inputs, labels] = train::to_tensors(std::move(*batch), device);
     auto logits = model->forward(inputs);
     auto loss = train::classification_loss(logits, labels, config.label_smoothing);

@@ -1,0 +1,367 @@
+// Whole parameter-server jobs as real processes on loopback: every mode learns with 1 and 2
+// shards, sync equals single-process training with the global batch, kill -9 of a worker, a PS
+// and the master, and metrics from every role.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "models/model.h"
+#include "tests/support/process.h"
+#include "train/checkpoint.h"
+
+namespace cifar::ps {
+namespace {
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using cifar::testing::ChildProcess;
+using cifar::testing::read_file;
+using cifar::testing::TempDir;
+using cifar::testing::wait_for;
+
+// One local job: `ps_count` shards, the master, `workers` workers and an evaluator, each a
+// cifar-train process started with the seed-compatible local flags.
+class LocalJob {
+ public:
+  LocalJob(const fs::path& work, int ps_count, int workers, std::vector<std::string> args)
+      : work_(work), ps_count_(ps_count), workers_(workers), args_(std::move(args)) {
+    const int processes = ps_count + workers + 2;
+    grpc_port_ = cifar::testing::free_port_range(processes);
+    metrics_port_ = cifar::testing::free_port_range(processes);
+  }
+
+  [[nodiscard]] fs::path model_dir() const { return work_ / "model"; }
+  [[nodiscard]] std::vector<std::string> argv(const std::string& role, int index) const {
+    std::vector<std::string> a = {CIFAR_TRAIN_BIN,
+                                  "-md",
+                                  model_dir().string(),
+                                  "--data-dir",
+                                  (work_ / "data").string(),
+                                  "--threads",
+                                  "1",
+                                  "--workers",
+                                  "1",
+                                  "--progress",
+                                  "lines",
+                                  "--distributed",
+                                  "--dist-type",
+                                  role,
+                                  "--ps-count",
+                                  std::to_string(ps_count_),
+                                  "--worker-count",
+                                  std::to_string(workers_),
+                                  "--dist-start-port",
+                                  std::to_string(grpc_port_),
+                                  "--metrics-port",
+                                  std::to_string(metrics_port_),
+                                  "--ps-index",
+                                  std::to_string(role == "ps" ? index : 0),
+                                  "--worker-index",
+                                  std::to_string(role == "worker" ? index : 0)};
+    a.insert(a.end(), args_.begin(), args_.end());
+    return a;
+  }
+  [[nodiscard]] std::string name(const std::string& role, int index) const {
+    return role + std::to_string(index);
+  }
+  // Each (re)start logs to its own file; log() reads them all in order.
+  void start(const std::string& role, int index = 0) {
+    const auto runs = ++starts_[name(role, index)];
+    const fs::path log_file = work_ / (name(role, index) + "." + std::to_string(runs) + ".log");
+    processes_[name(role, index)] = std::make_unique<ChildProcess>(argv(role, index), log_file);
+  }
+  void start_all(bool evaluator = true) {
+    for (int i = 0; i < ps_count_; ++i) start("ps", i);
+    start("master");
+    for (int i = 0; i < workers_; ++i) start("worker", i);
+    if (evaluator) start("evaluator");
+  }
+  ChildProcess& process(const std::string& role, int index = 0) {
+    return *processes_.at(name(role, index));
+  }
+  // Everything the process wrote over all its runs.
+  [[nodiscard]] std::string log(const std::string& role, int index = 0) const {
+    std::string all;
+    const auto it = starts_.find(name(role, index));
+    const int runs = it == starts_.end() ? 0 : it->second;
+    for (int r = 1; r <= runs; ++r) {
+      all += read_file(work_ / (name(role, index) + "." + std::to_string(r) + ".log"));
+    }
+    return all;
+  }
+  // Waits for every process; expects each to exit 0 within `timeout`.
+  void expect_all_succeed(std::chrono::seconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (auto& [name, process] : processes_) {
+      const bool ended = wait_for([&] { return !process->running(); },
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      deadline - std::chrono::steady_clock::now()));
+      EXPECT_TRUE(ended) << name << " still running";
+      if (!ended) process->kill_hard();
+      const int code = process->wait();
+      const auto at = name.find_first_of("0123456789");
+      EXPECT_EQ(code, 0) << name << ":\n" << log(name.substr(0, at), std::stoi(name.substr(at)));
+    }
+  }
+  [[nodiscard]] int metrics_port(int offset) const { return metrics_port_ + offset; }
+  [[nodiscard]] int ps_count() const { return ps_count_; }
+  [[nodiscard]] int workers() const { return workers_; }
+
+ private:
+  fs::path work_;
+  int ps_count_;
+  int workers_;
+  std::vector<std::string> args_;
+  int grpc_port_ = 0;
+  int metrics_port_ = 0;
+  std::map<std::string, std::unique_ptr<ChildProcess>> processes_;
+  std::map<std::string, int> starts_;
+};
+
+std::vector<nlohmann::json> jsonl(const fs::path& file) {
+  std::vector<nlohmann::json> records;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) records.push_back(nlohmann::json::parse(line));
+  return records;
+}
+
+// Small, quick synthetic runs in which every mode learns in two epochs (asynchronous updates
+// with three trainers need a gentler rate than single-process training).
+std::vector<std::string> quick_args(const std::string& mode, std::vector<std::string> more = {}) {
+  std::vector<std::string> a = {"-m",       "simplecnn", "-d",         "synthetic",
+                                "--synthetic-train-size", "2048",      "--synthetic-test-size",
+                                "256",      "-b",        "32",         "-e",
+                                "2",        "--lr",      "0.005",      "--schedule",
+                                "constant", "--ps-mode", mode,         "--ps-timeout",
+                                "20"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+class ModeLearns : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(ModeLearns, WithTwoWorkersBesidesTheMaster) {
+  const auto& [mode, ps_count] = GetParam();
+  TempDir work;
+  LocalJob job(work.path(), ps_count, /*workers=*/2, quick_args(mode));
+  job.start_all();
+  job.expect_all_succeed(240s);
+
+  // The evaluator followed the master's checkpoints and saw learning (chance is 10%).
+  const auto evaluations = jsonl(job.model_dir() / "evaluation.jsonl");
+  ASSERT_GE(evaluations.size(), 1U) << job.log("evaluator");
+  double best = 0;
+  for (const auto& e : evaluations) best = std::max(best, e["test_accuracy"].get<double>());
+  EXPECT_GT(best, 0.3) << mode << " with " << ps_count << " PS:\n" << job.log("evaluator");
+  EXPECT_TRUE(fs::exists(job.model_dir() / "simplecnn-best.pt"));
+  EXPECT_NE(job.log("evaluator").find("final test accuracy"), std::string::npos);
+  // The master recorded both epochs.
+  EXPECT_EQ(jsonl(job.model_dir() / "monitor.jsonl").size(), 2U) << job.log("master");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllModes, ModeLearns,
+    ::testing::Combine(::testing::Values("sync", "async", "async-reply", "hogwild", "ssp"),
+                       ::testing::Values(1, 2)),
+    [](const auto& param_info) {
+      auto mode = std::get<0>(param_info.param);
+      std::replace(mode.begin(), mode.end(), '-', '_');
+      return mode + "_" + std::to_string(std::get<1>(param_info.param)) + "ps";
+    });
+
+std::map<std::string, torch::Tensor> parameters_in(const fs::path& checkpoint) {
+  auto model = models::make_model("alexnet", {});
+  train::CheckpointManager::load_model(checkpoint, *model);
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& p : model->named_parameters()) out[p.key()] = p.value().clone();
+  return out;
+}
+
+class SyncEquivalence : public ::testing::TestWithParam<int> {};
+
+// alexnet has neither dropout nor batch norm, so two trainers with batch 16 each must follow
+// the same trajectory as one process with batch 32 (same images: the loader shards each epoch's
+// permutation, augmentation keyed by position), up to float summation order.
+TEST_P(SyncEquivalence, EqualsSingleProcessTrainingWithTheGlobalBatch) {
+  const int ps_count = GetParam();
+  TempDir work;
+  const std::vector<std::string> common = {
+      "-m", "alexnet", "-d", "synthetic", "--synthetic-train-size", "512",
+      "--synthetic-test-size", "64", "-e", "2", "--max-steps", "6", "--lr", "0.01"};
+  std::vector<std::string> single = {CIFAR_TRAIN_BIN,
+                                     "-md",
+                                     (work.path() / "single").string(),
+                                     "--data-dir",
+                                     (work.path() / "data").string(),
+                                     "-b",
+                                     "32",
+                                     "--threads",
+                                     "2",
+                                     "--metrics-port",
+                                     "-1",
+                                     "--progress",
+                                     "none"};
+  single.insert(single.end(), common.begin(), common.end());
+  const auto result = cifar::testing::run_process(single);
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+
+  auto distributed = common;
+  for (const auto& a : {"-b", "16", "--ps-mode", "sync"}) distributed.emplace_back(a);
+  LocalJob job(work.path(), ps_count, /*workers=*/1, distributed);
+  job.start_all(/*evaluator=*/false);
+  job.expect_all_succeed(180s);
+
+  const auto expected = parameters_in(work.path() / "single" / "alexnet-step-0000000006.pt");
+  const auto actual = parameters_in(job.model_dir() / "alexnet-step-0000000006.pt");
+  ASSERT_EQ(actual.size(), expected.size());
+  std::vector<torch::Tensor> all_expected;
+  std::vector<torch::Tensor> all_actual;
+  for (const auto& [name, want] : expected) {
+    const auto& got = actual.at(name);
+    const double difference = (got - want).norm().item<double>();
+    const double scale = want.norm().item<double>();
+    if (scale > 1e-2) {
+      EXPECT_LT(difference / scale, 1e-5) << name;
+    } else {
+      // conv1.bias stays near zero (norm ~1e-3): its gradient is a sum of ~30k terms that almost
+      // cancel, so float summation order alone moves it by ~1e-7 absolute (1e-4 relative).
+      EXPECT_LT(difference, 1e-6) << name << " (norm " << scale << ")";
+    }
+    all_expected.push_back(want.flatten());
+    all_actual.push_back(got.flatten());
+  }
+  const auto want = torch::cat(all_expected);
+  const auto got = torch::cat(all_actual);
+  const double relative = (got - want).norm().item<double>() / want.norm().item<double>();
+  EXPECT_LT(relative, 1e-5) << "all parameters";
+  // And training moved the model away from its initialisation: not two untouched models.
+  torch::manual_seed(1);
+  auto initial = models::make_model("alexnet", {});
+  EXPECT_GT((actual.at("local3.weight") - initial->named_parameters()["local3.weight"])
+                .norm()
+                .item<double>(),
+            1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(OneAndTwoShards, SyncEquivalence, ::testing::Values(1, 2));
+
+// A run long enough to kill something in the middle: sync, 3 trainers, 64 updates, checkpoints
+// every 8 updates, a short --ps-timeout so a dead trainer is dropped quickly.
+std::vector<std::string> fault_args() {
+  return {"-m",        "simplecnn", "-d",       "synthetic", "--synthetic-train-size",
+          "3072",      "--synthetic-test-size", "128",       "-b",
+          "32",        "-e",        "2",        "--lr",      "0.01",
+          "--schedule", "constant", "--ps-mode", "sync",     "--ps-timeout",
+          "3",         "--checkpoint-every",    "8",         "--ps-retry-seconds",
+          "60"};
+}
+
+// fault_args()'s updates: 3072 images shared by the trainers, batch 32, 2 epochs.
+std::string done_at(int trainers) {
+  return "job done at version " + std::to_string(2 * (3072 / trainers / 32));
+}
+
+bool has_checkpoint(const fs::path& dir) {
+  return fs::exists(dir) && !train::CheckpointManager(dir, "simplecnn", 3).list().empty();
+}
+
+TEST(PsFaults, KilledWorkerIsDroppedTheJobGoesOnAndTheRestartedWorkerRejoins) {
+  TempDir work;
+  LocalJob job(work.path(), 1, /*workers=*/2, fault_args());
+  job.start_all(/*evaluator=*/false);
+  ASSERT_TRUE(wait_for([&] { return has_checkpoint(job.model_dir()); }, 120s)) << job.log("master");
+  job.process("worker", 1).kill_hard();
+  ASSERT_TRUE(wait_for([&] { return job.log("ps").find("dropped") != std::string::npos; }, 30s))
+      << job.log("ps");
+  job.start("worker", 1);
+  job.expect_all_succeed(240s);
+  EXPECT_NE(job.log("ps").find("trainer 2 rejoined"), std::string::npos) << job.log("ps");
+  EXPECT_NE(job.log("worker", 1).find(done_at(3)), std::string::npos) << job.log("worker", 1);
+  EXPECT_NE(job.log("master").find(done_at(3)), std::string::npos);
+}
+
+TEST(PsFaults, KilledPsRestoresItsShardFromTheLatestCheckpoint) {
+  TempDir work;
+  LocalJob job(work.path(), 2, /*workers=*/1, fault_args());
+  job.start_all(/*evaluator=*/false);
+  ASSERT_TRUE(wait_for([&] { return has_checkpoint(job.model_dir()); }, 120s)) << job.log("master");
+  job.process("ps", 1).kill_hard();
+  std::this_thread::sleep_for(1s);
+  job.start("ps", 1);
+  job.expect_all_succeed(240s);
+  EXPECT_NE(job.log("ps", 1).find("restoring from"), std::string::npos) << job.log("ps", 1);
+  EXPECT_NE(job.log("master").find("unreachable"), std::string::npos) << job.log("master");
+  EXPECT_NE(job.log("master").find(done_at(2)), std::string::npos) << job.log("master");
+  EXPECT_TRUE(fs::exists(job.model_dir() / "simplecnn.done"));
+}
+
+TEST(PsFaults, KilledMasterRestartsAndFinishesTheJob) {
+  TempDir work;
+  LocalJob job(work.path(), 1, /*workers=*/1, fault_args());
+  job.start_all();
+  ASSERT_TRUE(wait_for([&] { return has_checkpoint(job.model_dir()); }, 120s)) << job.log("master");
+  job.process("master").kill_hard();
+  std::this_thread::sleep_for(1s);
+  job.start("master");
+  job.expect_all_succeed(240s);
+  EXPECT_NE(job.log("master").find(done_at(2)), std::string::npos) << job.log("master");
+  // The evaluator saw the final checkpoint of the restarted master.
+  const auto evaluations = jsonl(job.model_dir() / "evaluation.jsonl");
+  ASSERT_FALSE(evaluations.empty());
+  EXPECT_EQ(evaluations.back()["step"].get<int64_t>(), 96);
+}
+
+TEST(PsJob, EveryRoleServesItsMetrics) {
+  TempDir work;
+  auto args = fault_args();
+  LocalJob job(work.path(), 1, /*workers=*/1, args);
+  job.start_all();
+  // Offsets of a local job: ps 0, master 1, worker 2, evaluator 3.
+  auto scrape = [&](int offset) {
+    return cifar::testing::http_get("http://127.0.0.1:" + std::to_string(job.metrics_port(offset)) +
+                                    "/metrics");
+  };
+  auto shows = [&](int offset, const std::string& text) {
+    return wait_for([&] { return scrape(offset).find(text) != std::string::npos; }, 120s);
+  };
+  EXPECT_TRUE(shows(0, "cifar_ps_updates_total{index=\"0\",job=\"simplecnn\",role=\"ps\"}"))
+      << scrape(0);
+  EXPECT_TRUE(shows(0, "cifar_ps_staleness_bucket")) << scrape(0);
+  EXPECT_TRUE(shows(1, "cifar_ps_push_pull_seconds_count{index=\"0\",job=\"simplecnn\",role=\"master\"}"))
+      << scrape(1);
+  EXPECT_TRUE(shows(2, "cifar_steps_total{index=\"0\",job=\"simplecnn\",role=\"worker\"}"))
+      << scrape(2);
+  EXPECT_TRUE(shows(2, "cifar_ps_push_bytes_total")) << scrape(2);
+  EXPECT_TRUE(shows(3, "cifar_test_accuracy{index=\"0\",job=\"simplecnn\",role=\"evaluator\"}"))
+      << scrape(3);
+  job.expect_all_succeed(240s);
+}
+
+TEST(PsJob, AWorkerWithAnotherModelIsRefusedWithAClearError) {
+  TempDir work;
+  LocalJob job(work.path(), 1, /*workers=*/1, quick_args("async"));
+  job.start("ps");
+  job.start("master");
+  auto wrong = job.argv("worker", 0);
+  wrong.emplace_back("-m");
+  wrong.emplace_back("alexnet");
+  const auto result = cifar::testing::run_process(wrong);
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("another model layout"), std::string::npos) << result.output;
+}
+
+TEST(PsJob, BadTfConfigIsAClearUsageError) {
+  ::setenv("TF_CONFIG", R"({"cluster":{"worker":["w:1"]},"task":{"type":"worker","index":4}})",
+           1);
+  const auto result = cifar::testing::run_process({CIFAR_TRAIN_BIN, "-d", "synthetic"});
+  ::unsetenv("TF_CONFIG");
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("TF_CONFIG: task worker 4 is not in cluster.worker"),
+            std::string::npos)
+      << result.output;
+}
+
+}  // namespace
+}  // namespace cifar::ps

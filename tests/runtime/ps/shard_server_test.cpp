@@ -1,0 +1,304 @@
+// A shard served over real gRPC on loopback, driven by a raw client: the five modes' semantics,
+// and bad input (wrong shapes, dtypes, keys, trainers, oversized and garbage messages, tokens)
+// answered with an error status while the shard keeps serving with its state unharmed.
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <future>
+#include <thread>
+
+#include "dist/ps/server.h"
+#include "dist/ps/tensor_codec.h"
+#include "proto/ps.grpc.pb.h"
+
+namespace cifar::ps {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr uint64_t kFingerprint = 42;
+const std::vector<int64_t> kPieceSizes = {4, 3};
+
+proto::Tensor piece(uint32_t key, const std::vector<float>& values) {
+  proto::Tensor t;
+  t.set_key(key);
+  encode(torch::tensor(values), proto::FLOAT32, &t);
+  return t;
+}
+
+std::vector<float> values_of(const proto::Tensor& t) {
+  const auto v = decode(t);
+  return {v.data_ptr<float>(), v.data_ptr<float>() + v.numel()};
+}
+
+class ServedShard {
+ public:
+  explicit ServedShard(Mode mode, std::string token = "", int64_t max_bytes = 1 << 20,
+                       std::chrono::milliseconds timeout = 5s, int64_t staleness = 1) {
+    ShardOptions options;
+    options.mode = mode;
+    options.timeout = timeout;
+    options.staleness = staleness;
+    server_ = std::make_unique<ShardServer>(std::make_shared<Shard>(options, nullptr),
+                                            "127.0.0.1:0", std::move(token), max_bytes);
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = proto::ParameterServer::NewStub(channel_);
+  }
+
+  grpc::Status initialize(uint64_t fingerprint = kFingerprint) {
+    proto::InitRequest request;
+    request.mutable_layout()->set_fingerprint(fingerprint);
+    request.mutable_layout()->set_pieces(2);
+    request.set_trainers(2);
+    request.set_total_updates(100);
+    request.mutable_optimizer()->set_name("sgd");  // plain SGD: p -= lr * g
+    *request.add_params() = piece(0, {1, 2, 3, 4});
+    *request.add_params() = piece(1, {5, 6, 7});
+    proto::InitReply reply;
+    grpc::ClientContext context;
+    return stub_->Initialize(&context, request, &reply);
+  }
+
+  grpc::Status register_trainer(int trainer, uint64_t fingerprint = kFingerprint) {
+    proto::RegisterRequest request;
+    request.set_trainer(trainer);
+    request.mutable_layout()->set_fingerprint(fingerprint);
+    request.mutable_layout()->set_pieces(2);
+    proto::RegisterReply reply;
+    grpc::ClientContext context;
+    return stub_->Register(&context, request, &reply);
+  }
+
+  static proto::PushRequest push(int trainer, int64_t version, float g0, float g1) {
+    proto::PushRequest request;
+    request.set_trainer(trainer);
+    request.set_version(version);
+    request.set_learning_rate(1.0);
+    *request.add_grads() = piece(0, {g0, g0, g0, g0});
+    *request.add_grads() = piece(1, {g1, g1, g1});
+    return request;
+  }
+
+  grpc::Status push_pull(const proto::PushRequest& request, proto::ParamsReply* reply,
+                         const std::string& token = "") {
+    grpc::ClientContext context;
+    if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
+    return stub_->PushPull(&context, request, reply);
+  }
+
+  proto::StateReply state() {
+    proto::StateReply reply;
+    grpc::ClientContext context;
+    EXPECT_TRUE(stub_->GetState(&context, proto::StateRequest(), &reply).ok());
+    return reply;
+  }
+
+  std::shared_ptr<grpc::Channel> channel() { return channel_; }
+
+ private:
+  std::unique_ptr<ShardServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<proto::ParameterServer::Stub> stub_;
+};
+
+void expect_params(const google::protobuf::RepeatedPtrField<proto::Tensor>& params,
+                   const std::vector<float>& first, const std::vector<float>& second) {
+  ASSERT_EQ(params.size(), 2);
+  EXPECT_EQ(values_of(params[0]), first);
+  EXPECT_EQ(values_of(params[1]), second);
+}
+
+TEST(ShardServer, AnswersUnavailableUntilInitialised) {
+  ServedShard shard(Mode::kAsync);
+  proto::ParamsReply reply;
+  const auto status = shard.push_pull(ServedShard::push(0, 0, 1, 1), &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(status.error_message().rfind(kNotInitialized, 0), 0U);
+  ASSERT_TRUE(shard.initialize().ok());
+  EXPECT_TRUE(shard.push_pull(ServedShard::push(0, 0, 1, 1), &reply).ok());
+}
+
+TEST(ShardServer, RefusesAnotherModelsLayout) {
+  ServedShard shard(Mode::kAsync);
+  ASSERT_TRUE(shard.initialize().ok());
+  EXPECT_TRUE(shard.initialize().ok());  // the same job again (a restarted master): kept
+  EXPECT_EQ(shard.initialize(7).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(shard.register_trainer(0, 7).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(shard.register_trainer(0).ok());
+}
+
+TEST(ShardServer, BadPushesGetInvalidArgumentAndLeaveTheStateUnharmed) {
+  ServedShard shard(Mode::kAsync);
+  ASSERT_TRUE(shard.initialize().ok());
+  const auto before = shard.state();
+
+  std::vector<std::pair<std::string, proto::PushRequest>> bad;
+  auto wrong_shape = ServedShard::push(0, 0, 1, 1);
+  *wrong_shape.mutable_grads(1) = piece(1, {1, 1, 1, 1});
+  bad.emplace_back("shape", wrong_shape);
+  auto wrong_dtype = ServedShard::push(0, 0, 1, 1);
+  wrong_dtype.mutable_grads(0)->set_dtype(proto::DTYPE_UNSPECIFIED);
+  bad.emplace_back("dtype", wrong_dtype);
+  auto short_data = ServedShard::push(0, 0, 1, 1);
+  short_data.mutable_grads(0)->mutable_data()->resize(5);
+  bad.emplace_back("data bytes", short_data);
+  auto wrong_key = ServedShard::push(0, 0, 1, 1);
+  wrong_key.mutable_grads(0)->set_key(9);
+  bad.emplace_back("key", wrong_key);
+  auto missing_piece = ServedShard::push(0, 0, 1, 1);
+  missing_piece.mutable_grads()->RemoveLast();
+  bad.emplace_back("1 gradient pieces", missing_piece);
+  bad.emplace_back("trainer 5", ServedShard::push(5, 0, 1, 1));
+  bad.emplace_back("trainer -1", ServedShard::push(-1, 0, 1, 1));
+  auto nan_lr = ServedShard::push(0, 0, 1, 1);
+  nan_lr.set_learning_rate(std::nan(""));
+  bad.emplace_back("learning rate", nan_lr);
+  bad.emplace_back("negative gradient version", ServedShard::push(0, -3, 1, 1));
+
+  for (const auto& [what, request] : bad) {
+    proto::ParamsReply reply;
+    const auto status = shard.push_pull(request, &reply);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << what;
+    EXPECT_NE(status.error_message().find(what), std::string::npos)
+        << what << " not in: " << status.error_message();
+  }
+  const auto after = shard.state();
+  EXPECT_EQ(after.version(), before.version());
+  expect_params(after.params(), {1, 2, 3, 4}, {5, 6, 7});
+
+  proto::ParamsReply reply;  // and it still serves
+  ASSERT_TRUE(shard.push_pull(ServedShard::push(0, 0, 1, 2), &reply).ok());
+  expect_params(reply.params(), {0, 1, 2, 3}, {3, 4, 5});
+}
+
+TEST(ShardServer, OversizedAndGarbageMessagesAreRefusedAndServingGoesOn) {
+  ServedShard shard(Mode::kAsync, "", /*max_bytes=*/64 << 10);
+  ASSERT_TRUE(shard.initialize().ok());
+  auto huge = ServedShard::push(0, 0, 1, 1);
+  huge.mutable_grads(0)->mutable_data()->assign(256 << 10, 'x');
+  proto::ParamsReply reply;
+  EXPECT_EQ(shard.push_pull(huge, &reply).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  // Bytes that are no PushRequest at all, through gRPC's untyped stub.
+  grpc::GenericStub generic(shard.channel());
+  grpc::ClientContext context;
+  const std::string garbage = "\xff\xff\xff\xff garbage \x01\x02";
+  grpc::Slice slice(garbage);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  std::promise<grpc::Status> done;
+  generic.UnaryCall(&context, "/cifar.ps.proto.ParameterServer/PushPull", grpc::StubOptions(),
+                    &request, &response, [&](grpc::Status s) { done.set_value(s); });
+  const auto status = done.get_future().get();
+  EXPECT_FALSE(status.ok());
+
+  EXPECT_EQ(shard.state().version(), 0);
+  EXPECT_TRUE(shard.push_pull(ServedShard::push(0, 0, 1, 1), &reply).ok());
+  EXPECT_EQ(reply.version(), 1);
+}
+
+TEST(ShardServer, OnlyTheJobsTokenGetsIn) {
+  ServedShard shard(Mode::kAsync, "s3cret");
+  proto::ParamsReply reply;
+  EXPECT_EQ(shard.push_pull(ServedShard::push(0, 0, 1, 1), &reply).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(shard.push_pull(ServedShard::push(0, 0, 1, 1), &reply, "guess").error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(shard.initialize().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST(ShardServer, AsyncAppliesThenRepliesWithTheFreshParameters) {
+  ServedShard shard(Mode::kAsync);
+  ASSERT_TRUE(shard.initialize().ok());
+  proto::ParamsReply reply;
+  ASSERT_TRUE(shard.push_pull(ServedShard::push(1, 0, 1, 2), &reply).ok());
+  EXPECT_EQ(reply.version(), 1);
+  expect_params(reply.params(), {0, 1, 2, 3}, {3, 4, 5});
+}
+
+TEST(ShardServer, AsyncReplyAnswersWithTheCurrentParametersThenApplies) {
+  ServedShard shard(Mode::kAsyncReply);
+  ASSERT_TRUE(shard.initialize().ok());
+  proto::ParamsReply reply;
+  ASSERT_TRUE(shard.push_pull(ServedShard::push(1, 0, 1, 2), &reply).ok());
+  expect_params(reply.params(), {1, 2, 3, 4}, {5, 6, 7});
+  proto::StateReply state;
+  for (int i = 0; i < 100 && state.version() < 1; ++i) {
+    std::this_thread::sleep_for(10ms);
+    state = shard.state();
+  }
+  EXPECT_EQ(state.version(), 1);
+  expect_params(state.params(), {0, 1, 2, 3}, {3, 4, 5});
+}
+
+TEST(ShardServer, HogwildAppliesWithoutWaiting) {
+  ServedShard shard(Mode::kHogwild);
+  ASSERT_TRUE(shard.initialize().ok());
+  proto::ParamsReply reply;
+  ASSERT_TRUE(shard.push_pull(ServedShard::push(0, 0, 1, 2), &reply).ok());
+  EXPECT_EQ(reply.version(), 1);
+  expect_params(reply.params(), {0, 1, 2, 3}, {3, 4, 5});
+}
+
+TEST(ShardServer, SyncAveragesOneGradientFromEveryTrainer) {
+  ServedShard shard(Mode::kSync);
+  ASSERT_TRUE(shard.initialize().ok());
+  proto::ParamsReply first;
+  auto pending = std::async(std::launch::async, [&] {
+    return shard.push_pull(ServedShard::push(0, 0, 1, 2), &first);
+  });
+  EXPECT_EQ(pending.wait_for(300ms), std::future_status::timeout);  // waits for trainer 1
+  proto::ParamsReply second;
+  ASSERT_TRUE(shard.push_pull(ServedShard::push(1, 0, 3, 4), &second).ok());
+  ASSERT_TRUE(pending.get().ok());
+  for (const auto* reply : {&first, &second}) {
+    EXPECT_EQ(reply->version(), 1);
+    expect_params(reply->params(), {-1, 0, 1, 2}, {2, 3, 4});  // mean gradient 2 and 3
+  }
+}
+
+TEST(ShardServer, SyncDropsASilentTrainerAfterTheTimeoutAndLetsItRejoin) {
+  ServedShard shard(Mode::kSync, "", 1 << 20, /*timeout=*/400ms);
+  ASSERT_TRUE(shard.initialize().ok());
+  proto::ParamsReply reply;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(shard.push_pull(ServedShard::push(0, 0, 1, 2), &reply).ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 400ms);
+  EXPECT_EQ(reply.version(), 1);  // applied with the one gradient that came, not dropped
+  expect_params(reply.params(), {0, 1, 2, 3}, {3, 4, 5});
+
+  // The silent trainer's late push is refused; it registers again and takes part once more.
+  proto::ParamsReply late;
+  EXPECT_EQ(shard.push_pull(ServedShard::push(1, 0, 1, 1), &late).error_code(),
+            grpc::StatusCode::ABORTED);
+  ASSERT_TRUE(shard.register_trainer(1).ok());
+  auto pending = std::async(std::launch::async, [&] {
+    proto::ParamsReply r;
+    return shard.push_pull(ServedShard::push(1, 1, 1, 1), &r);
+  });
+  EXPECT_EQ(pending.wait_for(200ms), std::future_status::timeout);  // a member again: waited for
+  ASSERT_TRUE(shard.push_pull(ServedShard::push(0, 1, 1, 1), &reply).ok());
+  ASSERT_TRUE(pending.get().ok());
+  EXPECT_EQ(reply.version(), 2);
+}
+
+TEST(ShardServer, SspHoldsATrainerThatRunsTooFarAhead) {
+  ServedShard shard(Mode::kSsp, "", 1 << 20, 10s, /*staleness=*/1);
+  ASSERT_TRUE(shard.initialize().ok());
+  proto::ParamsReply reply;
+  ASSERT_TRUE(shard.push_pull(ServedShard::push(0, 0, 1, 1), &reply).ok());  // 1 ahead: fine
+  auto ahead = std::async(std::launch::async, [&] {
+    proto::ParamsReply r;
+    return shard.push_pull(ServedShard::push(0, 1, 1, 1), &r);  // 2 ahead: waits
+  });
+  EXPECT_EQ(ahead.wait_for(300ms), std::future_status::timeout);
+  ASSERT_TRUE(shard.push_pull(ServedShard::push(1, 0, 1, 1), &reply).ok());
+  EXPECT_EQ(ahead.wait_for(2s), std::future_status::ready);
+  EXPECT_TRUE(ahead.get().ok());
+  EXPECT_EQ(shard.state().version(), 3);  // every push applied once
+}
+
+}  // namespace
+}  // namespace cifar::ps
