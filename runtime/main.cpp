@@ -27,13 +27,12 @@ int run(const cifar::train::TrainConfig& config) {
     cifar::train::run_evaluator(config);
     return 0;
   }
-  const auto r = dist.enabled ? cifar::ps::run_ps_trainer(config)
-                              : cifar::train::run_training(config);
+  const auto r =
+      dist.enabled ? cifar::ps::run_ps_trainer(config) : cifar::train::run_training(config);
   const auto& t = r.time;
   const double total = t.total() > 0 ? t.total() : 1;
-  spdlog::info(
-      "done: {} epochs, {} steps, {:.1f} img/s ({:.1f} img/s after warm-up)", r.epochs_completed,
-      r.steps, r.images_per_second, r.steady_images_per_second);
+  spdlog::info("done: {} epochs, {} steps, {:.1f} img/s ({:.1f} img/s after warm-up)",
+               r.epochs_completed, r.steps, r.images_per_second, r.steady_images_per_second);
   if (dist.enabled) {
     spdlog::info("step time: data wait {:.1f}%, forward+backward {:.1f}%, push+pull {:.1f}%",
                  100 * t.data_wait / total, 100 * t.forward / total, 100 * t.optimizer / total);

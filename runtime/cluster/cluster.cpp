@@ -10,10 +10,14 @@ namespace {
 template <typename Spec>
 auto& addresses(Spec& spec, Role role) {
   switch (role) {
-    case Role::kPs: return spec.ps;
-    case Role::kMaster: return spec.master;
-    case Role::kWorker: return spec.worker;
-    case Role::kEvaluator: return spec.evaluator;
+    case Role::kPs:
+      return spec.ps;
+    case Role::kMaster:
+      return spec.master;
+    case Role::kWorker:
+      return spec.worker;
+    case Role::kEvaluator:
+      return spec.evaluator;
   }
   throw std::logic_error("unknown role");
 }
@@ -22,8 +26,7 @@ void check_address(const std::string& field, const std::string& address) {
   const auto colon = address.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == address.size() ||
       address.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
-    throw std::invalid_argument("TF_CONFIG: " + field + " = \"" + address +
-                                "\" is not host:port");
+    throw std::invalid_argument("TF_CONFIG: " + field + " = \"" + address + "\" is not host:port");
   }
 }
 
@@ -39,10 +42,14 @@ Role parse_role(const std::string& name) {
 
 std::string role_name(Role role) {
   switch (role) {
-    case Role::kPs: return "ps";
-    case Role::kMaster: return "master";
-    case Role::kWorker: return "worker";
-    case Role::kEvaluator: return "evaluator";
+    case Role::kPs:
+      return "ps";
+    case Role::kMaster:
+      return "master";
+    case Role::kWorker:
+      return "worker";
+    case Role::kEvaluator:
+      return "evaluator";
   }
   return "?";
 }
@@ -90,7 +97,8 @@ Job parse_tf_config(const std::string& text) {
     auto& list = addresses(job.cluster, role);
     for (size_t i = 0; i < value.size(); ++i) {
       const std::string field = "cluster." + key + "[" + std::to_string(i) + "]";
-      if (!value[i].is_string()) throw std::invalid_argument("TF_CONFIG: " + field + " not a string");
+      if (!value[i].is_string())
+        throw std::invalid_argument("TF_CONFIG: " + field + " not a string");
       check_address(field, value[i].get<std::string>());
       list.push_back(value[i].get<std::string>());
     }
@@ -143,8 +151,8 @@ Job local_job(const LocalFlags& f) {
   job.role = parse_role(f.type);
   job.index = job.role == Role::kPs ? f.ps_index : job.role == Role::kWorker ? f.worker_index : 0;
   if (job.role == Role::kPs && (job.index < 0 || job.index >= f.ps_count)) {
-    throw std::invalid_argument("--ps-index " + std::to_string(job.index) + " is outside --ps-count " +
-                                std::to_string(f.ps_count));
+    throw std::invalid_argument("--ps-index " + std::to_string(job.index) +
+                                " is outside --ps-count " + std::to_string(f.ps_count));
   }
   if (job.role == Role::kWorker && (job.index < 0 || job.index >= f.worker_count)) {
     throw std::invalid_argument("--worker-index " + std::to_string(job.index) +
@@ -161,10 +169,14 @@ int local_port_offset(const Job& job) {
   const int ps = static_cast<int>(job.cluster.ps.size());
   const int masters = static_cast<int>(job.cluster.master.size());
   switch (job.role) {
-    case Role::kPs: return job.index;
-    case Role::kMaster: return ps + job.index;
-    case Role::kWorker: return ps + masters + job.index;
-    case Role::kEvaluator: return ps + masters + static_cast<int>(job.cluster.worker.size());
+    case Role::kPs:
+      return job.index;
+    case Role::kMaster:
+      return ps + job.index;
+    case Role::kWorker:
+      return ps + masters + job.index;
+    case Role::kEvaluator:
+      return ps + masters + static_cast<int>(job.cluster.worker.size());
   }
   return 0;
 }

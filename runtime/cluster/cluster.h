@@ -29,8 +29,8 @@ struct Job {
   // is rank 0 and the chief (Kubeflow's convention).
   [[nodiscard]] int trainer_count() const;
   [[nodiscard]] bool is_trainer() const;
-  [[nodiscard]] int trainer_rank() const;  // throws for ps and evaluator
-  [[nodiscard]] bool is_chief() const;     // initialises, checkpoints, reports, ends the job
+  [[nodiscard]] int trainer_rank() const;       // throws for ps and evaluator
+  [[nodiscard]] bool is_chief() const;          // initialises, checkpoints, reports, ends the job
   [[nodiscard]] std::string task_name() const;  // "worker 1"
 };
 

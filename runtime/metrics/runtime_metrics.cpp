@@ -35,8 +35,8 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
   };
   auto histogram = [&](const char* name, const char* help,
                        prometheus::Histogram::BucketBoundaries buckets = step_buckets()) {
-    return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add(
-        labels, std::move(buckets));
+    return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add(labels,
+                                                                               std::move(buckets));
   };
   steps_ = counter("cifar_steps_total", "Training steps (optimizer updates) completed.");
   images_ = counter("cifar_images_total", "Training images processed.");
@@ -58,10 +58,10 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
   ps_pulled_bytes_ = counter("cifar_ps_pull_bytes_total", "Trainer: parameter bytes pulled.");
   ps_retries_ = counter("cifar_ps_retries_total",
                         "Trainer: calls to a PS shard retried (unreachable, restarted).");
-  ps_staleness_ = histogram(
-      "cifar_ps_staleness",
-      "PS: updates applied between a gradient's parameters and its own application.",
-      {0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64});
+  ps_staleness_ =
+      histogram("cifar_ps_staleness",
+                "PS: updates applied between a gradient's parameters and its own application.",
+                {0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64});
   ps_updates_ = counter("cifar_ps_updates_total", "PS: updates applied to this shard.");
   ps_received_bytes_ = counter("cifar_ps_received_bytes_total", "PS: gradient bytes received.");
   ps_sent_bytes_ = counter("cifar_ps_sent_bytes_total", "PS: parameter bytes sent.");

@@ -32,10 +32,10 @@ struct OptimizerOptions {
 
 // Parameter-server training (DESIGN.md "modes").
 struct PsOptions {
-  std::string mode = "sync";  // sync | async | async-reply | hogwild | ssp
-  int64_t staleness = 3;      // ssp: how many updates a trainer may run ahead of the slowest
-  bool staleness_lr = false;  // divide the learning rate of a stale gradient by its staleness
-  double timeout_seconds = 30;  // sync/ssp: a trainer silent this long leaves the round
+  std::string mode = "sync";        // sync | async | async-reply | hogwild | ssp
+  int64_t staleness = 3;            // ssp: how many updates a trainer may run ahead of the slowest
+  bool staleness_lr = false;        // divide the learning rate of a stale gradient by its staleness
+  double timeout_seconds = 30;      // sync/ssp: a trainer silent this long leaves the round
   std::string wire_dtype = "fp32";  // fp32 | fp16 | bf16 for gradients and parameters
   int64_t max_message_mb = 512;     // larger gRPC messages are refused
   double retry_seconds = 120;       // how long a trainer retries an unreachable PS

@@ -55,8 +55,8 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
   const auto stats = data::channel_stats(sets.train);
   auto test_set = std::make_shared<const data::Dataset>(std::move(sets.test));
   data::DataLoader test_loader(test_set, loader_options(config, stats, /*training=*/false));
-  auto model = models::make_model(config.model,
-                                  {config.num_classes, test_set->channels, test_set->height});
+  auto model =
+      models::make_model(config.model, {config.num_classes, test_set->channels, test_set->height});
   model->to(device);
   auto metrics = make_runtime_metrics(config);
 
@@ -100,7 +100,8 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
       } catch (const std::exception& e) {
         // Rotated away by the chief between listing and reading: the next poll sees a newer one.
         const std::string what = e.what();
-        spdlog::debug("evaluator: skipping {}: {}", newest.string(), what.substr(0, what.find('\n')));
+        spdlog::debug("evaluator: skipping {}: {}", newest.string(),
+                      what.substr(0, what.find('\n')));
       }
     }
     if (const auto final_step = read_done_marker(done_marker_path(config))) {

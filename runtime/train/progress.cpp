@@ -62,10 +62,10 @@ void Progress::end_epoch(const EpochRecord& r) {
   if (mode_ == Mode::kNone) return;
   if (mode_ == Mode::kBar) fmt::print("\r\033[K");
   // A parameter-server master leaves the test set to the evaluator (NaN here).
-  const std::string test = std::isnan(r.test_accuracy)
-                               ? std::string("test: see the evaluator")
-                               : fmt::format("test loss {:.4f} acc {:.2f}%", r.test_loss,
-                                             100 * r.test_accuracy);
+  const std::string test =
+      std::isnan(r.test_accuracy)
+          ? std::string("test: see the evaluator")
+          : fmt::format("test loss {:.4f} acc {:.2f}%", r.test_loss, 100 * r.test_accuracy);
   fmt::print("epoch {}/{} done: train loss {:.4f} acc {:.2f}%  {}  {:.0f} img/s  {:.1f} s\n",
              r.epoch, total_epochs_, r.train_loss, 100 * r.train_accuracy, test,
              r.images_per_second, r.seconds);

@@ -120,5 +120,4 @@ std::unique_ptr<metrics::RuntimeMetrics> make_runtime_metrics(const TrainConfig&
   return metrics;
 }
 
-
 }  // namespace cifar::train

@@ -136,8 +136,9 @@ bool can_bind(int port) {
 }  // namespace
 
 int free_port_range(int count) {
-  std::mt19937 random(static_cast<unsigned>(::getpid()) ^
-                      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::mt19937 random(
+      static_cast<unsigned>(::getpid()) ^
+      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
   for (int attempt = 0; attempt < 1000; ++attempt) {
     const int base = 20000 + static_cast<int>(random() % 40000);
     bool all = true;

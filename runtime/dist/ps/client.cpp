@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "dist/ps/server.h"
 #include "dist/ps/shard.h"
 #include "dist/ps/tensor_codec.h"
 #include "metrics/runtime_metrics.h"
@@ -44,6 +45,7 @@ class PsClient::Connection {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    for (const auto& [name, value] : large_message_channel_args()) args.SetInt(name, value);
     channel_ = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
     stub_ = proto::ParameterServer::NewStub(channel_);
   }
@@ -51,7 +53,8 @@ class PsClient::Connection {
   // Runs `rpc` until it succeeds or fails for a reason retrying cannot fix. An unreachable or
   // restarting shard is retried with exponential backoff for options.retry_seconds; `lost` is
   // called when the shard answers that it has no parameters (restarted without a checkpoint).
-  grpc::Status call(const char* what, const std::function<grpc::Status(grpc::ClientContext&, Stub&)>& rpc,
+  grpc::Status call(const char* what,
+                    const std::function<grpc::Status(grpc::ClientContext&, Stub&)>& rpc,
                     const std::function<void(int)>& lost = {}) {
     const auto give_up = Clock::now() + std::chrono::milliseconds(
                                             static_cast<int64_t>(options_.retry_seconds * 1000));
@@ -59,9 +62,9 @@ class PsClient::Connection {
     bool warned = false;
     while (true) {
       grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() +
-                           std::chrono::milliseconds(
-                               static_cast<int64_t>(options_.call_seconds * 1000)));
+      context.set_deadline(
+          std::chrono::system_clock::now() +
+          std::chrono::milliseconds(static_cast<int64_t>(options_.call_seconds * 1000)));
       if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
       const auto status = rpc(context, *stub_);
       const auto code = status.error_code();
@@ -146,21 +149,17 @@ std::vector<proto::RegisterReply> PsClient::register_trainer(int trainer,
                                                              bool wait_until_initialized) {
   std::vector<proto::RegisterReply> replies(shards_.size());
   for_each_shard([&](int s) {
-    proto::RegisterRequest request;
-    request.set_trainer(trainer);
-    request.mutable_layout()->set_fingerprint(layout_.fingerprint());
-    request.mutable_layout()->set_pieces(static_cast<uint32_t>(layout_.pieces(s).size()));
+    const auto request = register_request(trainer, s);
     const auto give_up = Clock::now() + std::chrono::milliseconds(
                                             static_cast<int64_t>(options_.retry_seconds * 1000));
     auto& reply = replies[static_cast<size_t>(s)];
     while (true) {
       reply.Clear();
       auto& shard = *shards_[static_cast<size_t>(s)];
-      shard.check(shard.call("register",
-                             [&](grpc::ClientContext& c, Stub& stub) {
-                               return stub.Register(&c, request, &reply);
-                             }),
-                  "register");
+      shard.check(
+          shard.call("register", [&](grpc::ClientContext& c,
+                                     Stub& stub) { return stub.Register(&c, request, &reply); }),
+          "register");
       if (reply.initialized() || !wait_until_initialized) break;
       if (Clock::now() > give_up) {
         throw std::runtime_error("PS shard " + std::to_string(s) + " (" +
@@ -181,11 +180,10 @@ void PsClient::initialize(const std::vector<std::unique_ptr<proto::InitRequest>>
     if (!request) return;
     proto::InitReply reply;
     auto& shard = *shards_[static_cast<size_t>(s)];
-    shard.check(shard.call("initialize",
-                           [&](grpc::ClientContext& c, Stub& stub) {
-                             return stub.Initialize(&c, *request, &reply);
-                           }),
-                "initialize");
+    shard.check(
+        shard.call("initialize", [&](grpc::ClientContext& c,
+                                     Stub& stub) { return stub.Initialize(&c, *request, &reply); }),
+        "initialize");
     versions_[static_cast<size_t>(s)] = reply.version();
   });
 }
@@ -218,6 +216,18 @@ int64_t write_params(const ShardLayout& layout, int shard, const proto::ParamsRe
   return bytes;
 }
 
+// The newest version, any shard's done, the bytes of all.
+Exchange combine(const std::vector<Exchange>& per_shard) {
+  Exchange total;
+  for (const auto& e : per_shard) {
+    total.version = std::max(total.version, e.version);
+    total.done = total.done || e.done;
+    total.pushed_bytes += e.pushed_bytes;
+    total.pulled_bytes += e.pulled_bytes;
+  }
+  return total;
+}
+
 }  // namespace
 
 Exchange PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grads,
@@ -243,43 +253,26 @@ Exchange PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grad
     }
     proto::ParamsReply reply;
     auto status = shard.call(
-        "push", [&](grpc::ClientContext& c, Stub& stub) { return stub.PushPull(&c, request, &reply); },
+        "push",
+        [&](grpc::ClientContext& c, Stub& stub) { return stub.PushPull(&c, request, &reply); },
         on_shard_lost_);
     if (status.error_code() == grpc::StatusCode::ABORTED) {
       // Dropped from a round, or the shard went back to a checkpoint: rejoin and take its
       // current parameters; this step's gradient is not applied on this shard.
       spdlog::warn("PS shard {}: {}; rejoining", s, status.error_message());
-      proto::RegisterRequest again;
-      again.set_trainer(trainer);
-      again.mutable_layout()->set_fingerprint(layout_.fingerprint());
-      again.mutable_layout()->set_pieces(static_cast<uint32_t>(layout_.pieces(s).size()));
+      const auto again = register_request(trainer, s);
       proto::RegisterReply registered;
-      shard.check(shard.call("register",
-                             [&](grpc::ClientContext& c, Stub& stub) {
-                               return stub.Register(&c, again, &registered);
-                             }),
-                  "register");
-      proto::PullRequest pull;
-      pull.set_trainer(trainer);
-      pull.set_reply_dtype(options_.wire_dtype);
+      shard.check(
+          shard.call("register", [&](grpc::ClientContext& c,
+                                     Stub& stub) { return stub.Register(&c, again, &registered); }),
+          "register");
       reply.Clear();
-      status = shard.call("pull", [&](grpc::ClientContext& c, Stub& stub) {
-        return stub.Pull(&c, pull, &reply);
-      });
+      status = pull_shard(trainer, s, &reply);
     }
     shard.check(status, "push");
-    result.pulled_bytes = write_params(layout_, s, reply, params);
-    result.version = reply.version();
-    result.done = reply.done();
-    versions_[static_cast<size_t>(s)] = reply.version();
+    take_params(s, reply, params, result);
   });
-  Exchange total;
-  for (const auto& e : per_shard) {
-    total.version = std::max(total.version, e.version);
-    total.done = total.done || e.done;
-    total.pushed_bytes += e.pushed_bytes;
-    total.pulled_bytes += e.pulled_bytes;
-  }
+  const auto total = combine(per_shard);
   if (metrics_ != nullptr) {
     metrics_->record_ps_exchange(std::chrono::duration<double>(Clock::now() - start).count(),
                                  total.pushed_bytes, total.pulled_bytes);
@@ -290,30 +283,36 @@ Exchange PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grad
 Exchange PsClient::pull(int trainer, const std::vector<torch::Tensor>& params) {
   std::vector<Exchange> per_shard(shards_.size());
   for_each_shard([&](int s) {
-    auto& shard = *shards_[static_cast<size_t>(s)];
-    proto::PullRequest request;
-    request.set_trainer(trainer);
-    request.set_reply_dtype(options_.wire_dtype);
     proto::ParamsReply reply;
-    shard.check(shard.call("pull",
-                           [&](grpc::ClientContext& c, Stub& stub) {
-                             return stub.Pull(&c, request, &reply);
-                           },
-                           on_shard_lost_),
-                "pull");
-    auto& result = per_shard[static_cast<size_t>(s)];
-    result.pulled_bytes = write_params(layout_, s, reply, params);
-    result.version = reply.version();
-    result.done = reply.done();
-    versions_[static_cast<size_t>(s)] = reply.version();
+    shards_[static_cast<size_t>(s)]->check(pull_shard(trainer, s, &reply), "pull");
+    take_params(s, reply, params, per_shard[static_cast<size_t>(s)]);
   });
-  Exchange total;
-  for (const auto& e : per_shard) {
-    total.version = std::max(total.version, e.version);
-    total.done = total.done || e.done;
-    total.pulled_bytes += e.pulled_bytes;
-  }
-  return total;
+  return combine(per_shard);
+}
+
+proto::RegisterRequest PsClient::register_request(int trainer, int shard) const {
+  proto::RegisterRequest request;
+  request.set_trainer(trainer);
+  request.mutable_layout()->set_fingerprint(layout_.fingerprint());
+  request.mutable_layout()->set_pieces(static_cast<uint32_t>(layout_.pieces(shard).size()));
+  return request;
+}
+
+grpc::Status PsClient::pull_shard(int trainer, int shard, proto::ParamsReply* reply) {
+  proto::PullRequest request;
+  request.set_trainer(trainer);
+  request.set_reply_dtype(options_.wire_dtype);
+  return shards_[static_cast<size_t>(shard)]->call(
+      "pull", [&](grpc::ClientContext& c, Stub& stub) { return stub.Pull(&c, request, reply); },
+      on_shard_lost_);
+}
+
+void PsClient::take_params(int shard, const proto::ParamsReply& reply,
+                           const std::vector<torch::Tensor>& params, Exchange& result) {
+  result.pulled_bytes = write_params(layout_, shard, reply, params);
+  result.version = reply.version();
+  result.done = reply.done();
+  versions_[static_cast<size_t>(shard)] = reply.version();
 }
 
 std::vector<proto::StateReply> PsClient::get_state() {

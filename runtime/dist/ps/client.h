@@ -14,6 +14,10 @@
 #include "dist/ps/layout.h"
 #include "proto/ps.pb.h"
 
+namespace grpc {
+class Status;
+}
+
 namespace cifar::metrics {
 class RuntimeMetrics;
 }
@@ -60,13 +64,20 @@ class PsClient {
 
   // Called (by the chief) when a shard turns out to be uninitialised mid-run, i.e. it restarted
   // without a checkpoint to restore: the handler re-initialises it.
-  void on_shard_lost(std::function<void(int shard)> handler) { on_shard_lost_ = std::move(handler); }
+  void on_shard_lost(std::function<void(int shard)> handler) {
+    on_shard_lost_ = std::move(handler);
+  }
 
   [[nodiscard]] const ShardLayout& layout() const { return layout_; }
 
  private:
   class Connection;
   void for_each_shard(const std::function<void(int)>& body);
+  [[nodiscard]] proto::RegisterRequest register_request(int trainer, int shard) const;
+  grpc::Status pull_shard(int trainer, int shard, proto::ParamsReply* reply);
+  // Writes shard `shard`'s parameters into `params`; its version and done flag into `result`.
+  void take_params(int shard, const proto::ParamsReply& reply,
+                   const std::vector<torch::Tensor>& params, Exchange& result);
 
   ClientOptions options_;
   ShardLayout layout_;

@@ -158,8 +158,7 @@ proto::InitRequest make_init_request(const ShardLayout& layout, int shard, const
   o->set_beta2(optimizer.adam_beta2);
   request.set_optimizer_steps(state.optimizer_steps);
   for (const auto& piece : layout.pieces(shard)) {
-    add_piece(state.params.at(static_cast<size_t>(piece.parameter)), piece,
-              request.add_params());
+    add_piece(state.params.at(static_cast<size_t>(piece.parameter)), piece, request.add_params());
     for (const auto& [slot, tensors] : state.slots) {
       auto* t = request.add_slots();
       t->set_slot(slot);

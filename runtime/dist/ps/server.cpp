@@ -80,6 +80,9 @@ ShardServer::ShardServer(std::shared_ptr<Shard> shard, const std::string& addres
   const int limit = static_cast<int>(std::min<int64_t>(max_message_bytes, INT32_MAX));
   builder.SetMaxReceiveMessageSize(limit);
   builder.SetMaxSendMessageSize(limit);
+  for (const auto& [name, value] : large_message_channel_args()) {
+    builder.AddChannelArgument(name, value);
+  }
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {
     throw std::runtime_error("cannot serve the PS on " + address + " (is the port in use?)");
@@ -90,6 +93,14 @@ ShardServer::~ShardServer() {
   // Let calls in flight finish for a moment, then cancel the rest.
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   server_->Wait();
+}
+
+std::vector<std::pair<std::string, int>> large_message_channel_args() {
+  // Each round trip moves the whole model twice: with HTTP/2's default 64 KB stream window and
+  // 16 KB frames that is thousands of frames and window updates per message.
+  return {{GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 20},
+          {GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1},
+          {GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 64 << 20}};
 }
 
 std::string listen_address(const std::string& advertised) {
@@ -116,8 +127,8 @@ void run_parameter_server(const train::TrainConfig& config) {
   // A restarted PS takes its shard from the newest checkpoint; a fresh one waits for the master.
   const train::CheckpointManager checkpoints(config.model_dir, train::run_name(config),
                                              config.keep_checkpoints);
-  if (auto init = init_request_from_checkpoints(checkpoints.list(), job.index, shards,
-                                                config.optimizer)) {
+  if (auto init =
+          init_request_from_checkpoints(checkpoints.list(), job.index, shards, config.optimizer)) {
     proto::InitReply reply;
     if (auto status = shard->initialize(*init, &reply); !status.ok()) {
       throw std::runtime_error("cannot restore the shard from its checkpoint: " +

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "dist/ps/shard.h"
 #include "train/config.h"
@@ -40,6 +42,9 @@ class ShardServer {
 // checkpoint in the model dir when there is one (a restarted PS), else waits for the master's
 // parameters; returns once the master has finished the job and the trainers have heard.
 void run_parameter_server(const train::TrainConfig& config);
+
+// gRPC channel settings for messages of many megabytes, on both ends of a connection.
+std::vector<std::pair<std::string, int>> large_message_channel_args();
 
 // "host:port" -> "0.0.0.0:port": a PS listens on every interface of its pod.
 std::string listen_address(const std::string& advertised);

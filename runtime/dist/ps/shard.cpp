@@ -51,11 +51,16 @@ Mode parse_mode(const std::string& name) {
 
 std::string mode_name(Mode mode) {
   switch (mode) {
-    case Mode::kSync: return "sync";
-    case Mode::kAsync: return "async";
-    case Mode::kAsyncReply: return "async-reply";
-    case Mode::kHogwild: return "hogwild";
-    case Mode::kSsp: return "ssp";
+    case Mode::kSync:
+      return "sync";
+    case Mode::kAsync:
+      return "async";
+    case Mode::kAsyncReply:
+      return "async-reply";
+    case Mode::kHogwild:
+      return "hogwild";
+    case Mode::kSsp:
+      return "ssp";
   }
   return "?";
 }
@@ -122,8 +127,7 @@ grpc::Status Shard::register_trainer(const proto::RegisterRequest& request,
     clocks_[static_cast<size_t>(t)] = slowest == std::numeric_limits<int64_t>::max() ? 0 : slowest;
   }
   if (!is_member(t)) {
-    spdlog::info("shard {}: trainer {} rejoined at version {}", options_.index, t,
-                 version_.load());
+    spdlog::info("shard {}: trainer {} rejoined at version {}", options_.index, t, version_.load());
   }
   set_member(t, true);
   reply->set_initialized(true);
@@ -231,9 +235,10 @@ grpc::Status Shard::check_push(const proto::PushRequest& request) const {
                    std::to_string(trainers_) + " trainers");
   }
   if (!is_member(t)) {
-    return {grpc::StatusCode::ABORTED,
-            "trainer " + std::to_string(t) +
-                " is not a member (never registered, or dropped after --ps-timeout): register again"};
+    return {
+        grpc::StatusCode::ABORTED,
+        "trainer " + std::to_string(t) +
+            " is not a member (never registered, or dropped after --ps-timeout): register again"};
   }
   if (!std::isfinite(request.learning_rate()) || request.learning_rate() < 0) {
     return invalid("learning rate " + std::to_string(request.learning_rate()));
@@ -265,9 +270,8 @@ grpc::Status Shard::check_push(const proto::PushRequest& request) const {
 void Shard::apply(const std::vector<torch::Tensor>& grads, int64_t grad_version, double lr) {
   const int64_t staleness = std::max<int64_t>(0, version_.load() - grad_version);
   // Staleness-aware SGD (Zhang et al., 2016): a gradient k updates old counts 1/k as much.
-  const double rate = options_.staleness_lr && staleness > 1
-                          ? lr / static_cast<double>(staleness)
-                          : lr;
+  const double rate =
+      options_.staleness_lr && staleness > 1 ? lr / static_cast<double>(staleness) : lr;
   for (size_t k = 0; k < grads.size(); ++k) optimizer_->apply(k, grads[k], rate);
   version_.fetch_add(1);
   if (metrics_ != nullptr) {
@@ -428,9 +432,8 @@ grpc::Status Shard::push_pull(const proto::PushRequest& request, proto::ParamsRe
           const int64_t slowest = slowest_clock();
           for (int m = 0; m < trainers_; ++m) {
             if (m != t && is_member(m) && clocks_[static_cast<size_t>(m)] == slowest) {
-              evict(m, "more than " + std::to_string(options_.staleness) +
-                           " updates behind for " + std::to_string(options_.timeout.count()) +
-                           " ms");
+              evict(m, "more than " + std::to_string(options_.staleness) + " updates behind for " +
+                           std::to_string(options_.timeout.count()) + " ms");
             }
           }
         }
@@ -507,8 +510,10 @@ void Shard::wait_until_finished(std::chrono::milliseconds grace) {
     return true;
   };
   if (!changed_.wait_until(lock, finished_at_ + grace, everyone_told)) {
-    spdlog::warn("shard {}: not every trainer has heard that the job is done after {} ms; "
-                 "stopping anyway", options_.index, grace.count());
+    spdlog::warn(
+        "shard {}: not every trainer has heard that the job is done after {} ms; "
+        "stopping anyway",
+        options_.index, grace.count());
   }
 }
 

@@ -9,9 +9,12 @@ namespace {
 
 torch::ScalarType scalar_type(proto::DType dtype) {
   switch (dtype) {
-    case proto::FLOAT16: return torch::kHalf;
-    case proto::BFLOAT16: return torch::kBFloat16;
-    default: return torch::kFloat32;
+    case proto::FLOAT16:
+      return torch::kHalf;
+    case proto::BFLOAT16:
+      return torch::kBFloat16;
+    default:
+      return torch::kFloat32;
   }
 }
 
@@ -38,8 +41,7 @@ void encode(const torch::Tensor& values, proto::DType dtype, proto::Tensor* out)
 }
 
 std::string check_piece(const proto::Tensor& t, int64_t numel) {
-  if (t.dtype() != proto::FLOAT32 && t.dtype() != proto::FLOAT16 &&
-      t.dtype() != proto::BFLOAT16) {
+  if (t.dtype() != proto::FLOAT32 && t.dtype() != proto::FLOAT16 && t.dtype() != proto::BFLOAT16) {
     return "dtype " + proto::DType_Name(t.dtype()) + " is not FLOAT32, FLOAT16 or BFLOAT16";
   }
   if (t.shape_size() != 1 || t.shape(0) != numel) {

@@ -106,8 +106,8 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
                                              config.keep_checkpoints);
   const auto done_marker = train::done_marker_path(config);
   spdlog::info("{} (trainer {} of {}): {} parameters on {} PS shards, mode {}, {} updates",
-               job.task_name(), rank, trainers, models::parameter_count(*model),
-               layout.shards(), dist.ps.mode, total_updates);
+               job.task_name(), rank, trainers, models::parameter_count(*model), layout.shards(),
+               dist.ps.mode, total_updates);
 
   // The job's state as the chief would hand it to a shard: its own model, or the checkpoint.
   auto current_state = [&](int64_t version) {
@@ -128,9 +128,8 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
     if (any_uninitialized) {
       JobState state = current_state(0);
       // A restarted job (or master) continues from its newest checkpoint.
-      auto restored = checkpoints.load_latest(*model, [&](torch::serialize::InputArchive& ar) {
-        state = read_job_state(ar, layout);
-      });
+      auto restored = checkpoints.load_latest(
+          *model, [&](torch::serialize::InputArchive& ar) { state = read_job_state(ar, layout); });
       if (restored) {
         state.total_updates = total_updates;
         state.trainers = trainers;
@@ -221,8 +220,8 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
       continue;
     }
     const auto t_data = Clock::now();
-    const double lr = train::learning_rate(config.schedule, version, updates_per_epoch,
-                                           schedule_updates);
+    const double lr =
+        train::learning_rate(config.schedule, version, updates_per_epoch, schedule_updates);
     auto [inputs, labels] = train::to_tensors(std::move(*batch), device);
     auto logits = model->forward(inputs);
     auto loss = train::classification_loss(logits, labels, config.label_smoothing);
@@ -262,7 +261,7 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
                           images_per_second});
     progress.update({batch_in_epoch, version, loss_value, accuracy, images_per_second, lr});
     result.time.data_wait += seconds_between(t_start, t_data);
-    result.time.forward += seconds_between(t_data, t_backward);  // forward and backward
+    result.time.forward += seconds_between(t_data, t_backward);        // forward and backward
     result.time.optimizer += seconds_between(t_backward, t_exchange);  // push and pull
     ++result.steps;
 

@@ -40,8 +40,8 @@ TEST(TfConfig, ChiefIsReadAsMasterAndTheEvaluatorMayBeUnlisted) {
       R"({"cluster":{"ps":["p:1"],"chief":["c:1"]},"task":{"type":"chief","index":0}})");
   EXPECT_EQ(chief.role, Role::kMaster);
   EXPECT_TRUE(chief.is_chief());
-  const auto evaluator = parse_tf_config(
-      R"({"cluster":{"ps":["p:1"],"master":["m:1"]},"task":{"type":"evaluator"}})");
+  const auto evaluator =
+      parse_tf_config(R"({"cluster":{"ps":["p:1"],"master":["m:1"]},"task":{"type":"evaluator"}})");
   EXPECT_EQ(evaluator.role, Role::kEvaluator);
   EXPECT_FALSE(evaluator.is_trainer());
   EXPECT_THROW((void)evaluator.trainer_rank(), std::logic_error);

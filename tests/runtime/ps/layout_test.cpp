@@ -11,10 +11,9 @@ namespace {
 
 // alexnet's trainable parameters at 32x32 (models/alexnet.cpp): one dominant fc1 weight.
 std::vector<ParameterInfo> alexnet_like() {
-  return {{"conv1.weight", 4800}, {"conv1.bias", 64},       {"conv2.weight", 102400},
-          {"conv2.bias", 64},     {"fc1.weight", 1572864},  {"fc1.bias", 384},
-          {"fc2.weight", 73728},  {"fc2.bias", 192},        {"fc3.weight", 1920},
-          {"fc3.bias", 10}};
+  return {{"conv1.weight", 4800},  {"conv1.bias", 64}, {"conv2.weight", 102400}, {"conv2.bias", 64},
+          {"fc1.weight", 1572864}, {"fc1.bias", 384},  {"fc2.weight", 73728},    {"fc2.bias", 192},
+          {"fc3.weight", 1920},    {"fc3.bias", 10}};
 }
 
 void expect_exact_cover(const ShardLayout& layout) {

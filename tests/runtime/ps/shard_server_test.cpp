@@ -246,9 +246,8 @@ TEST(ShardServer, SyncAveragesOneGradientFromEveryTrainer) {
   ServedShard shard(Mode::kSync);
   ASSERT_TRUE(shard.initialize().ok());
   proto::ParamsReply first;
-  auto pending = std::async(std::launch::async, [&] {
-    return shard.push_pull(ServedShard::push(0, 0, 1, 2), &first);
-  });
+  auto pending = std::async(std::launch::async,
+                            [&] { return shard.push_pull(ServedShard::push(0, 0, 1, 2), &first); });
   EXPECT_EQ(pending.wait_for(300ms), std::future_status::timeout);  // waits for trainer 1
   proto::ParamsReply second;
   ASSERT_TRUE(shard.push_pull(ServedShard::push(1, 0, 3, 4), &second).ok());

@@ -1,0 +1,187 @@
+// Push-and-pull throughput of the parameter server over gRPC on loopback, for the alexnet and
+// resnet20 parameter sets, side by side with the raw TCP loopback bandwidth measured in the same
+// run. A round trip pushes every gradient piece and pulls every parameter piece back: its
+// effective bandwidth is (pushed + pulled bytes) / time, both directions being sequential.
+//
+// Usage: bench-ps-push-pull [round trips per case, default 40]
+#include <arpa/inet.h>
+#include <fmt/core.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "dist/ps/client.h"
+#include "dist/ps/ps_checkpoint.h"
+#include "dist/ps/server.h"
+#include "dist/ps/tensor_codec.h"
+#include "models/model.h"
+#include "train/host_memory.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using cifar::ps::ParameterInfo;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Bytes per second one TCP stream over 127.0.0.1 carries (one sender, one receiver thread).
+double tcp_loopback_bandwidth(int64_t total_bytes) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(listener, 1) != 0 ||
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw std::runtime_error("cannot listen on loopback");
+  }
+  constexpr size_t kChunk = 4 << 20;
+  double seconds = 0;
+  std::thread receiver([&] {
+    const int fd = ::accept(listener, nullptr, nullptr);
+    std::vector<char> buffer(kChunk);
+    int64_t received = 0;
+    while (received < total_bytes) {
+      const auto n = ::recv(fd, buffer.data(), buffer.size(), 0);
+      if (n <= 0) break;
+      received += n;
+    }
+    ::close(fd);
+  });
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    throw std::runtime_error("cannot connect on loopback");
+  }
+  std::vector<char> buffer(kChunk, 1);
+  const auto start = Clock::now();
+  int64_t sent = 0;
+  while (sent < total_bytes) {
+    const auto n = ::send(fd, buffer.data(), std::min<int64_t>(kChunk, total_bytes - sent), 0);
+    if (n <= 0) throw std::runtime_error("send failed");
+    sent += n;
+  }
+  ::close(fd);
+  receiver.join();
+  seconds = seconds_since(start);
+  ::close(listener);
+  return static_cast<double>(total_bytes) / seconds;
+}
+
+struct Result {
+  double round_trips_per_second = 0;
+  double bytes_per_second = 0;
+  int64_t bytes_per_round_trip = 0;
+};
+
+Result measure(const std::string& model_name, int shards, cifar::ps::proto::DType dtype,
+               int rounds) {
+  auto model = cifar::models::make_model(model_name, {});
+  std::vector<ParameterInfo> infos;
+  std::vector<torch::Tensor> params;
+  for (const auto& p : model->named_parameters()) {
+    infos.push_back({p.key(), p.value().numel()});
+    params.push_back(p.value().detach().clone());
+  }
+  const cifar::ps::ShardLayout layout(infos, shards);
+
+  std::vector<std::unique_ptr<cifar::ps::ShardServer>> servers;
+  cifar::ps::ClientOptions options;
+  options.wire_dtype = dtype;
+  for (int s = 0; s < shards; ++s) {
+    cifar::ps::ShardOptions shard_options;
+    shard_options.index = s;
+    shard_options.mode = cifar::ps::Mode::kAsync;
+    servers.push_back(std::make_unique<cifar::ps::ShardServer>(
+        std::make_shared<cifar::ps::Shard>(shard_options, nullptr), "127.0.0.1:0", "",
+        int64_t{512} << 20));
+    options.addresses.push_back("127.0.0.1:" + std::to_string(servers.back()->port()));
+  }
+  cifar::ps::PsClient client(options, layout, nullptr);
+  cifar::ps::JobState state;
+  state.trainers = 1;
+  state.total_updates = int64_t{1} << 40;
+  for (const auto& p : params) state.params.push_back(p);
+  std::vector<std::unique_ptr<cifar::ps::proto::InitRequest>> requests;
+  cifar::train::OptimizerOptions sgd;
+  sgd.momentum = 0;  // plain SGD: the least work a PS can do per update
+  sgd.nesterov = false;
+  sgd.weight_decay = 0;
+  for (int s = 0; s < shards; ++s) {
+    requests.push_back(std::make_unique<cifar::ps::proto::InitRequest>(
+        cifar::ps::make_init_request(layout, s, state, sgd)));
+  }
+  client.initialize(requests);
+  client.register_trainer(0, true);
+
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params) grads.push_back(torch::randn_like(p) * 1e-3);
+  for (int i = 0; i < 3; ++i) client.push_pull(0, grads, params, 1e-3);  // warm-up
+  Result r;
+  const auto start = Clock::now();
+  int64_t bytes = 0;
+  for (int i = 0; i < rounds; ++i) {
+    const auto e = client.push_pull(0, grads, params, 1e-3);
+    bytes += e.pushed_bytes + e.pulled_bytes;
+  }
+  const double seconds = seconds_since(start);
+  r.round_trips_per_second = rounds / seconds;
+  r.bytes_per_second = static_cast<double>(bytes) / seconds;
+  r.bytes_per_round_trip = bytes / rounds;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::stoi(argv[1]) : 40;
+  spdlog::set_level(spdlog::level::warn);
+  cifar::train::keep_freed_memory_for_reuse();  // as cifar-train does in every role
+  torch::set_num_threads(1);
+  auto tcp = [] {
+    std::vector<double> runs;
+    for (int i = 0; i < 3; ++i) runs.push_back(tcp_loopback_bandwidth(int64_t{2} << 30));
+    std::sort(runs.begin(), runs.end());
+    return runs[1];
+  };
+  const double tcp_before = tcp();
+  struct Case {
+    std::string model;
+    int shards;
+    cifar::ps::proto::DType dtype;
+    const char* dtype_name;
+  };
+  const std::vector<Case> cases = {{"alexnet", 1, cifar::ps::proto::FLOAT32, "fp32"},
+                                   {"alexnet", 2, cifar::ps::proto::FLOAT32, "fp32"},
+                                   {"alexnet", 1, cifar::ps::proto::FLOAT16, "fp16"},
+                                   {"resnet20", 1, cifar::ps::proto::FLOAT32, "fp32"},
+                                   {"resnet20", 2, cifar::ps::proto::FLOAT32, "fp32"}};
+  std::vector<std::pair<Case, Result>> results;
+  for (const auto& c : cases) results.emplace_back(c, measure(c.model, c.shards, c.dtype, rounds));
+  const double tcp_after = tcp();
+  const double tcp_bandwidth = (tcp_before + tcp_after) / 2;
+
+  fmt::print("raw TCP loopback, one stream: {:.0f} MB/s (before {:.0f}, after {:.0f})\n\n",
+             tcp_bandwidth / 1e6, tcp_before / 1e6, tcp_after / 1e6);
+  fmt::print(
+      "| parameters | shards | wire | MB per round trip | round trips/s | push+pull MB/s "
+      "| vs TCP loopback |\n|---|---|---|---|---|---|---|\n");
+  for (const auto& [c, r] : results) {
+    fmt::print("| {} | {} | {} | {:.2f} | {:.1f} | {:.0f} | {:.0f}% |\n", c.model, c.shards,
+               c.dtype_name, static_cast<double>(r.bytes_per_round_trip) / 1e6,
+               r.round_trips_per_second, r.bytes_per_second / 1e6,
+               100 * r.bytes_per_second / tcp_bandwidth);
+  }
+  return 0;
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs a whole parameter-server job as local processes, the way the seed projects do: the PS
+# shards, the master, the workers and an evaluator, each `cifar-train --distributed --dist-type
+# <role>` with the same flags. Every log line names its process; the master shows progress.
+#
+# Usage: scripts/local-job.sh [--bin PATH] [--ps N] [--workers N] [--port P] [--no-evaluator]
+#                             -- <cifar-train flags shared by all processes>
+# Exits 0 when every process did; on a failure (or Ctrl-C) stops the others and exits 1.
+set -euo pipefail
+bin=build/bin/cifar-train
+ps_count=1
+workers=2
+port=7000
+evaluator=1
+while (($#)); do
+  case "$1" in
+    --bin) bin=$2; shift 2 ;;
+    --ps) ps_count=$2; shift 2 ;;
+    --workers) workers=$2; shift 2 ;;
+    --port) port=$2; shift 2 ;;
+    --no-evaluator) evaluator=0; shift ;;
+    --) shift; break ;;
+    *) echo "local-job: unknown option $1 (see the usage at the top of $0)" >&2; exit 2 ;;
+  esac
+done
+common=(--distributed --ps-count "$ps_count" --worker-count "$workers" --dist-start-port "$port"
+        "$@")
+
+pids=()
+names=()
+start() {  # start <name> <cifar-train flags...>
+  local name=$1
+  shift
+  # Progress lines carry no prefix of their own; tag them with the process's name.
+  "$bin" "${common[@]}" "$@" > >(sed -u "/^\[/!s/^/[$name] /") 2>&1 &
+  pids+=($!)
+  names+=("$name")
+}
+stop_all() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+}
+trap 'stop_all; exit 130' INT TERM
+
+for ((i = 0; i < ps_count; i++)); do start "ps $i" --dist-type ps --ps-index "$i" --progress none; done
+start "master 0" --dist-type master
+for ((i = 0; i < workers; i++)); do
+  start "worker $i" --dist-type worker --worker-index "$i" --progress none
+done
+((evaluator)) && start "evaluator 0" --dist-type evaluator --progress none
+
+# React to the first process that fails: the PS and the evaluator only end when the master ends
+# the job, so waiting for them in order would hang after a trainer's failure.
+status=0
+for ((left = ${#pids[@]}; left > 0; left--)); do
+  code=0
+  wait -n -p done_pid "${pids[@]}" || code=$?
+  if ((code != 0)); then
+    for i in "${!pids[@]}"; do
+      [[ ${pids[$i]} == "$done_pid" ]] && echo "local-job: ${names[$i]} failed (exit $code); stopping the job" >&2
+    done
+    status=1
+    stop_all
+    break
+  fi
+done
+wait || true
+exit $status
