@@ -90,6 +90,8 @@ Result measure(const std::string& model_name, int shards, cifar::ps::proto::DTyp
   auto model = cifar::models::make_model(model_name, {});
   std::vector<ParameterInfo> infos;
   std::vector<torch::Tensor> params;
+  infos.reserve(model->parameters().size());
+  params.reserve(model->parameters().size());
   for (const auto& p : model->named_parameters()) {
     infos.push_back({p.key(), p.value().numel()});
     params.push_back(p.value().detach().clone());
@@ -112,8 +114,9 @@ Result measure(const std::string& model_name, int shards, cifar::ps::proto::DTyp
   cifar::ps::JobState state;
   state.trainers = 1;
   state.total_updates = int64_t{1} << 40;
-  for (const auto& p : params) state.params.push_back(p);
+  state.params = params;
   std::vector<std::unique_ptr<cifar::ps::proto::InitRequest>> requests;
+  requests.reserve(static_cast<size_t>(shards));
   cifar::train::OptimizerOptions sgd;
   sgd.momentum = 0;  // plain SGD: the least work a PS can do per update
   sgd.nesterov = false;
@@ -126,6 +129,7 @@ Result measure(const std::string& model_name, int shards, cifar::ps::proto::DTyp
   client.register_trainer(0, true);
 
   std::vector<torch::Tensor> grads;
+  grads.reserve(params.size());
   for (const auto& p : params) grads.push_back(torch::randn_like(p) * 1e-3);
   for (int i = 0; i < 3; ++i) client.push_pull(0, grads, params, 1e-3);  // warm-up
   Result r;
@@ -151,6 +155,7 @@ int main(int argc, char** argv) {
   torch::set_num_threads(1);
   auto tcp = [] {
     std::vector<double> runs;
+    runs.reserve(3);
     for (int i = 0; i < 3; ++i) runs.push_back(tcp_loopback_bandwidth(int64_t{2} << 30));
     std::sort(runs.begin(), runs.end());
     return runs[1];
@@ -168,6 +173,7 @@ int main(int argc, char** argv) {
                                    {"resnet20", 1, cifar::ps::proto::FLOAT32, "fp32"},
                                    {"resnet20", 2, cifar::ps::proto::FLOAT32, "fp32"}};
   std::vector<std::pair<Case, Result>> results;
+  results.reserve(cases.size());
   for (const auto& c : cases) results.emplace_back(c, measure(c.model, c.shards, c.dtype, rounds));
   const double tcp_after = tcp();
   const double tcp_bandwidth = (tcp_before + tcp_after) / 2;

@@ -66,7 +66,7 @@ class PsClient::Connection {
           std::chrono::system_clock::now() +
           std::chrono::milliseconds(static_cast<int64_t>(options_.call_seconds * 1000)));
       if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
-      const auto status = rpc(context, *stub_);
+      auto status = rpc(context, *stub_);
       const auto code = status.error_code();
       if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED) {
         if (warned) spdlog::info("PS shard {} ({}) is back", index_, address_);

@@ -39,7 +39,7 @@ int64_t read_int(torch::serialize::InputArchive& ar, const std::string& key) {
   return t.item<int64_t>();
 }
 
-void add_piece(const torch::Tensor& whole, const Piece& piece, proto::Tensor* out) {
+void add_piece(const torch::Tensor& whole, const Piece& piece, proto::WireTensor* out) {
   out->set_key(piece.key);
   encode(whole.reshape({-1}).narrow(0, piece.offset, piece.length), proto::FLOAT32, out);
 }

@@ -29,7 +29,7 @@ proto::DType wire_dtype(const std::string& name) {
   throw std::invalid_argument("unknown wire dtype '" + name + "' (fp32, fp16, bf16)");
 }
 
-void encode(const torch::Tensor& values, proto::DType dtype, proto::Tensor* out) {
+void encode(const torch::Tensor& values, proto::DType dtype, proto::WireTensor* out) {
   if (dtype == proto::DTYPE_UNSPECIFIED) dtype = proto::FLOAT32;
   const auto wire = values.scalar_type() == scalar_type(dtype)
                         ? values.contiguous()
@@ -40,7 +40,7 @@ void encode(const torch::Tensor& values, proto::DType dtype, proto::Tensor* out)
   out->set_data(wire.data_ptr(), static_cast<size_t>(wire.nbytes()));
 }
 
-std::string check_piece(const proto::Tensor& t, int64_t numel) {
+std::string check_piece(const proto::WireTensor& t, int64_t numel) {
   if (t.dtype() != proto::FLOAT32 && t.dtype() != proto::FLOAT16 && t.dtype() != proto::BFLOAT16) {
     return "dtype " + proto::DType_Name(t.dtype()) + " is not FLOAT32, FLOAT16 or BFLOAT16";
   }
@@ -56,7 +56,7 @@ std::string check_piece(const proto::Tensor& t, int64_t numel) {
   return {};
 }
 
-torch::Tensor decode(const proto::Tensor& t) {
+torch::Tensor decode(const proto::WireTensor& t) {
   // from_blob never writes through the pointer here; the const_cast only satisfies its signature.
   auto* data = const_cast<char*>(t.data().data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
   const auto view = torch::from_blob(data, {t.shape(0)}, scalar_type(t.dtype()));

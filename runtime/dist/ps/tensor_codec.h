@@ -15,13 +15,13 @@ proto::DType wire_dtype(const std::string& name);
 
 // Writes the contiguous float32 tensor `values` as `dtype` into `out` (one copy into the
 // message; a second for fp16/bf16, which converts first).
-void encode(const torch::Tensor& values, proto::DType dtype, proto::Tensor* out);
+void encode(const torch::Tensor& values, proto::DType dtype, proto::WireTensor* out);
 
 // Why `t` cannot be a piece of `numel` elements (empty when it can).
-std::string check_piece(const proto::Tensor& t, int64_t numel);
+std::string check_piece(const proto::WireTensor& t, int64_t numel);
 
 // A float32 view of a checked message: no copy for float32 (valid while `t` lives), a converted
 // copy otherwise.
-torch::Tensor decode(const proto::Tensor& t);
+torch::Tensor decode(const proto::WireTensor& t);
 
 }  // namespace cifar::ps

@@ -228,7 +228,7 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
     model->zero_grad();
     loss.backward();
     const auto t_backward = Clock::now();
-    const double loss_value = loss.item<double>();
+    const auto loss_value = loss.item<double>();
     if (!std::isfinite(loss_value)) {
       throw std::runtime_error("training diverged: loss is " + std::to_string(loss_value) +
                                " at version " + std::to_string(version) + "; lower --lr (now " +

@@ -25,8 +25,8 @@ using cifar::testing::wait_for;
 // cifar-train process started with the seed-compatible local flags.
 class LocalJob {
  public:
-  LocalJob(const fs::path& work, int ps_count, int workers, std::vector<std::string> args)
-      : work_(work), ps_count_(ps_count), workers_(workers), args_(std::move(args)) {
+  LocalJob(fs::path work, int ps_count, int workers, std::vector<std::string> args)
+      : work_(std::move(work)), ps_count_(ps_count), workers_(workers), args_(std::move(args)) {
     const int processes = ps_count + workers + 2;
     grpc_port_ = cifar::testing::free_port_range(processes);
     metrics_port_ = cifar::testing::free_port_range(processes);
@@ -94,7 +94,9 @@ class LocalJob {
   // Waits for every process; expects each to exit 0 within `timeout`.
   void expect_all_succeed(std::chrono::seconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (auto& [name, process] : processes_) {
+    for (auto& entry : processes_) {
+      const auto& name = entry.first;
+      auto& process = entry.second;
       const bool ended = wait_for([&] { return !process->running(); },
                                   std::chrono::duration_cast<std::chrono::milliseconds>(
                                       deadline - std::chrono::steady_clock::now()));
@@ -245,8 +247,8 @@ TEST_P(SyncEquivalence, EqualsSingleProcessTrainingWithTheGlobalBatch) {
   std::vector<torch::Tensor> all_actual;
   for (const auto& [name, want] : expected) {
     const auto& got = actual.at(name);
-    const double difference = (got - want).norm().item<double>();
-    const double scale = want.norm().item<double>();
+    const auto difference = (got - want).norm().item<double>();
+    const auto scale = want.norm().item<double>();
     if (scale > 1e-2) {
       EXPECT_LT(difference / scale, 1e-5) << name;
     } else {

@@ -20,14 +20,14 @@ using namespace std::chrono_literals;
 constexpr uint64_t kFingerprint = 42;
 const std::vector<int64_t> kPieceSizes = {4, 3};
 
-proto::Tensor piece(uint32_t key, const std::vector<float>& values) {
-  proto::Tensor t;
+proto::WireTensor piece(uint32_t key, const std::vector<float>& values) {
+  proto::WireTensor t;
   t.set_key(key);
   encode(torch::tensor(values), proto::FLOAT32, &t);
   return t;
 }
 
-std::vector<float> values_of(const proto::Tensor& t) {
+std::vector<float> values_of(const proto::WireTensor& t) {
   const auto v = decode(t);
   return {v.data_ptr<float>(), v.data_ptr<float>() + v.numel()};
 }
@@ -103,7 +103,7 @@ class ServedShard {
   std::unique_ptr<proto::ParameterServer::Stub> stub_;
 };
 
-void expect_params(const google::protobuf::RepeatedPtrField<proto::Tensor>& params,
+void expect_params(const google::protobuf::RepeatedPtrField<proto::WireTensor>& params,
                    const std::vector<float>& first, const std::vector<float>& second) {
   ASSERT_EQ(params.size(), 2);
   EXPECT_EQ(values_of(params[0]), first);
@@ -190,7 +190,7 @@ TEST(ShardServer, OversizedAndGarbageMessagesAreRefusedAndServingGoesOn) {
   grpc::ByteBuffer response;
   std::promise<grpc::Status> done;
   generic.UnaryCall(&context, "/cifar.ps.proto.ParameterServer/PushPull", grpc::StubOptions(),
-                    &request, &response, [&](grpc::Status s) { done.set_value(s); });
+                    &request, &response, [&](const grpc::Status& s) { done.set_value(s); });
   const auto status = done.get_future().get();
   EXPECT_FALSE(status.ok());
 
