@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -28,13 +29,10 @@ std::optional<int64_t> read_done_marker(const fs::path& path) {
   }
 }
 
-// Writes `contents` to `path` atomically (temp file and rename).
-void write_atomically(const fs::path& path, const std::string& contents) {
+// Replaces `path` atomically: `write` fills a temp file beside it, which is then renamed.
+void replace_atomically(const fs::path& path, const std::function<void(const fs::path&)>& write) {
   const fs::path temp = path.parent_path() / ("." + path.filename().string() + ".tmp");
-  {
-    std::ofstream out(temp, std::ios::trunc);
-    out << contents;
-  }
+  write(temp);
   fs::rename(temp, path);
 }
 
@@ -45,7 +43,9 @@ fs::path done_marker_path(const TrainConfig& config) {
 }
 
 void write_done_marker(const TrainConfig& config, int64_t final_step) {
-  write_atomically(done_marker_path(config), nlohmann::json{{"step", final_step}}.dump() + "\n");
+  replace_atomically(done_marker_path(config), [&](const fs::path& temp) {
+    std::ofstream(temp, std::ios::trunc) << nlohmann::json{{"step", final_step}}.dump() << "\n";
+  });
 }
 
 EvaluatorResult run_evaluator(const TrainConfig& config) {
@@ -92,9 +92,9 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
           if (result.best_step < 0 || evaluation.accuracy > result.best_accuracy) {
             result.best_accuracy = evaluation.accuracy;
             result.best_step = state.step;
-            const fs::path temp = dir / ("." + best_path.filename().string() + ".tmp");
-            fs::copy_file(newest, temp, fs::copy_options::overwrite_existing);
-            fs::rename(temp, best_path);
+            replace_atomically(best_path, [&](const fs::path& temp) {
+              fs::copy_file(newest, temp, fs::copy_options::overwrite_existing);
+            });
           }
         }
       } catch (const std::exception& e) {

@@ -95,10 +95,7 @@ TrainResult run_training(const TrainConfig& config) {
                     config.log_every_steps);
   TrainResult result;
   result.best_test_accuracy = state.best_test_accuracy;
-  int64_t images_this_process = 0;
-  int64_t steps_this_process = 0;
-  int64_t steady_images = 0;
-  double steady_seconds = 0;
+  ThroughputMeter throughput;
   bool stop = false;
 
   auto save_checkpoint = [&] {
@@ -141,22 +138,15 @@ TrainResult run_training(const TrainConfig& config) {
                                  "; lower --lr (now " + std::to_string(lr) +
                                  ") or add --warmup-epochs. Checkpoints so far are kept.");
       }
-      state.epoch_loss_sum += loss_value * static_cast<double>(n);
-      state.epoch_correct += logits.argmax(1).eq(labels).sum().item<int64_t>();
-      state.epoch_seen += n;
-      state.step += 1;
-      state.batch_in_epoch += 1;
-      images_this_process += n;
       const double step_seconds = seconds_between(t_start, t_optimizer);
       const double data_wait_seconds = seconds_between(t_start, t_data);
-      if (++steps_this_process > TrainResult::kWarmupSteps) {
-        steady_images += n;
-        steady_seconds += step_seconds;
-      }
-      state.epoch_seconds += step_seconds;
-      const double accuracy =
-          static_cast<double>(state.epoch_correct) / static_cast<double>(state.epoch_seen);
-      const double images_per_second = static_cast<double>(state.epoch_seen) / state.epoch_seconds;
+      state.add_batch(loss_value, logits.argmax(1).eq(labels).sum().item<int64_t>(), n,
+                      step_seconds);
+      state.step += 1;
+      state.batch_in_epoch += 1;
+      throughput.add_step(n, step_seconds);
+      const double accuracy = state.running_accuracy();
+      const double images_per_second = state.running_images_per_second();
       metrics.record_step(
           {step_seconds, data_wait_seconds, n, loss_value, accuracy, images_per_second});
       progress.update(
@@ -180,17 +170,9 @@ TrainResult run_training(const TrainConfig& config) {
 
     const auto evaluation = evaluate(*model, test_loader, device);
     metrics.set_test_accuracy(evaluation.accuracy);
-    const double seen = static_cast<double>(std::max<int64_t>(state.epoch_seen, 1));
-    EpochRecord record;
-    record.epoch = epoch + 1;
-    record.step = state.step;
-    record.train_loss = state.epoch_loss_sum / seen;
-    record.train_accuracy = static_cast<double>(state.epoch_correct) / seen;
+    auto record = state.epoch_record(epoch + 1, lr);
     record.test_loss = evaluation.loss;
     record.test_accuracy = evaluation.accuracy;
-    record.learning_rate = lr;
-    record.images_per_second = state.epoch_seconds > 0 ? seen / state.epoch_seconds : 0;
-    record.seconds = state.epoch_seconds;
     progress.end_epoch(record);
 
     result.last_epoch = record;
@@ -198,24 +180,30 @@ TrainResult run_training(const TrainConfig& config) {
     if (stop) break;  // a partial epoch: its checkpoint is written, no epoch record
 
     monitor.append(record);
-    state.epoch = epoch + 1;
-    state.batch_in_epoch = 0;
-    state.epoch_loss_sum = 0;
-    state.epoch_correct = 0;
-    state.epoch_seen = 0;
-    state.epoch_seconds = 0;
+    state.start_epoch_after(epoch + 1);
     state.best_test_accuracy = result.best_test_accuracy;
     save_checkpoint();
   }
 
   result.epochs_completed = state.epoch;
   result.steps = state.step;
-  const double step_seconds = result.time.total();
-  result.images_per_second =
-      step_seconds > 0 ? static_cast<double>(images_this_process) / step_seconds : 0;
-  result.steady_images_per_second =
-      steady_seconds > 0 ? static_cast<double>(steady_images) / steady_seconds : 0;
+  throughput.report(result);
   return result;
+}
+
+void ThroughputMeter::add_step(int64_t images, double seconds) {
+  images_ += images;
+  if (++steps_ > TrainResult::kWarmupSteps) {
+    steady_images_ += images;
+    steady_seconds_ += seconds;
+  }
+}
+
+void ThroughputMeter::report(TrainResult& result) const {
+  const double total = result.time.total();
+  result.images_per_second = total > 0 ? static_cast<double>(images_) / total : 0;
+  result.steady_images_per_second =
+      steady_seconds_ > 0 ? static_cast<double>(steady_images_) / steady_seconds_ : 0;
 }
 
 }  // namespace cifar::train

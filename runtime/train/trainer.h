@@ -30,6 +30,20 @@ struct TrainResult {
   TimeBreakdown time;
 };
 
+// Images per second of this process's steps, over all of them and after the warm-up ones.
+class ThroughputMeter {
+ public:
+  void add_step(int64_t images, double seconds);
+  // Sets result.images_per_second (over result.time.total()) and steady_images_per_second.
+  void report(TrainResult& result) const;
+
+ private:
+  int64_t steps_ = 0;
+  int64_t images_ = 0;
+  int64_t steady_images_ = 0;
+  double steady_seconds_ = 0;
+};
+
 // Runs the configured training to completion (or --max-steps). Throws on bad data or options.
 TrainResult run_training(const TrainConfig& config);
 

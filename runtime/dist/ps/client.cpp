@@ -90,9 +90,7 @@ class PsClient::Connection {
       if (metrics_ != nullptr) metrics_->record_ps_retry();
       // Waits for the backoff, or less if the channel (re)connects first: a fail-fast call on a
       // broken channel would otherwise only find the restarted PS at gRPC's own reconnect pace.
-      if (!channel_->WaitForConnected(std::chrono::system_clock::now() + backoff)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
+      (void)channel_->WaitForConnected(std::chrono::system_clock::now() + backoff);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
     }
   }

@@ -120,10 +120,7 @@ grpc::Status Shard::register_trainer(const proto::RegisterRequest& request,
   }
   if (options_.mode == Mode::kSsp) {
     // A (re)joining trainer starts level with the slowest member, so nobody waits for it.
-    int64_t slowest = std::numeric_limits<int64_t>::max();
-    for (int m = 0; m < trainers_; ++m) {
-      if (m != t && is_member(m)) slowest = std::min(slowest, clocks_[static_cast<size_t>(m)]);
-    }
+    const int64_t slowest = slowest_clock(/*except=*/t);
     clocks_[static_cast<size_t>(t)] = slowest == std::numeric_limits<int64_t>::max() ? 0 : slowest;
   }
   if (!is_member(t)) {
@@ -318,10 +315,10 @@ void Shard::complete_round(Lock& /*held*/) {
   changed_.notify_all();
 }
 
-int64_t Shard::slowest_clock() const {
+int64_t Shard::slowest_clock(int except) const {
   int64_t slowest = std::numeric_limits<int64_t>::max();
   for (int t = 0; t < trainers_; ++t) {
-    if (is_member(t)) slowest = std::min(slowest, clocks_[static_cast<size_t>(t)]);
+    if (t != except && is_member(t)) slowest = std::min(slowest, clocks_[static_cast<size_t>(t)]);
   }
   return slowest;
 }

@@ -85,7 +85,8 @@ class Shard {
   void apply(const std::vector<torch::Tensor>& grads, int64_t grad_version, double lr);
   void complete_round(Lock& lock);
   void evict(int trainer, const std::string& why);
-  [[nodiscard]] int64_t slowest_clock() const;
+  // The fewest pushes of any member but `except` (int64 max when there is none).
+  [[nodiscard]] int64_t slowest_clock(int except = -1) const;
   void fill_params(proto::DType dtype, proto::ParamsReply* reply);
   void note_told(int trainer, const proto::ParamsReply& reply);  // under mu_
   void run_applier();

@@ -176,16 +176,9 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
   state.epoch = epoch;
   state.step = version;
   int64_t reported_epoch = epoch;
-  int64_t next_checkpoint =
-      config.checkpoint_every_steps > 0
-          ? (version / config.checkpoint_every_steps + 1) * config.checkpoint_every_steps
-          : INT64_MAX;
   int64_t batch_in_epoch = first_batch;
   train::TrainResult result;
-  int64_t images = 0;
-  int64_t steady_images = 0;
-  double steady_seconds = 0;
-  int64_t local_steps = 0;
+  train::ThroughputMeter throughput;
   int64_t last_saved = -1;
 
   auto save_checkpoint = [&] {
@@ -239,24 +232,17 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
     for (const auto& p : trainable.params) grads.push_back(p.grad().cpu());
     const auto exchange = client.push_pull(rank, grads, trainable.params, lr);
     const auto t_exchange = Clock::now();
+    const int64_t previous_version = version;
     version = exchange.version;
     done = exchange.done;
 
     const int64_t n = labels.size(0);
-    images += n;
     ++batch_in_epoch;
-    state.epoch_loss_sum += loss_value * static_cast<double>(n);
-    state.epoch_correct += logits.argmax(1).eq(labels).sum().item<int64_t>();
-    state.epoch_seen += n;
     const double step_seconds = seconds_between(t_start, t_exchange);
-    state.epoch_seconds += step_seconds;
-    if (++local_steps > train::TrainResult::kWarmupSteps) {
-      steady_images += n;
-      steady_seconds += step_seconds;
-    }
-    const double accuracy =
-        static_cast<double>(state.epoch_correct) / static_cast<double>(state.epoch_seen);
-    const double images_per_second = static_cast<double>(state.epoch_seen) / state.epoch_seconds;
+    state.add_batch(loss_value, logits.argmax(1).eq(labels).sum().item<int64_t>(), n, step_seconds);
+    throughput.add_step(n, step_seconds);
+    const double accuracy = state.running_accuracy();
+    const double images_per_second = state.running_images_per_second();
     metrics->record_step({step_seconds, seconds_between(t_start, t_data), n, loss_value, accuracy,
                           images_per_second});
     progress.update({batch_in_epoch, version, loss_value, accuracy, images_per_second, lr});
@@ -270,35 +256,23 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
     const int64_t global_epoch = std::min(version / updates_per_epoch, config.epochs);
     if (global_epoch > reported_epoch) {
       // An epoch of the job ended: record the chief's view of it and checkpoint.
-      const double seen = static_cast<double>(std::max<int64_t>(state.epoch_seen, 1));
-      train::EpochRecord record;
-      record.epoch = global_epoch;
-      record.step = version;
-      record.train_loss = state.epoch_loss_sum / seen;
-      record.train_accuracy = static_cast<double>(state.epoch_correct) / seen;
+      auto record = state.epoch_record(global_epoch, lr);
       record.test_loss = std::nan("");  // the evaluator's job
       record.test_accuracy = std::nan("");
-      record.learning_rate = lr;
-      record.images_per_second = state.epoch_seconds > 0 ? seen / state.epoch_seconds : 0;
-      record.seconds = state.epoch_seconds;
       progress.end_epoch(record);
       monitor.append(record);
       result.last_epoch = record;
       reported_epoch = global_epoch;
-      state.epoch = global_epoch;
-      state.epoch_loss_sum = 0;
-      state.epoch_correct = 0;
-      state.epoch_seen = 0;
-      state.epoch_seconds = 0;
+      state.start_epoch_after(global_epoch);
       save_checkpoint();
       if (!done) {
         progress.begin_epoch(global_epoch + 1);
         metrics->set_epoch(global_epoch + 1);
       }
-    } else if (version >= next_checkpoint) {
-      save_checkpoint();
+    } else if (const int64_t every = config.checkpoint_every_steps;
+               every > 0 && version / every > previous_version / every) {
+      save_checkpoint();  // the version crossed a multiple of --checkpoint-every
     }
-    while (next_checkpoint <= version) next_checkpoint += config.checkpoint_every_steps;
   }
 
   if (chief) {
@@ -310,10 +284,7 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
     spdlog::info("{}: job done at version {}", job.task_name(), version);
   }
   result.epochs_completed = std::min(version / updates_per_epoch, config.epochs);
-  const double total = result.time.total();
-  result.images_per_second = total > 0 ? static_cast<double>(images) / total : 0;
-  result.steady_images_per_second =
-      steady_seconds > 0 ? static_cast<double>(steady_images) / steady_seconds : 0;
+  throughput.report(result);
   return result;
 }
 
