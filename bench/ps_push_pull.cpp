@@ -1,7 +1,9 @@
 // Push-and-pull throughput of the parameter server over gRPC on loopback, for the alexnet and
-// resnet20 parameter sets, side by side with the raw TCP loopback bandwidth measured in the same
-// run. A round trip pushes every gradient piece and pulls every parameter piece back: its
-// effective bandwidth is (pushed + pulled bytes) / time, both directions being sequential.
+// resnet20 parameter sets, side by side with two raw TCP loopback references measured in the same
+// run: one stream's bandwidth, and raw TCP doing the same round trips (per shard connection: send
+// the shard's gradient bytes, receive as many bytes back; no protocol, no update). A round trip
+// pushes every gradient piece and pulls every parameter piece back: its effective bandwidth is
+// (pushed + pulled bytes) / time, both directions being sequential.
 //
 // Usage: bench-ps-push-pull [round trips per case, default 40]
 #include <arpa/inet.h>
@@ -35,22 +37,59 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Bytes per second one TCP stream over 127.0.0.1 carries (one sender, one receiver thread).
-double tcp_loopback_bandwidth(int64_t total_bytes) {
-  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+// A listening socket on 127.0.0.1 and a port picked by the kernel.
+struct Listener {
+  int fd = -1;
   sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::listen(listener, 1) != 0 ||
-      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+};
+
+Listener listen_on_loopback(int backlog) {
+  Listener l;
+  l.fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  l.addr.sin_family = AF_INET;
+  l.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(l.addr);
+  if (::bind(l.fd, reinterpret_cast<sockaddr*>(&l.addr), sizeof(l.addr)) != 0 ||
+      ::listen(l.fd, backlog) != 0 ||
+      ::getsockname(l.fd, reinterpret_cast<sockaddr*>(&l.addr), &len) != 0) {
     throw std::runtime_error("cannot listen on loopback");
   }
+  return l;
+}
+
+int connect_to(const Listener& l) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&l.addr), sizeof(l.addr)) != 0) {
+    throw std::runtime_error("cannot connect on loopback");
+  }
+  return fd;
+}
+
+void send_all(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    const auto sent = ::send(fd, data, n, 0);
+    if (sent <= 0) throw std::runtime_error("send failed");
+    data += sent;
+    n -= static_cast<size_t>(sent);
+  }
+}
+
+void receive_all(int fd, char* data, size_t n) {
+  while (n > 0) {
+    const auto received = ::recv(fd, data, n, 0);
+    if (received <= 0) throw std::runtime_error("receive failed");
+    data += received;
+    n -= static_cast<size_t>(received);
+  }
+}
+
+// Bytes per second one TCP stream over 127.0.0.1 carries (one sender, one receiver thread).
+double tcp_loopback_bandwidth(int64_t total_bytes) {
+  const auto listener = listen_on_loopback(1);
   constexpr size_t kChunk = 4 << 20;
   double seconds = 0;
   std::thread receiver([&] {
-    const int fd = ::accept(listener, nullptr, nullptr);
+    const int fd = ::accept(listener.fd, nullptr, nullptr);
     std::vector<char> buffer(kChunk);
     int64_t received = 0;
     while (received < total_bytes) {
@@ -60,10 +99,7 @@ double tcp_loopback_bandwidth(int64_t total_bytes) {
     }
     ::close(fd);
   });
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    throw std::runtime_error("cannot connect on loopback");
-  }
+  const int fd = connect_to(listener);
   std::vector<char> buffer(kChunk, 1);
   const auto start = Clock::now();
   int64_t sent = 0;
@@ -75,14 +111,55 @@ double tcp_loopback_bandwidth(int64_t total_bytes) {
   ::close(fd);
   receiver.join();
   seconds = seconds_since(start);
-  ::close(listener);
+  ::close(listener.fd);
   return static_cast<double>(total_bytes) / seconds;
+}
+
+// Bytes per second of raw TCP doing a PS exchange's round trips: one connection per shard, all
+// shards at once; each round sends the shard's bytes and waits for as many bytes back (an echo
+// server that does nothing else). The most any push-and-pull protocol could reach here.
+double tcp_round_trip_bandwidth(const std::vector<int64_t>& bytes_per_shard, int rounds) {
+  const auto listener = listen_on_loopback(static_cast<int>(bytes_per_shard.size()));
+  std::vector<std::thread> echoes;
+  std::vector<int> clients;
+  for (const auto bytes : bytes_per_shard) {
+    clients.push_back(connect_to(listener));
+    echoes.emplace_back([fd = ::accept(listener.fd, nullptr, nullptr), bytes, rounds] {
+      std::vector<char> message(static_cast<size_t>(bytes));
+      for (int r = 0; r < rounds; ++r) {
+        receive_all(fd, message.data(), message.size());
+        send_all(fd, message.data(), message.size());
+      }
+      ::close(fd);
+    });
+  }
+  const auto start = Clock::now();
+  std::vector<std::thread> trainers;
+  for (size_t s = 0; s < clients.size(); ++s) {
+    trainers.emplace_back([fd = clients[s], bytes = bytes_per_shard[s], rounds] {
+      std::vector<char> push(static_cast<size_t>(bytes), 1);
+      std::vector<char> pull(static_cast<size_t>(bytes));
+      for (int r = 0; r < rounds; ++r) {
+        send_all(fd, push.data(), push.size());
+        receive_all(fd, pull.data(), pull.size());
+      }
+    });
+  }
+  for (auto& t : trainers) t.join();
+  const double seconds = seconds_since(start);
+  for (auto& e : echoes) e.join();
+  for (const int fd : clients) ::close(fd);
+  ::close(listener.fd);
+  int64_t total = 0;
+  for (const auto bytes : bytes_per_shard) total += 2 * bytes * rounds;
+  return static_cast<double>(total) / seconds;
 }
 
 struct Result {
   double round_trips_per_second = 0;
   double bytes_per_second = 0;
   int64_t bytes_per_round_trip = 0;
+  double tcp_round_trip_bytes_per_second = 0;  // raw TCP, same round trips, same run
 };
 
 Result measure(const std::string& model_name, int shards, cifar::ps::proto::DType dtype,
@@ -143,6 +220,14 @@ Result measure(const std::string& model_name, int shards, cifar::ps::proto::DTyp
   r.round_trips_per_second = rounds / seconds;
   r.bytes_per_second = static_cast<double>(bytes) / seconds;
   r.bytes_per_round_trip = bytes / rounds;
+
+  std::vector<int64_t> bytes_per_shard;
+  for (int s = 0; s < shards; ++s) {
+    int64_t elements = 0;
+    for (const auto& piece : layout.pieces(s)) elements += piece.length;
+    bytes_per_shard.push_back(elements * (dtype == cifar::ps::proto::FLOAT32 ? 4 : 2));
+  }
+  r.tcp_round_trip_bytes_per_second = tcp_round_trip_bandwidth(bytes_per_shard, rounds);
   return r;
 }
 
@@ -182,11 +267,14 @@ int main(int argc, char** argv) {
              tcp_bandwidth / 1e6, tcp_before / 1e6, tcp_after / 1e6);
   fmt::print(
       "| parameters | shards | wire | MB per round trip | round trips/s | push+pull MB/s "
-      "| vs TCP loopback |\n|---|---|---|---|---|---|---|\n");
+      "| raw TCP, same round trips, MB/s | vs raw TCP same round trips | vs one TCP stream |\n"
+      "|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& [c, r] : results) {
-    fmt::print("| {} | {} | {} | {:.2f} | {:.1f} | {:.0f} | {:.0f}% |\n", c.model, c.shards,
-               c.dtype_name, static_cast<double>(r.bytes_per_round_trip) / 1e6,
-               r.round_trips_per_second, r.bytes_per_second / 1e6,
+    fmt::print("| {} | {} | {} | {:.2f} | {:.1f} | {:.0f} | {:.0f} | {:.0f}% | {:.0f}% |\n",
+               c.model, c.shards, c.dtype_name,
+               static_cast<double>(r.bytes_per_round_trip) / 1e6, r.round_trips_per_second,
+               r.bytes_per_second / 1e6, r.tcp_round_trip_bytes_per_second / 1e6,
+               100 * r.bytes_per_second / r.tcp_round_trip_bytes_per_second,
                100 * r.bytes_per_second / tcp_bandwidth);
   }
   return 0;

@@ -1,5 +1,6 @@
 #include "dist/ps/client.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -12,6 +13,7 @@
 #include "dist/ps/server.h"
 #include "dist/ps/shard.h"
 #include "dist/ps/tensor_codec.h"
+#include "dist/ps/wire_framing.h"
 #include "metrics/runtime_metrics.h"
 #include "proto/ps.grpc.pb.h"
 
@@ -48,13 +50,24 @@ class PsClient::Connection {
     for (const auto& [name, value] : large_message_channel_args()) args.SetInt(name, value);
     channel_ = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
     stub_ = proto::ParameterServer::NewStub(channel_);
+    generic_ = std::make_unique<grpc::GenericStub>(channel_);
+  }
+
+  Stub& stub() { return *stub_; }
+
+  // A call whose messages are gRPC byte buffers (framed without copies, wire_framing.h).
+  grpc::Status raw_call(grpc::ClientContext& context, const std::string& method,
+                        const grpc::ByteBuffer& request, grpc::ByteBuffer* response) {
+    std::promise<grpc::Status> done;
+    generic_->UnaryCall(&context, method, grpc::StubOptions(), &request, response,
+                        [&](const grpc::Status& s) { done.set_value(s); });
+    return done.get_future().get();
   }
 
   // Runs `rpc` until it succeeds or fails for a reason retrying cannot fix. An unreachable or
   // restarting shard is retried with exponential backoff for options.retry_seconds; `lost` is
   // called when the shard answers that it has no parameters (restarted without a checkpoint).
-  grpc::Status call(const char* what,
-                    const std::function<grpc::Status(grpc::ClientContext&, Stub&)>& rpc,
+  grpc::Status call(const char* what, const std::function<grpc::Status(grpc::ClientContext&)>& rpc,
                     const std::function<void(int)>& lost = {}) {
     const auto give_up = Clock::now() + std::chrono::milliseconds(
                                             static_cast<int64_t>(options_.retry_seconds * 1000));
@@ -66,7 +79,7 @@ class PsClient::Connection {
           std::chrono::system_clock::now() +
           std::chrono::milliseconds(static_cast<int64_t>(options_.call_seconds * 1000)));
       if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
-      auto status = rpc(context, *stub_);
+      auto status = rpc(context);
       const auto code = status.error_code();
       if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED) {
         if (warned) spdlog::info("PS shard {} ({}) is back", index_, address_);
@@ -110,6 +123,7 @@ class PsClient::Connection {
   metrics::RuntimeMetrics* metrics_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<Stub> stub_;
+  std::unique_ptr<grpc::GenericStub> generic_;
 };
 
 PsClient::PsClient(ClientOptions options, ShardLayout layout, metrics::RuntimeMetrics* metrics)
@@ -155,8 +169,9 @@ std::vector<proto::RegisterReply> PsClient::register_trainer(int trainer,
       reply.Clear();
       auto& shard = *shards_[static_cast<size_t>(s)];
       shard.check(
-          shard.call("register", [&](grpc::ClientContext& c,
-                                     Stub& stub) { return stub.Register(&c, request, &reply); }),
+          shard.call("register", [&](grpc::ClientContext& c) {
+                                     return shard.stub().Register(&c, request, &reply);
+                                   }),
           "register");
       if (reply.initialized() || !wait_until_initialized) break;
       if (Clock::now() > give_up) {
@@ -179,8 +194,9 @@ void PsClient::initialize(const std::vector<std::unique_ptr<proto::InitRequest>>
     proto::InitReply reply;
     auto& shard = *shards_[static_cast<size_t>(s)];
     shard.check(
-        shard.call("initialize", [&](grpc::ClientContext& c,
-                                     Stub& stub) { return stub.Initialize(&c, *request, &reply); }),
+        shard.call("initialize", [&](grpc::ClientContext& c) {
+                                     return shard.stub().Initialize(&c, *request, &reply);
+                                   }),
         "initialize");
     versions_[static_cast<size_t>(s)] = reply.version();
   });
@@ -188,30 +204,57 @@ void PsClient::initialize(const std::vector<std::unique_ptr<proto::InitRequest>>
 
 namespace {
 
-// Copies a reply's parameter pieces into the model's parameters.
-int64_t write_params(const ShardLayout& layout, int shard, const proto::ParamsReply& reply,
-                     const std::vector<torch::Tensor>& params) {
+constexpr const char* kPushPullMethod = "/cifar.ps.proto.ParameterServer/PushPull";
+constexpr const char* kPullMethod = "/cifar.ps.proto.ParameterServer/Pull";
+
+struct ReceivedParams {
+  proto::ParamsReply header;  // version and done
+  int64_t bytes = 0;
+};
+
+// Reads a shard's ParamsReply straight from gRPC's buffer into the model's parameters (float32
+// pieces land in place; fp16/bf16 ones are converted after).
+ReceivedParams read_params(const ShardLayout& layout, int shard, const grpc::ByteBuffer& buffer,
+                           const std::vector<torch::Tensor>& params) {
   const auto& pieces = layout.pieces(shard);
-  if (static_cast<size_t>(reply.params_size()) != pieces.size()) {
-    throw std::runtime_error("PS shard " + std::to_string(shard) + " sent " +
-                             std::to_string(reply.params_size()) + " pieces, expected " +
-                             std::to_string(pieces.size()));
+  const auto fail = [&](const std::string& why) {
+    return std::runtime_error("PS shard " + std::to_string(shard) + " sent a bad reply: " + why);
+  };
+  std::vector<bool> seen(pieces.size(), false);
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> to_convert;  // (received, parameter view)
+  ReceivedParams received;
+  try {
+    received.header = read_params_reply(buffer, [&](const proto::WireTensor& t) {
+      if (t.key() >= pieces.size() || seen[t.key()]) {
+        throw fail("unexpected or repeated piece " + std::to_string(t.key()));
+      }
+      const auto& piece = pieces[t.key()];
+      if (const auto why = check_header(t, piece.length); !why.empty()) {
+        throw fail("piece " + std::to_string(t.key()) + ": " + why);
+      }
+      seen[t.key()] = true;
+      auto view = params.at(static_cast<size_t>(piece.parameter))
+                      .view({-1})
+                      .narrow(0, piece.offset, piece.length);
+      if (t.dtype() == proto::FLOAT32) {
+        received.bytes += static_cast<int64_t>(view.nbytes());
+        return view;
+      }
+      auto wire = torch::empty({piece.length}, wire_scalar_type(t.dtype()));
+      to_convert.emplace_back(wire, view);
+      received.bytes += static_cast<int64_t>(wire.nbytes());
+      return wire;
+    });
+  } catch (const std::runtime_error& e) {
+    throw fail(e.what());
+  }
+  const auto pieces_seen = std::count(seen.begin(), seen.end(), true);
+  if (static_cast<size_t>(pieces_seen) != pieces.size()) {
+    throw fail(std::to_string(pieces_seen) + " pieces, expected " + std::to_string(pieces.size()));
   }
   torch::NoGradGuard no_grad;
-  int64_t bytes = 0;
-  for (const auto& t : reply.params()) {
-    const auto& piece = pieces.at(t.key());
-    if (const auto why = check_piece(t, piece.length); !why.empty()) {
-      throw std::runtime_error("PS shard " + std::to_string(shard) + " piece " +
-                               std::to_string(t.key()) + ": " + why);
-    }
-    params.at(static_cast<size_t>(piece.parameter))
-        .view({-1})
-        .narrow(0, piece.offset, piece.length)
-        .copy_(decode(t));
-    bytes += static_cast<int64_t>(t.data().size());
-  }
-  return bytes;
+  for (const auto& [wire, view] : to_convert) view.copy_(wire);
+  return received;
 }
 
 // The newest version, any shard's done, the bytes of all.
@@ -235,24 +278,29 @@ Exchange PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grad
   for_each_shard([&](int s) {
     auto& shard = *shards_[static_cast<size_t>(s)];
     auto& result = per_shard[static_cast<size_t>(s)];
-    proto::PushRequest request;
-    request.set_trainer(trainer);
-    request.set_version(versions_[static_cast<size_t>(s)]);
-    request.set_learning_rate(lr);
-    request.set_reply_dtype(options_.wire_dtype);
+    proto::PushRequest header;
+    header.set_trainer(trainer);
+    header.set_version(versions_[static_cast<size_t>(s)]);
+    header.set_learning_rate(lr);
+    header.set_reply_dtype(options_.wire_dtype);
+    std::vector<WirePiece> pieces;
+    pieces.reserve(layout_.pieces(s).size());
     for (const auto& piece : layout_.pieces(s)) {
-      auto* t = request.add_grads();
-      t->set_key(piece.key);
-      encode(grads.at(static_cast<size_t>(piece.parameter))
-                 .reshape({-1})
-                 .narrow(0, piece.offset, piece.length),
-             options_.wire_dtype, t);
-      result.pushed_bytes += static_cast<int64_t>(t->data().size());
+      const auto grad = grads.at(static_cast<size_t>(piece.parameter))
+                            .reshape({-1})
+                            .narrow(0, piece.offset, piece.length);
+      pieces.push_back({piece.key, options_.wire_dtype, to_wire_view(grad, options_.wire_dtype)});
+      result.pushed_bytes += static_cast<int64_t>(pieces.back().data.nbytes());
     }
-    proto::ParamsReply reply;
+    // The request refers to the gradients' memory; it is sent (and maybe resent) before return.
+    const auto request = frame_message(header, proto::PushRequest::kGradsFieldNumber, pieces);
+    grpc::ByteBuffer reply;
     auto status = shard.call(
         "push",
-        [&](grpc::ClientContext& c, Stub& stub) { return stub.PushPull(&c, request, &reply); },
+        [&](grpc::ClientContext& c) {
+          reply.Clear();
+          return shard.raw_call(c, kPushPullMethod, request, &reply);
+        },
         on_shard_lost_);
     if (status.error_code() == grpc::StatusCode::ABORTED) {
       // Dropped from a round, or the shard went back to a checkpoint: rejoin and take its
@@ -261,10 +309,10 @@ Exchange PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grad
       const auto again = register_request(trainer, s);
       proto::RegisterReply registered;
       shard.check(
-          shard.call("register", [&](grpc::ClientContext& c,
-                                     Stub& stub) { return stub.Register(&c, again, &registered); }),
+          shard.call("register", [&](grpc::ClientContext& c) {
+                                     return shard.stub().Register(&c, again, &registered);
+                                   }),
           "register");
-      reply.Clear();
       status = pull_shard(trainer, s, &reply);
     }
     shard.check(status, "push");
@@ -281,7 +329,7 @@ Exchange PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grad
 Exchange PsClient::pull(int trainer, const std::vector<torch::Tensor>& params) {
   std::vector<Exchange> per_shard(shards_.size());
   for_each_shard([&](int s) {
-    proto::ParamsReply reply;
+    grpc::ByteBuffer reply;
     shards_[static_cast<size_t>(s)]->check(pull_shard(trainer, s, &reply), "pull");
     take_params(s, reply, params, per_shard[static_cast<size_t>(s)]);
   });
@@ -296,21 +344,28 @@ proto::RegisterRequest PsClient::register_request(int trainer, int shard) const 
   return request;
 }
 
-grpc::Status PsClient::pull_shard(int trainer, int shard, proto::ParamsReply* reply) {
+grpc::Status PsClient::pull_shard(int trainer, int shard, grpc::ByteBuffer* reply) {
   proto::PullRequest request;
   request.set_trainer(trainer);
   request.set_reply_dtype(options_.wire_dtype);
-  return shards_[static_cast<size_t>(shard)]->call(
-      "pull", [&](grpc::ClientContext& c, Stub& stub) { return stub.Pull(&c, request, reply); },
+  const auto framed = frame_message(request, 0, {});
+  auto& connection = *shards_[static_cast<size_t>(shard)];
+  return connection.call(
+      "pull",
+      [&](grpc::ClientContext& c) {
+        reply->Clear();
+        return connection.raw_call(c, kPullMethod, framed, reply);
+      },
       on_shard_lost_);
 }
 
-void PsClient::take_params(int shard, const proto::ParamsReply& reply,
+void PsClient::take_params(int shard, const grpc::ByteBuffer& reply,
                            const std::vector<torch::Tensor>& params, Exchange& result) {
-  result.pulled_bytes = write_params(layout_, shard, reply, params);
-  result.version = reply.version();
-  result.done = reply.done();
-  versions_[static_cast<size_t>(shard)] = reply.version();
+  const auto received = read_params(layout_, shard, reply, params);
+  result.pulled_bytes = received.bytes;
+  result.version = received.header.version();
+  result.done = received.header.done();
+  versions_[static_cast<size_t>(shard)] = received.header.version();
 }
 
 std::vector<proto::StateReply> PsClient::get_state() {
@@ -318,8 +373,8 @@ std::vector<proto::StateReply> PsClient::get_state() {
   for_each_shard([&](int s) {
     auto& shard = *shards_[static_cast<size_t>(s)];
     shard.check(shard.call("get state",
-                           [&](grpc::ClientContext& c, Stub& stub) {
-                             return stub.GetState(&c, proto::StateRequest(),
+                           [&](grpc::ClientContext& c) {
+                             return shard.stub().GetState(&c, proto::StateRequest(),
                                                   &replies[static_cast<size_t>(s)]);
                            }),
                 "get state");
@@ -332,8 +387,8 @@ void PsClient::finish() {
     auto& shard = *shards_[static_cast<size_t>(s)];
     proto::FinishReply reply;
     shard.check(shard.call("finish",
-                           [&](grpc::ClientContext& c, Stub& stub) {
-                             return stub.Finish(&c, proto::FinishRequest(), &reply);
+                           [&](grpc::ClientContext& c) {
+                             return shard.stub().Finish(&c, proto::FinishRequest(), &reply);
                            }),
                 "finish");
   });

@@ -15,6 +15,7 @@
 #include "proto/ps.pb.h"
 
 namespace grpc {
+class ByteBuffer;
 class Status;
 }
 
@@ -74,9 +75,9 @@ class PsClient {
   class Connection;
   void for_each_shard(const std::function<void(int)>& body);
   [[nodiscard]] proto::RegisterRequest register_request(int trainer, int shard) const;
-  grpc::Status pull_shard(int trainer, int shard, proto::ParamsReply* reply);
+  grpc::Status pull_shard(int trainer, int shard, grpc::ByteBuffer* reply);
   // Writes shard `shard`'s parameters into `params`; its version and done flag into `result`.
-  void take_params(int shard, const proto::ParamsReply& reply,
+  void take_params(int shard, const grpc::ByteBuffer& reply,
                    const std::vector<torch::Tensor>& params, Exchange& result);
 
   ClientOptions options_;

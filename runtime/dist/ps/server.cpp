@@ -8,7 +8,9 @@
 #include <thread>
 #include <utility>
 
+#include "dist/ps/call_pool.h"
 #include "dist/ps/ps_checkpoint.h"
+#include "dist/ps/wire_framing.h"
 #include "metrics/runtime_metrics.h"
 #include "proto/ps.grpc.pb.h"
 #include "train/checkpoint.h"
@@ -16,7 +18,12 @@
 
 namespace cifar::ps {
 
-class ParameterServerService final : public proto::ParameterServer::Service {
+// PushPull, the call every training step makes, is a raw method: its reply is framed straight from
+// the parameter snapshot without copying the tensors into a protobuf message (wire_framing.h).
+// The request is parsed as usual (its bytes are needed in the shard's own tensors anyway).
+class ParameterServerService final
+    : public proto::ParameterServer::WithRawCallbackMethod_PushPull<
+          proto::ParameterServer::Service> {
  public:
   ParameterServerService(std::shared_ptr<Shard> shard, std::string token)
       : shard_(std::move(shard)), token_(std::move(token)) {}
@@ -31,15 +38,26 @@ class ParameterServerService final : public proto::ParameterServer::Service {
     if (auto s = authorize(*context); !s.ok()) return s;
     return shard_->initialize(*request, reply);
   }
-  grpc::Status PushPull(grpc::ServerContext* context, const proto::PushRequest* request,
-                        proto::ParamsReply* reply) override {
-    if (auto s = authorize(*context); !s.ok()) return s;
-    return shard_->push_pull(*request, reply);
+  grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* context,
+                                     const grpc::ByteBuffer* request,
+                                     grpc::ByteBuffer* response) override {
+    auto* reactor = context->DefaultReactor();
+    if (auto s = authorize(*context); !s.ok()) {
+      reactor->Finish(s);
+      return reactor;
+    }
+    calls_.run([this, request, response, reactor] {
+      reactor->Finish(push_pull(*request, response));
+    });
+    return reactor;
   }
   grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
                     proto::ParamsReply* reply) override {
     if (auto s = authorize(*context); !s.ok()) return s;
-    return shard_->pull(*request, reply);
+    ParamsSnapshot snapshot;
+    auto status = shard_->pull(*request, &snapshot);
+    if (status.ok()) to_proto(snapshot, reply);
+    return status;
   }
   grpc::Status GetState(grpc::ServerContext* context, const proto::StateRequest* /*request*/,
                         proto::StateReply* reply) override {
@@ -54,7 +72,19 @@ class ParameterServerService final : public proto::ParameterServer::Service {
   }
 
  private:
-  [[nodiscard]] grpc::Status authorize(const grpc::ServerContext& context) const {
+  grpc::Status push_pull(const grpc::ByteBuffer& request, grpc::ByteBuffer* response) {
+    proto::PushRequest push;
+    grpc::ByteBuffer bytes(request);  // Deserialize consumes its buffer; this shares the slices
+    if (!grpc::SerializationTraits<proto::PushRequest>::Deserialize(&bytes, &push).ok()) {
+      return {grpc::StatusCode::INVALID_ARGUMENT, "the request is not a PushRequest"};
+    }
+    ParamsSnapshot snapshot;
+    auto status = shard_->push_pull(push, &snapshot);
+    if (status.ok()) *response = frame_params(snapshot);
+    return status;
+  }
+
+  [[nodiscard]] grpc::Status authorize(const grpc::ServerContextBase& context) const {
     if (token_.empty()) return grpc::Status::OK;
     const auto& metadata = context.client_metadata();
     const auto it = metadata.find("authorization");
@@ -68,6 +98,7 @@ class ParameterServerService final : public proto::ParameterServer::Service {
 
   std::shared_ptr<Shard> shard_;
   std::string token_;
+  CallPool calls_;
 };
 
 ShardServer::ShardServer(std::shared_ptr<Shard> shard, const std::string& address,
@@ -100,7 +131,10 @@ std::vector<std::pair<std::string, int>> large_message_channel_args() {
   // 16 KB frames that is thousands of frames and window updates per message.
   return {{GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 20},
           {GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1},
-          {GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 64 << 20}};
+          {GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 64 << 20},
+          {GRPC_ARG_TCP_READ_CHUNK_SIZE, 4 << 20},
+          {GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 1 << 20},
+          {GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 16 << 20}};
 }
 
 std::string listen_address(const std::string& advertised) {

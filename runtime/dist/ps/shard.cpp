@@ -201,6 +201,7 @@ grpc::Status Shard::initialize(const proto::InitRequest& request, proto::InitRep
   total_updates_ = request.total_updates();
   piece_sizes_ = std::move(sizes);
   params_ = std::move(params);
+  last_snapshot_ = {};
   optimizer_ = std::move(optimizer);
   members_ = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(trainers_));
   // Every trainer of the job is expected from the start, so the first sync round waits for all
@@ -277,21 +278,42 @@ void Shard::apply(const std::vector<torch::Tensor>& grads, int64_t grad_version,
   }
 }
 
-void Shard::fill_params(proto::DType dtype, proto::ParamsReply* reply) {
-  reply->set_version(version_.load());
-  reply->set_done(done());
-  int64_t bytes = 0;
-  for (size_t k = 0; k < params_.size(); ++k) {
-    auto* t = reply->add_params();
-    t->set_key(static_cast<uint32_t>(k));
-    encode(params_[k], dtype, t);
-    bytes += static_cast<int64_t>(t->data().size());
+ParamsSnapshot Shard::snapshot(proto::DType dtype) {
+  if (dtype == proto::DTYPE_UNSPECIFIED) dtype = proto::FLOAT32;
+  const int64_t version = version_.load();
+  const bool reusable = options_.mode != Mode::kHogwild && !last_snapshot_.params.empty() &&
+                        last_snapshot_.version == version && last_snapshot_.dtype == dtype;
+  ParamsSnapshot snap;
+  if (reusable) {
+    snap = last_snapshot_;
+  } else {
+    snap.version = version;
+    snap.dtype = dtype;
+    snap.params.reserve(params_.size());
+    for (const auto& p : params_) snap.params.push_back(to_wire(p, dtype));
+    if (options_.mode != Mode::kHogwild) last_snapshot_ = snap;
   }
-  if (metrics_ != nullptr) metrics_->record_ps_traffic(0, bytes);
+  snap.done = done();
+  if (metrics_ != nullptr) {
+    int64_t bytes = 0;
+    for (const auto& p : snap.params) bytes += static_cast<int64_t>(p.nbytes());
+    metrics_->record_ps_traffic(0, bytes);
+  }
+  return snap;
 }
 
-void Shard::note_told(int trainer, const proto::ParamsReply& reply) {
-  if (!reply.done()) return;
+void to_proto(const ParamsSnapshot& snapshot, proto::ParamsReply* reply) {
+  reply->set_version(snapshot.version);
+  reply->set_done(snapshot.done);
+  for (size_t k = 0; k < snapshot.params.size(); ++k) {
+    auto* t = reply->add_params();
+    t->set_key(static_cast<uint32_t>(k));
+    encode(snapshot.params[k], snapshot.dtype, t);
+  }
+}
+
+void Shard::note_told(int trainer, const ParamsSnapshot& reply) {
+  if (!reply.done) return;
   told_done_[static_cast<size_t>(trainer)] = true;
   changed_.notify_all();
 }
@@ -323,7 +345,7 @@ int64_t Shard::slowest_clock(int except) const {
   return slowest;
 }
 
-grpc::Status Shard::push_pull(const proto::PushRequest& request, proto::ParamsReply* reply) {
+grpc::Status Shard::push_pull(const proto::PushRequest& request, ParamsSnapshot* reply) {
   int64_t received = 0;
   for (const auto& g : request.grads()) received += static_cast<int64_t>(g.data().size());
   if (metrics_ != nullptr) metrics_->record_ps_traffic(received, 0);
@@ -338,8 +360,8 @@ grpc::Status Shard::push_pull(const proto::PushRequest& request, proto::ParamsRe
       for (const auto& g : request.grads()) grads.push_back(decode(g));
       apply(grads, request.version(), request.learning_rate());
     }
-    fill_params(dtype, reply);  // copied as they are, possibly mid-update
-    if (reply->done()) {
+    *reply = snapshot(dtype);  // copied as they are, possibly mid-update
+    if (reply->done) {
       const Lock lock(mu_);
       note_told(t, *reply);
     }
@@ -349,7 +371,7 @@ grpc::Status Shard::push_pull(const proto::PushRequest& request, proto::ParamsRe
   Lock lock(mu_);
   if (auto status = check_push(request); !status.ok()) return status;
   if (done()) {
-    fill_params(dtype, reply);
+    *reply = snapshot(dtype);
     note_told(t, *reply);
     return grpc::Status::OK;
   }
@@ -410,7 +432,7 @@ grpc::Status Shard::push_pull(const proto::PushRequest& request, proto::ParamsRe
       // Backpressure: a bounded queue, so a slow applier cannot grow memory without limit.
       const auto max_pending = static_cast<size_t>(std::max(2, trainers_));
       changed_.wait(lock, [&] { return pending_.size() < max_pending || stopping_; });
-      fill_params(dtype, reply);
+      *reply = snapshot(dtype);
       note_told(t, *reply);
       std::vector<torch::Tensor> grads;
       for (const auto& g : request.grads()) grads.push_back(decode(g).clone());
@@ -440,7 +462,7 @@ grpc::Status Shard::push_pull(const proto::PushRequest& request, proto::ParamsRe
     case Mode::kHogwild:
       break;  // handled above
   }
-  fill_params(dtype, reply);
+  *reply = snapshot(dtype);
   note_told(t, *reply);
   return grpc::Status::OK;
 }
@@ -457,13 +479,13 @@ void Shard::run_applier() {
   }
 }
 
-grpc::Status Shard::pull(const proto::PullRequest& request, proto::ParamsReply* reply) {
+grpc::Status Shard::pull(const proto::PullRequest& request, ParamsSnapshot* reply) {
   if (!initialized_) return not_initialized();
   if (request.trainer() < 0 || request.trainer() >= trainers_) {
     return invalid("trainer " + std::to_string(request.trainer()) + " is not in this job");
   }
   const Lock lock(mu_);
-  fill_params(request.reply_dtype(), reply);
+  *reply = snapshot(request.reply_dtype());
   note_told(request.trainer(), *reply);
   return grpc::Status::OK;
 }

@@ -38,6 +38,18 @@ enum class Mode {
 Mode parse_mode(const std::string& name);  // throws std::invalid_argument
 std::string mode_name(Mode mode);
 
+// The parameters a reply carries: immutable copies in the wire dtype, shareable between replies
+// (a sync round's trainers all get the same one) and sent without another copy.
+struct ParamsSnapshot {
+  int64_t version = 0;
+  bool done = false;
+  proto::DType dtype = proto::FLOAT32;
+  std::vector<torch::Tensor> params;  // one per piece, in key order
+};
+
+// The snapshot as a protobuf message (copies the bytes; for the rarely used Pull path and tests).
+void to_proto(const ParamsSnapshot& snapshot, proto::ParamsReply* reply);
+
 struct ShardOptions {
   int index = 0;
   Mode mode = Mode::kSync;
@@ -56,8 +68,8 @@ class Shard {
 
   grpc::Status register_trainer(const proto::RegisterRequest& request, proto::RegisterReply* reply);
   grpc::Status initialize(const proto::InitRequest& request, proto::InitReply* reply);
-  grpc::Status push_pull(const proto::PushRequest& request, proto::ParamsReply* reply);
-  grpc::Status pull(const proto::PullRequest& request, proto::ParamsReply* reply);
+  grpc::Status push_pull(const proto::PushRequest& request, ParamsSnapshot* reply);
+  grpc::Status pull(const proto::PullRequest& request, ParamsSnapshot* reply);
   grpc::Status get_state(proto::StateReply* reply);
   // The master ends the job: every later reply says done.
   void finish();
@@ -87,8 +99,9 @@ class Shard {
   void evict(int trainer, const std::string& why);
   // The fewest pushes of any member but `except` (int64 max when there is none).
   [[nodiscard]] int64_t slowest_clock(int except = -1) const;
-  void fill_params(proto::DType dtype, proto::ParamsReply* reply);
-  void note_told(int trainer, const proto::ParamsReply& reply);  // under mu_
+  // The current parameters (under mu_, except in hogwild mode).
+  [[nodiscard]] ParamsSnapshot snapshot(proto::DType dtype);
+  void note_told(int trainer, const ParamsSnapshot& reply);  // under mu_
   void run_applier();
   void publish_state();
 
@@ -107,6 +120,8 @@ class Shard {
   std::vector<int64_t> piece_sizes_;
   std::vector<torch::Tensor> params_;
   std::unique_ptr<ShardOptimizer> optimizer_;
+  // The newest snapshot, reused while the version stays (not in hogwild mode).
+  ParamsSnapshot last_snapshot_;
   // Membership (read without the lock in hogwild mode), written under mu_.
   std::unique_ptr<std::atomic<bool>[]> members_;
   std::vector<bool> told_done_;

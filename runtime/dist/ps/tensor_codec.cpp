@@ -7,7 +7,11 @@
 namespace cifar::ps {
 namespace {
 
-torch::ScalarType scalar_type(proto::DType dtype) {
+int64_t element_size(proto::DType dtype) { return dtype == proto::FLOAT32 ? 4 : 2; }
+
+}  // namespace
+
+torch::ScalarType wire_scalar_type(proto::DType dtype) {
   switch (dtype) {
     case proto::FLOAT16:
       return torch::kHalf;
@@ -18,10 +22,6 @@ torch::ScalarType scalar_type(proto::DType dtype) {
   }
 }
 
-int64_t element_size(proto::DType dtype) { return dtype == proto::FLOAT32 ? 4 : 2; }
-
-}  // namespace
-
 proto::DType wire_dtype(const std::string& name) {
   if (name == "fp32") return proto::FLOAT32;
   if (name == "fp16") return proto::FLOAT16;
@@ -29,11 +29,18 @@ proto::DType wire_dtype(const std::string& name) {
   throw std::invalid_argument("unknown wire dtype '" + name + "' (fp32, fp16, bf16)");
 }
 
+torch::Tensor to_wire(const torch::Tensor& values, proto::DType dtype) {
+  if (dtype == proto::DTYPE_UNSPECIFIED) dtype = proto::FLOAT32;
+  return values.to(wire_scalar_type(dtype), /*non_blocking=*/false, /*copy=*/true).contiguous();
+}
+
+torch::Tensor to_wire_view(const torch::Tensor& values, proto::DType dtype) {
+  return values.to(wire_scalar_type(dtype)).contiguous();
+}
+
 void encode(const torch::Tensor& values, proto::DType dtype, proto::WireTensor* out) {
   if (dtype == proto::DTYPE_UNSPECIFIED) dtype = proto::FLOAT32;
-  const auto wire = values.scalar_type() == scalar_type(dtype)
-                        ? values.contiguous()
-                        : values.to(scalar_type(dtype)).contiguous();
+  const auto wire = to_wire_view(values, dtype);
   out->set_dtype(dtype);
   out->clear_shape();
   out->add_shape(wire.numel());
@@ -41,6 +48,15 @@ void encode(const torch::Tensor& values, proto::DType dtype, proto::WireTensor* 
 }
 
 std::string check_piece(const proto::WireTensor& t, int64_t numel) {
+  if (auto why = check_header(t, numel); !why.empty()) return why;
+  const auto expected = static_cast<size_t>(numel * element_size(t.dtype()));
+  if (t.data().size() != expected) {
+    return std::to_string(t.data().size()) + " data bytes, expected " + std::to_string(expected);
+  }
+  return {};
+}
+
+std::string check_header(const proto::WireTensor& t, int64_t numel) {
   if (t.dtype() != proto::FLOAT32 && t.dtype() != proto::FLOAT16 && t.dtype() != proto::BFLOAT16) {
     return "dtype " + proto::DType_Name(t.dtype()) + " is not FLOAT32, FLOAT16 or BFLOAT16";
   }
@@ -49,17 +65,13 @@ std::string check_piece(const proto::WireTensor& t, int64_t numel) {
     for (const auto d : t.shape()) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
     return "shape [" + shape + "] but the piece has [" + std::to_string(numel) + "] elements";
   }
-  const auto expected = static_cast<size_t>(numel * element_size(t.dtype()));
-  if (t.data().size() != expected) {
-    return std::to_string(t.data().size()) + " data bytes, expected " + std::to_string(expected);
-  }
   return {};
 }
 
 torch::Tensor decode(const proto::WireTensor& t) {
   // from_blob never writes through the pointer here; the const_cast only satisfies its signature.
   auto* data = const_cast<char*>(t.data().data());  // NOLINT(cppcoreguidelines-pro-type-const-cast)
-  const auto view = torch::from_blob(data, {t.shape(0)}, scalar_type(t.dtype()));
+  const auto view = torch::from_blob(data, {t.shape(0)}, wire_scalar_type(t.dtype()));
   return t.dtype() == proto::FLOAT32 ? view : view.to(torch::kFloat32);
 }
 

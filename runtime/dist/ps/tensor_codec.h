@@ -13,12 +13,21 @@ namespace cifar::ps {
 // "fp32", "fp16", "bf16" -> the wire dtype; throws std::invalid_argument otherwise.
 proto::DType wire_dtype(const std::string& name);
 
+torch::ScalarType wire_scalar_type(proto::DType dtype);  // unspecified: float32
+
+// A contiguous copy of the float32 tensor `values` in `dtype`.
+torch::Tensor to_wire(const torch::Tensor& values, proto::DType dtype);
+// The same, but `values` itself when it is already contiguous float32 and float32 is wanted.
+torch::Tensor to_wire_view(const torch::Tensor& values, proto::DType dtype);
+
 // Writes the contiguous float32 tensor `values` as `dtype` into `out` (one copy into the
 // message; a second for fp16/bf16, which converts first).
 void encode(const torch::Tensor& values, proto::DType dtype, proto::WireTensor* out);
 
 // Why `t` cannot be a piece of `numel` elements (empty when it can).
 std::string check_piece(const proto::WireTensor& t, int64_t numel);
+// The same for its dtype and shape only (a header read before its data).
+std::string check_header(const proto::WireTensor& t, int64_t numel);
 
 // A float32 view of a checked message: no copy for float32 (valid while `t` lives), a converted
 // copy otherwise.
