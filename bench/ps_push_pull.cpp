@@ -271,9 +271,9 @@ int main(int argc, char** argv) {
       "|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& [c, r] : results) {
     fmt::print("| {} | {} | {} | {:.2f} | {:.1f} | {:.0f} | {:.0f} | {:.0f}% | {:.0f}% |\n",
-               c.model, c.shards, c.dtype_name,
-               static_cast<double>(r.bytes_per_round_trip) / 1e6, r.round_trips_per_second,
-               r.bytes_per_second / 1e6, r.tcp_round_trip_bytes_per_second / 1e6,
+               c.model, c.shards, c.dtype_name, static_cast<double>(r.bytes_per_round_trip) / 1e6,
+               r.round_trips_per_second, r.bytes_per_second / 1e6,
+               r.tcp_round_trip_bytes_per_second / 1e6,
                100 * r.bytes_per_second / r.tcp_round_trip_bytes_per_second,
                100 * r.bytes_per_second / tcp_bandwidth);
   }

@@ -4,9 +4,12 @@
 
 #include <exception>
 #include <stdexcept>
+#include <string>
 
+#include "cli/launch.h"
 #include "cli/options.h"
 #include "data/dataset.h"
+#include "dist/allreduce/trainer.h"
 #include "dist/ps/server.h"
 #include "dist/ps/trainer.h"
 #include "train/evaluator.h"
@@ -27,13 +30,15 @@ int run(const cifar::train::TrainConfig& config) {
     cifar::train::run_evaluator(config);
     return 0;
   }
-  const auto r =
-      dist.enabled ? cifar::ps::run_ps_trainer(config) : cifar::train::run_training(config);
+  const bool allreduce = dist.enabled && dist.strategy == "allreduce";
+  const auto r = allreduce      ? cifar::allreduce::run_allreduce_trainer(config)
+                 : dist.enabled ? cifar::ps::run_ps_trainer(config)
+                                : cifar::train::run_training(config);
   const auto& t = r.time;
   const double total = t.total() > 0 ? t.total() : 1;
   spdlog::info("done: {} epochs, {} steps, {:.1f} img/s ({:.1f} img/s after warm-up)",
                r.epochs_completed, r.steps, r.images_per_second, r.steady_images_per_second);
-  if (dist.enabled) {
+  if (dist.enabled && !allreduce) {
     spdlog::info("step time: data wait {:.1f}%, forward+backward {:.1f}%, push+pull {:.1f}%",
                  100 * t.data_wait / total, 100 * t.forward / total, 100 * t.optimizer / total);
     return 0;
@@ -41,21 +46,27 @@ int run(const cifar::train::TrainConfig& config) {
   spdlog::info("test accuracy {:.2f}% (best {:.2f}%)", 100 * r.last_epoch.test_accuracy,
                100 * r.best_test_accuracy);
   spdlog::info(
-      "step time: data wait {:.1f}%, forward {:.1f}%, backward {:.1f}%, optimizer {:.1f}%, "
+      "step time: data wait {:.1f}%, forward {:.1f}%, backward{} {:.1f}%, optimizer {:.1f}%, "
       "other {:.1f}%",
-      100 * t.data_wait / total, 100 * t.forward / total, 100 * t.backward / total,
-      100 * t.optimizer / total, 100 * t.other / total);
+      100 * t.data_wait / total, 100 * t.forward / total, allreduce ? " + all-reduce" : "",
+      100 * t.backward / total, 100 * t.optimizer / total, 100 * t.other / total);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "launch") {
+    return cifar::cli::launch_local_ranks(argc, argv);
+  }
   const auto parsed = cifar::cli::parse_command_line(argc, argv);
   if (!parsed.config) return parsed.exit_code;
   const auto& dist = parsed.config->distributed;
   // In a job's interleaved logs every line says which process wrote it.
-  spdlog::set_pattern(dist.enabled ? "[%H:%M:%S.%e] [" + dist.job.task_name() + "] [%^%l%$] %v"
+  const auto task = dist.strategy == "allreduce" && dist.job.is_trainer()
+                        ? "rank " + std::to_string(dist.allreduce.rank)
+                        : dist.job.task_name();
+  spdlog::set_pattern(dist.enabled ? "[%H:%M:%S.%e] [" + task + "] [%^%l%$] %v"
                                    : "[%H:%M:%S.%e] [%^%l%$] %v");
   if (parsed.verbose) spdlog::set_level(spdlog::level::debug);
 

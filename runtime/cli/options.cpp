@@ -5,10 +5,12 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "cluster/ranks.h"
 #include "models/model.h"
 
 namespace cifar::cli {
@@ -73,9 +75,33 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
   app.add_option("--dist-host", d.local.host, "Host of every process of a local job")
       ->group(group)
       ->capture_default_str();
-  app.add_option("--strategy", c.distributed.strategy, "Distributed strategy: ps")
-      ->check(CLI::IsMember({"ps"}))
+  app.add_option("--strategy", c.distributed.strategy,
+                 "Distributed strategy: ps (parameter server), allreduce (data parallel, c10d)")
+      ->check(CLI::IsMember({"ps", "allreduce"}))
       ->group(group)
+      ->capture_default_str();
+  auto& ar = c.distributed.allreduce;
+  const char* ar_group = "All-reduce (ranks from MASTER_ADDR/WORLD_SIZE/RANK, TF_CONFIG or mpirun)";
+  app.add_option("--dist-backend", ar.backend, "c10d backend: auto (nccl on cuda, else gloo)")
+      ->check(CLI::IsMember({"auto", "gloo", "nccl"}))
+      ->group(ar_group)
+      ->capture_default_str();
+  app.add_option("--bucket-cap-mb", ar.bucket_cap_mb, "Gradient bucket size")
+      ->check(CLI::PositiveNumber)
+      ->group(ar_group)
+      ->capture_default_str();
+  app.add_option("--first-bucket-mb", ar.first_bucket_mb,
+                 "Size of the first bucket (the last layers' gradients, ready first)")
+      ->check(CLI::PositiveNumber)
+      ->group(ar_group)
+      ->capture_default_str();
+  app.add_flag("!--no-overlap", ar.overlap,
+               "All-reduce the gradients after backward instead of during it")
+      ->group(ar_group);
+  app.add_option("--dist-timeout", ar.timeout_seconds,
+                 "Seconds a collective may wait for the other ranks before the job fails")
+      ->check(CLI::PositiveNumber)
+      ->group(ar_group)
       ->capture_default_str();
   app.add_option("--ps-mode", ps.mode,
                  "sync, async (apply then reply), async-reply (reply then apply), hogwild "
@@ -110,10 +136,42 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
       ->capture_default_str();
 }
 
+// --strategy allreduce: this process's rank (an evaluator task of TF_CONFIG evaluates).
+void resolve_allreduce(train::DistributedOptions& dist, const char* tf_config) {
+  std::optional<cluster::Job> tf_job;
+  if (tf_config != nullptr && *tf_config != '\0') tf_job = cluster::parse_tf_config(tf_config);
+  dist.enabled = true;
+  if (tf_job && tf_job->role == cluster::Role::kEvaluator) {
+    dist.job = *tf_job;
+    return;
+  }
+  const auto ranks =
+      cluster::ranks_from_env([](const char* name) { return std::getenv(name); }, tf_job);
+  if (!ranks) {
+    throw std::invalid_argument(
+        "--strategy allreduce needs this process's rank: run it under 'cifar-train launch -n N', "
+        "under mpirun, or set MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK (or TF_CONFIG)");
+  }
+  auto& ar = dist.allreduce;
+  ar.rank = ranks->rank;
+  ar.world_size = ranks->world_size;
+  ar.local_rank = ranks->local_rank;
+  ar.master_addr = ranks->master_addr;
+  ar.master_port = ranks->master_port;
+  // Rank 0 plays the master (checkpoints, reports), the others are workers 0..n-2.
+  dist.job = tf_job ? *tf_job : cluster::Job{};
+  dist.job.role = ar.rank == 0 ? cluster::Role::kMaster : cluster::Role::kWorker;
+  dist.job.index = ar.rank == 0 ? 0 : ar.rank - 1;
+}
+
 // Fills config.distributed from the local flags or TF_CONFIG; throws std::invalid_argument.
 void resolve_distributed(const CLI::App& app, const DistributedFlags& d, train::TrainConfig& c) {
   auto& dist = c.distributed;
   const char* tf_config = std::getenv("TF_CONFIG");
+  if (dist.strategy == "allreduce") {
+    resolve_allreduce(dist, tf_config);
+    return;
+  }
   if (d.distributed) {
     dist.job = cluster::local_job(d.local);
     dist.local = true;

@@ -6,6 +6,7 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -69,6 +70,16 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
                           "PS: trainers dropped from a round after --ps-timeout of silence.");
   ps_version_ = gauge("cifar_ps_version", "PS: updates applied to this shard since the start.");
   ps_members_ = gauge("cifar_ps_members", "PS: trainers taking part in training.");
+  allreduce_bytes_ = counter("cifar_allreduce_bytes_total", "All-reduce: gradient bytes reduced.");
+  allreduce_seconds_ = histogram(
+      "cifar_allreduce_seconds",
+      "All-reduce: one step's gradient all-reduce, first bucket started to last bucket done.");
+  allreduce_wait_seconds_ =
+      histogram("cifar_allreduce_wait_seconds",
+                "All-reduce: time a step waited for its all-reduce after backward finished.");
+  allreduce_overlap_ = gauge("cifar_allreduce_overlap_ratio",
+                             "All-reduce: share of the latest step's all-reduce hidden behind "
+                             "backward (1 - wait / all-reduce time).");
 
   if (!bind_address.empty()) {
     try {
@@ -113,6 +124,13 @@ void RuntimeMetrics::record_ps_exchange(double seconds, int64_t pushed_bytes,
   ps_exchange_seconds_->Observe(seconds);
   ps_pushed_bytes_->Increment(static_cast<double>(pushed_bytes));
   ps_pulled_bytes_->Increment(static_cast<double>(pulled_bytes));
+}
+
+void RuntimeMetrics::record_allreduce(int64_t bytes, double seconds, double wait_seconds) {
+  allreduce_bytes_->Increment(static_cast<double>(bytes));
+  allreduce_seconds_->Observe(seconds);
+  allreduce_wait_seconds_->Observe(wait_seconds);
+  allreduce_overlap_->Set(seconds > 0 ? std::max(0.0, 1 - wait_seconds / seconds) : 0);
 }
 
 void RuntimeMetrics::record_ps_retry() { ps_retries_->Increment(); }

@@ -54,6 +54,9 @@ class RuntimeMetrics {
   void record_ps_update(int64_t staleness);
   void record_ps_traffic(int64_t received_bytes, int64_t sent_bytes);
   void record_ps_eviction();
+  // All-reduce, per step: gradient bytes all-reduced, seconds from the first bucket's all-reduce
+  // to the last one done, seconds the step waited for them after backward.
+  void record_allreduce(int64_t bytes, double seconds, double wait_seconds);
   void set_ps_state(int64_t version, int64_t members);
 
   [[nodiscard]] prometheus::Registry& registry();
@@ -83,6 +86,10 @@ class RuntimeMetrics {
   prometheus::Counter* ps_evictions_;
   prometheus::Gauge* ps_version_;
   prometheus::Gauge* ps_members_;
+  prometheus::Counter* allreduce_bytes_;
+  prometheus::Histogram* allreduce_seconds_;
+  prometheus::Histogram* allreduce_wait_seconds_;
+  prometheus::Gauge* allreduce_overlap_;
 };
 
 }  // namespace cifar::metrics

@@ -42,12 +42,27 @@ struct PsOptions {
   std::string token;  // shared secret of the job's members (env CIFAR_PS_TOKEN); empty: none
 };
 
+// All-reduce data parallelism (c10d): who this rank is and how gradients are reduced.
+struct AllReduceOptions {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;                     // among the ranks on this machine (launch, mpirun)
+  std::string master_addr = "127.0.0.1";  // rank 0's host: the c10d TCPStore
+  int master_port = 29500;
+  std::string backend = "auto";  // auto (nccl on cuda, else gloo) | gloo | nccl
+  double bucket_cap_mb = 25;
+  double first_bucket_mb = 1;  // small, so the first all-reduce starts early in backward
+  bool overlap = true;         // all-reduce buckets during backward (false: after it)
+  double timeout_seconds = 60;  // a collective waiting longer fails: a rank died or hangs
+};
+
 struct DistributedOptions {
   bool enabled = false;
-  std::string strategy = "ps";  // ps
+  std::string strategy = "ps";  // ps | allreduce
   cluster::Job job;
   bool local = false;  // from the local flags: each process offsets its metrics port
   PsOptions ps;
+  AllReduceOptions allreduce;
 };
 
 struct TrainConfig {

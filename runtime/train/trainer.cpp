@@ -18,6 +18,7 @@
 #include "metrics/runtime_metrics.h"
 #include "models/model.h"
 #include "train/checkpoint.h"
+#include "train/data_parallel.h"
 #include "train/datasets.h"
 #include "train/lr_schedule.h"
 #include "train/monitor.h"
@@ -36,7 +37,8 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
 
 }  // namespace
 
-TrainResult run_training(const TrainConfig& config) {
+TrainResult run_training(const TrainConfig& config, DataParallel* parallel) {
+  const bool chief = parallel == nullptr || parallel->rank() == 0;
   const auto device = resolve_device(config.device);
   const int threads = configure_threads(config);
 
@@ -44,7 +46,12 @@ TrainResult run_training(const TrainConfig& config) {
   const auto stats = data::channel_stats(sets.train);
   auto train_set = std::make_shared<const data::Dataset>(std::move(sets.train));
   auto test_set = std::make_shared<const data::Dataset>(std::move(sets.test));
-  data::DataLoader train_loader(train_set, loader_options(config, stats, /*training=*/true));
+  auto train_options = loader_options(config, stats, /*training=*/true);
+  if (parallel != nullptr) {
+    train_options.rank = parallel->rank();
+    train_options.world_size = parallel->world_size();
+  }
+  data::DataLoader train_loader(train_set, train_options);
   data::DataLoader test_loader(test_set, loader_options(config, stats, /*training=*/false));
   const int64_t steps_per_epoch = train_loader.batches_per_epoch();
   if (steps_per_epoch == 0) {
@@ -63,6 +70,11 @@ TrainResult run_training(const TrainConfig& config) {
   for (auto& p : model->parameters()) {
     if (p.requires_grad()) trainable.push_back(p);
   }
+  if (parallel != nullptr) {
+    auto tensors = trainable;
+    for (const auto& b : model->buffers()) tensors.push_back(b);
+    parallel->broadcast_from_rank0(tensors);
+  }
   auto optimizer = make_optimizer(config.optimizer, config.schedule.base_lr, trainable);
   spdlog::info("model {}: {} trainable parameters, {} threads, device {}", config.model,
                models::parameter_count(*model), threads, device.str());
@@ -77,28 +89,43 @@ TrainResult run_training(const TrainConfig& config) {
     } else {
       spdlog::info("no checkpoint in {}: starting from scratch", model_dir.string());
     }
-    MonitorLog::truncate_after(model_dir, state.epoch);
+    if (chief) MonitorLog::truncate_after(model_dir, state.epoch);
   } else if (!checkpoints.list().empty()) {
     // Never overwrite a run's checkpoints silently.
     throw std::invalid_argument("model dir " + model_dir.string() +
                                 " already holds checkpoints; pass --resume to continue that run "
                                 "or choose another -md");
-  } else {
+  } else if (chief) {
     MonitorLog::truncate_after(model_dir, 0);  // records of a run killed before its checkpoint
   }
-  MonitorLog monitor(model_dir);
+  if (parallel != nullptr) {
+    // Every rank must continue from the same checkpoint (the model dir on a shared volume).
+    auto rank0_step = torch::tensor({state.step}, torch::kInt64);
+    parallel->broadcast_from_rank0({rank0_step});
+    if (rank0_step.item<int64_t>() != state.step) {
+      throw std::runtime_error("rank " + std::to_string(parallel->rank()) + " resumed at step " +
+                               std::to_string(state.step) + " but rank 0 at step " +
+                               std::to_string(rank0_step.item<int64_t>()) +
+                               ": every rank needs the same model dir (a shared volume)");
+    }
+  }
+  std::optional<MonitorLog> monitor;
+  if (chief) monitor.emplace(model_dir);
 
   const auto metrics_endpoint = make_runtime_metrics(config);
   auto& metrics = *metrics_endpoint;
+  if (parallel != nullptr) parallel->attach(trainable, &metrics);
 
-  Progress progress(Progress::parse_mode(config.progress), steps_per_epoch, config.epochs,
-                    config.log_every_steps);
+  // The ranks of a data-parallel job train in lockstep: rank 0 shows the progress for all.
+  Progress progress(Progress::parse_mode(chief ? config.progress : "none"), steps_per_epoch,
+                    config.epochs, config.log_every_steps);
   TrainResult result;
   result.best_test_accuracy = state.best_test_accuracy;
   ThroughputMeter throughput;
   bool stop = false;
 
   auto save_checkpoint = [&] {
+    if (!chief) return;
     const auto start = Clock::now();
     const auto path = checkpoints.save(*model, *optimizer, state);
     metrics.record_checkpoint(seconds_between(start, Clock::now()));
@@ -124,7 +151,9 @@ TrainResult run_training(const TrainConfig& config) {
       auto loss = classification_loss(logits, labels, config.label_smoothing);
       const auto t_forward = Clock::now();
       optimizer->zero_grad();
+      if (parallel != nullptr) parallel->begin_backward();
       loss.backward();
+      if (parallel != nullptr) parallel->end_backward();  // waits for the gradients' all-reduce
       const auto t_backward = Clock::now();
       optimizer->step();
       const auto t_optimizer = Clock::now();
@@ -179,7 +208,7 @@ TrainResult run_training(const TrainConfig& config) {
     result.best_test_accuracy = std::max(result.best_test_accuracy, record.test_accuracy);
     if (stop) break;  // a partial epoch: its checkpoint is written, no epoch record
 
-    monitor.append(record);
+    if (monitor) monitor->append(record);
     state.start_epoch_after(epoch + 1);
     state.best_test_accuracy = result.best_test_accuracy;
     save_checkpoint();

@@ -44,7 +44,11 @@ class ThroughputMeter {
   double steady_seconds_ = 0;
 };
 
+class DataParallel;
+
 // Runs the configured training to completion (or --max-steps). Throws on bad data or options.
-TrainResult run_training(const TrainConfig& config);
+// With `parallel`, this process is one rank of a data-parallel job: it trains on its shard of
+// each epoch with gradients averaged over the ranks; only rank 0 writes checkpoints and records.
+TrainResult run_training(const TrainConfig& config, DataParallel* parallel = nullptr);
 
 }  // namespace cifar::train

@@ -168,11 +168,11 @@ std::vector<proto::RegisterReply> PsClient::register_trainer(int trainer,
     while (true) {
       reply.Clear();
       auto& shard = *shards_[static_cast<size_t>(s)];
-      shard.check(
-          shard.call("register", [&](grpc::ClientContext& c) {
-                                     return shard.stub().Register(&c, request, &reply);
-                                   }),
-          "register");
+      shard.check(shard.call("register",
+                             [&](grpc::ClientContext& c) {
+                               return shard.stub().Register(&c, request, &reply);
+                             }),
+                  "register");
       if (reply.initialized() || !wait_until_initialized) break;
       if (Clock::now() > give_up) {
         throw std::runtime_error("PS shard " + std::to_string(s) + " (" +
@@ -193,11 +193,11 @@ void PsClient::initialize(const std::vector<std::unique_ptr<proto::InitRequest>>
     if (!request) return;
     proto::InitReply reply;
     auto& shard = *shards_[static_cast<size_t>(s)];
-    shard.check(
-        shard.call("initialize", [&](grpc::ClientContext& c) {
-                                     return shard.stub().Initialize(&c, *request, &reply);
-                                   }),
-        "initialize");
+    shard.check(shard.call("initialize",
+                           [&](grpc::ClientContext& c) {
+                             return shard.stub().Initialize(&c, *request, &reply);
+                           }),
+                "initialize");
     versions_[static_cast<size_t>(s)] = reply.version();
   });
 }
@@ -308,11 +308,11 @@ Exchange PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grad
       spdlog::warn("PS shard {}: {}; rejoining", s, status.error_message());
       const auto again = register_request(trainer, s);
       proto::RegisterReply registered;
-      shard.check(
-          shard.call("register", [&](grpc::ClientContext& c) {
-                                     return shard.stub().Register(&c, again, &registered);
-                                   }),
-          "register");
+      shard.check(shard.call("register",
+                             [&](grpc::ClientContext& c) {
+                               return shard.stub().Register(&c, again, &registered);
+                             }),
+                  "register");
       status = pull_shard(trainer, s, &reply);
     }
     shard.check(status, "push");
@@ -375,7 +375,7 @@ std::vector<proto::StateReply> PsClient::get_state() {
     shard.check(shard.call("get state",
                            [&](grpc::ClientContext& c) {
                              return shard.stub().GetState(&c, proto::StateRequest(),
-                                                  &replies[static_cast<size_t>(s)]);
+                                                          &replies[static_cast<size_t>(s)]);
                            }),
                 "get state");
   });

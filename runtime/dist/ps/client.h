@@ -17,7 +17,7 @@
 namespace grpc {
 class ByteBuffer;
 class Status;
-}
+}  // namespace grpc
 
 namespace cifar::metrics {
 class RuntimeMetrics;

@@ -21,9 +21,8 @@ namespace cifar::ps {
 // PushPull, the call every training step makes, is a raw method: its reply is framed straight from
 // the parameter snapshot without copying the tensors into a protobuf message (wire_framing.h).
 // The request is parsed as usual (its bytes are needed in the shard's own tensors anyway).
-class ParameterServerService final
-    : public proto::ParameterServer::WithRawCallbackMethod_PushPull<
-          proto::ParameterServer::Service> {
+class ParameterServerService final : public proto::ParameterServer::WithRawCallbackMethod_PushPull<
+                                         proto::ParameterServer::Service> {
  public:
   ParameterServerService(std::shared_ptr<Shard> shard, std::string token)
       : shard_(std::move(shard)), token_(std::move(token)) {}
@@ -46,9 +45,8 @@ class ParameterServerService final
       reactor->Finish(s);
       return reactor;
     }
-    calls_.run([this, request, response, reactor] {
-      reactor->Finish(push_pull(*request, response));
-    });
+    calls_.run(
+        [this, request, response, reactor] { reactor->Finish(push_pull(*request, response)); });
     return reactor;
   }
   grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,

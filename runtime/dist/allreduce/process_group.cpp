@@ -1,0 +1,79 @@
+#include "dist/allreduce/process_group.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/cuda.h>
+
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#ifdef CIFAR_WITH_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include <chrono>
+#include <stdexcept>
+
+namespace cifar::allreduce {
+namespace {
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
+}
+
+}  // namespace
+
+std::string resolve_backend(const std::string& requested, const std::string& device) {
+  const bool cuda = device.rfind("cuda", 0) == 0;
+  const std::string backend = requested == "auto" ? (cuda ? "nccl" : "gloo") : requested;
+  if (backend == "nccl") {
+#ifndef CIFAR_WITH_NCCL
+    throw std::invalid_argument(
+        "--dist-backend nccl: this cifar-train was built without NCCL (CUDA LibTorch); use gloo");
+#endif
+    if (!cuda) throw std::invalid_argument("--dist-backend nccl needs -c cuda");
+  }
+  return backend;
+}
+
+c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const train::AllReduceOptions& options,
+                                                          const std::string& backend) {
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000));
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<uint16_t>(options.master_port);
+  store_options.isServer = options.rank == 0;
+  store_options.numWorkers = static_cast<size_t>(options.world_size);
+  store_options.waitWorkers = true;
+  store_options.timeout = timeout;
+  const auto where = options.master_addr + ":" + std::to_string(options.master_port);
+  c10::intrusive_ptr<c10d::Store> store;
+  try {
+    store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("rank " + std::to_string(options.rank) + " of " +
+                             std::to_string(options.world_size) +
+                             ": rendezvous at the c10d store " + where + " failed within " +
+                             std::to_string(options.timeout_seconds) + " s: " + e.what());
+  }
+#ifdef CIFAR_WITH_NCCL
+  if (backend == "nccl") {
+    auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+    nccl_options->timeout = timeout;
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.world_size,
+                                                       nccl_options);
+  }
+#endif
+  auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
+  // A job on one machine talks over loopback; across machines over the interface of this host's
+  // name (the pod's address in Kubernetes).
+  gloo_options->devices.push_back(is_loopback(options.master_addr)
+                                      ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                      : c10d::ProcessGroupGloo::createDefaultDevice());
+  gloo_options->threads = 2;
+  spdlog::info("rank {} of {}: {} process group via the c10d store at {}", options.rank,
+               options.world_size, backend, where);
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size,
+                                                     gloo_options);
+}
+
+}  // namespace cifar::allreduce

@@ -1,0 +1,69 @@
+#include "dist/allreduce/trainer.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <memory>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <utility>
+
+#include "dist/allreduce/gradient_buckets.h"
+#include "dist/allreduce/process_group.h"
+#include "train/data_parallel.h"
+#include "train/evaluator.h"
+#include "train/setup.h"
+
+namespace cifar::allreduce {
+namespace {
+
+class AllReduceDataParallel final : public train::DataParallel {
+ public:
+  AllReduceDataParallel(c10::intrusive_ptr<c10d::ProcessGroup> group, BucketOptions options)
+      : group_(std::move(group)), options_(options) {}
+
+  [[nodiscard]] int rank() const override { return group_->getRank(); }
+  [[nodiscard]] int world_size() const override { return group_->getSize(); }
+
+  void broadcast_from_rank0(const std::vector<torch::Tensor>& tensors) override {
+    torch::NoGradGuard no_grad;
+    for (const auto& t : tensors) {
+      std::vector<torch::Tensor> one{t};
+      group_->broadcast(one)->wait(options_.timeout);
+    }
+  }
+
+  void attach(const std::vector<torch::Tensor>& parameters,
+              metrics::RuntimeMetrics* metrics) override {
+    buckets_ = std::make_unique<GradientBuckets>(parameters, group_, options_, metrics);
+    spdlog::info("rank {}: {} gradient buckets ({} MB cap, first {} MB), overlap {}", rank(),
+                 buckets_->bucket_count(), options_.cap_bytes >> 20,
+                 static_cast<double>(options_.first_cap_bytes) / (1 << 20),
+                 options_.overlap ? "on" : "off");
+  }
+
+  void begin_backward() override { buckets_->begin_backward(); }
+  void end_backward() override { buckets_->end_backward(); }
+
+ private:
+  c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  BucketOptions options_;
+  std::unique_ptr<GradientBuckets> buckets_;
+};
+
+}  // namespace
+
+train::TrainResult run_allreduce_trainer(const train::TrainConfig& config) {
+  const auto& ar = config.distributed.allreduce;
+  const auto backend = resolve_backend(ar.backend, config.device);
+  BucketOptions options;
+  options.cap_bytes = static_cast<int64_t>(ar.bucket_cap_mb * (1 << 20));
+  options.first_cap_bytes = static_cast<int64_t>(ar.first_bucket_mb * (1 << 20));
+  options.overlap = ar.overlap;
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(ar.timeout_seconds * 1000));
+  AllReduceDataParallel parallel(make_process_group(ar, backend), options);
+  auto result = train::run_training(config, &parallel);
+  if (parallel.rank() == 0) train::write_done_marker(config, result.steps);
+  return result;
+}
+
+}  // namespace cifar::allreduce

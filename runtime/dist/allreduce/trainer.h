@@ -1,0 +1,13 @@
+// The all-reduce strategy: every rank runs the single-process training loop on its shard of each
+// epoch, with gradients averaged by c10d (gradient_buckets.h) and rank 0 broadcasting the
+// initial parameters, writing checkpoints and reports, and telling the evaluator when it is done.
+#pragma once
+
+#include "train/config.h"
+#include "train/trainer.h"
+
+namespace cifar::allreduce {
+
+train::TrainResult run_allreduce_trainer(const train::TrainConfig& config);
+
+}  // namespace cifar::allreduce

@@ -1,0 +1,33 @@
+// What data-parallel training adds to the single-process training loop, as a small interface so
+// that train/ does not depend on c10d (dist/allreduce implements it).
+#pragma once
+
+#include <torch/types.h>
+
+#include <vector>
+
+namespace cifar::metrics {
+class RuntimeMetrics;
+}
+
+namespace cifar::train {
+
+class DataParallel {
+ public:
+  virtual ~DataParallel() = default;
+
+  [[nodiscard]] virtual int rank() const = 0;
+  [[nodiscard]] virtual int world_size() const = 0;
+  // Makes every rank's `tensors` (parameters and buffers) equal to rank 0's.
+  virtual void broadcast_from_rank0(const std::vector<torch::Tensor>& tensors) = 0;
+  // Takes over the gradients of `parameters` (in registration order); called once. `metrics`
+  // (may be null) outlives this object.
+  virtual void attach(const std::vector<torch::Tensor>& parameters,
+                      metrics::RuntimeMetrics* metrics) = 0;
+  // Around one step's backward; on return from end_backward every parameter's grad holds the
+  // mean of all ranks' gradients. Throws std::runtime_error if a rank is gone.
+  virtual void begin_backward() = 0;
+  virtual void end_backward() = 0;
+};
+
+}  // namespace cifar::train

@@ -1,0 +1,193 @@
+// Whole all-reduce jobs as real processes on loopback (Gloo): `cifar-train launch -n N` equals
+// single-process training with the global batch, overlap and no-overlap give identical
+// parameters, a killed rank ends the others with a clear error within the timeout, and a job
+// resumed from its checkpoint ends where an uninterrupted one does.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <map>
+
+#include "models/model.h"
+#include "tests/support/process.h"
+#include "train/checkpoint.h"
+
+namespace cifar {
+namespace {
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using cifar::testing::ChildProcess;
+using cifar::testing::read_file;
+using cifar::testing::TempDir;
+
+// alexnet: no dropout or batch norm, so data parallelism changes nothing but summation order.
+const std::vector<std::string> kCommon = {"-m",
+                                          "alexnet",
+                                          "-d",
+                                          "synthetic",
+                                          "--synthetic-train-size",
+                                          "576",
+                                          "--synthetic-test-size",
+                                          "64",
+                                          "-e",
+                                          "2",
+                                          "--lr",
+                                          "0.01",
+                                          "--threads",
+                                          "1",
+                                          "--workers",
+                                          "1",
+                                          "--metrics-port",
+                                          "-1",
+                                          "--progress",
+                                          "none"};
+
+std::vector<std::string> command(const fs::path& work, const std::string& model_dir,
+                                 std::vector<std::string> prefix,
+                                 const std::vector<std::string>& extra) {
+  std::vector<std::string> a = std::move(prefix);
+  for (const auto& s : {std::string("-md"), (work / model_dir).string(), std::string("--data-dir"),
+                        (work / "data").string()}) {
+    a.push_back(s);
+  }
+  a.insert(a.end(), kCommon.begin(), kCommon.end());
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+std::vector<std::string> launch(int ranks) {
+  return {CIFAR_TRAIN_BIN,       "launch",        "-n",
+          std::to_string(ranks), "--master-port", std::to_string(cifar::testing::free_port())};
+}
+
+std::map<std::string, torch::Tensor> parameters_in(const fs::path& checkpoint) {
+  auto model = models::make_model("alexnet", {});
+  train::CheckpointManager::load_model(checkpoint, *model);
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& p : model->named_parameters()) out[p.key()] = p.value().clone();
+  return out;
+}
+
+fs::path step_checkpoint(const fs::path& dir, int step) {
+  return dir / ("alexnet-step-" + std::string(10 - std::to_string(step).size(), '0') +
+                std::to_string(step) + ".pt");
+}
+
+// All parameters together within 1e-5 relative; each tensor too, or 1e-6 absolute for those
+// that stay near zero (float summation order alone moves them by ~1e-7).
+void expect_close(const std::map<std::string, torch::Tensor>& got,
+                  const std::map<std::string, torch::Tensor>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  std::vector<torch::Tensor> all_got;
+  std::vector<torch::Tensor> all_want;
+  for (const auto& [name, w] : want) {
+    const auto& g = got.at(name);
+    const double difference = (g - w).norm().item<double>();
+    const double scale = w.norm().item<double>();
+    if (scale > 1e-2) {
+      EXPECT_LT(difference / scale, 1e-5) << name;
+    } else {
+      EXPECT_LT(difference, 1e-6) << name << " (norm " << scale << ")";
+    }
+    all_got.push_back(g.flatten());
+    all_want.push_back(w.flatten());
+  }
+  const auto g = torch::cat(all_got);
+  const auto w = torch::cat(all_want);
+  EXPECT_LT((g - w).norm().item<double>() / w.norm().item<double>(), 1e-5) << "all parameters";
+}
+
+TEST(AllReduceJob, TwoRanksEqualSingleProcessTrainingWithTheGlobalBatch) {
+  TempDir work;
+  const auto single = cifar::testing::run_process(
+      command(work.path(), "single", {CIFAR_TRAIN_BIN}, {"-b", "32", "--max-steps", "6"}));
+  ASSERT_EQ(single.exit_code, 0) << single.output;
+  const auto job = cifar::testing::run_process(
+      command(work.path(), "ranks", launch(2), {"-b", "16", "--max-steps", "6"}));
+  ASSERT_EQ(job.exit_code, 0) << job.output;
+  EXPECT_NE(job.output.find("[rank 1]"), std::string::npos) << job.output;
+  const auto want = parameters_in(step_checkpoint(work.path() / "single", 6));
+  const auto got = parameters_in(step_checkpoint(work.path() / "ranks", 6));
+  expect_close(got, want);
+  // Training moved the model: not two untouched initialisations.
+  torch::manual_seed(1);
+  auto initial = models::make_model("alexnet", {});
+  EXPECT_GT((got.at("local3.weight") - initial->named_parameters()["local3.weight"])
+                .norm()
+                .item<double>(),
+            1e-3);
+}
+
+TEST(AllReduceJob, ThreeRanksOverlapAndNoOverlapGiveIdenticalParameters) {
+  TempDir work;
+  // Small buckets: several all-reduces per step, started during backward with overlap.
+  const std::vector<std::string> args = {
+      "-b", "16", "--max-steps", "5", "--bucket-cap-mb", "1", "--first-bucket-mb", "0.1"};
+  const auto overlap =
+      cifar::testing::run_process(command(work.path(), "overlap", launch(3), args));
+  ASSERT_EQ(overlap.exit_code, 0) << overlap.output;
+  auto no_overlap_args = args;
+  no_overlap_args.emplace_back("--no-overlap");
+  const auto no_overlap =
+      cifar::testing::run_process(command(work.path(), "no-overlap", launch(3), no_overlap_args));
+  ASSERT_EQ(no_overlap.exit_code, 0) << no_overlap.output;
+  EXPECT_NE(overlap.output.find("overlap on"), std::string::npos) << overlap.output;
+  EXPECT_NE(no_overlap.output.find("overlap off"), std::string::npos) << no_overlap.output;
+  const auto a = parameters_in(step_checkpoint(work.path() / "overlap", 5));
+  const auto b = parameters_in(step_checkpoint(work.path() / "no-overlap", 5));
+  for (const auto& [name, tensor] : a) EXPECT_TRUE(tensor.equal(b.at(name))) << name;
+}
+
+TEST(AllReduceJob, AKilledRankEndsTheOthersWithAClearErrorWithinTheTimeout) {
+  TempDir work;
+  const int port = cifar::testing::free_port();
+  auto rank = [&](int r) {
+    std::vector<std::string> prefix = {"/usr/bin/env",
+                                       "MASTER_ADDR=127.0.0.1",
+                                       "MASTER_PORT=" + std::to_string(port),
+                                       "WORLD_SIZE=2",
+                                       "RANK=" + std::to_string(r),
+                                       CIFAR_TRAIN_BIN,
+                                       "--strategy",
+                                       "allreduce"};
+    return command(work.path(), "model", prefix, {"-b", "8", "-e", "50", "--dist-timeout", "20"});
+  };
+  ChildProcess rank0(rank(0), work.path() / "rank0.log");
+  ChildProcess rank1(rank(1), work.path() / "rank1.log");
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] { return read_file(work.path() / "rank0.log").find("buckets") != std::string::npos; },
+      60s))
+      << read_file(work.path() / "rank0.log");
+  std::this_thread::sleep_for(2s);  // mid-training
+  rank1.kill_hard();
+  const auto killed_at = std::chrono::steady_clock::now();
+  const int code = rank0.wait();
+  const auto took = std::chrono::steady_clock::now() - killed_at;
+  const auto log = read_file(work.path() / "rank0.log");
+  EXPECT_EQ(code, 1) << log;
+  EXPECT_LT(took, 40s) << log;
+  EXPECT_NE(log.find("all-reduce failed"), std::string::npos) << log;
+}
+
+TEST(AllReduceJob, ResumedJobEndsWhereAnUninterruptedOneDoes) {
+  TempDir work;
+  const auto whole = cifar::testing::run_process(
+      command(work.path(), "whole", launch(2), {"-b", "16", "--max-steps", "8"}));
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  const auto first = cifar::testing::run_process(
+      command(work.path(), "resumed", launch(2), {"-b", "16", "--max-steps", "3"}));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const auto rest = cifar::testing::run_process(
+      command(work.path(), "resumed", launch(2), {"-b", "16", "--max-steps", "8", "--resume"}));
+  ASSERT_EQ(rest.exit_code, 0) << rest.output;
+  expect_close(parameters_in(step_checkpoint(work.path() / "resumed", 8)),
+               parameters_in(step_checkpoint(work.path() / "whole", 8)));
+}
+
+TEST(AllReduceJob, WithoutRanksItSaysHowToGetThem) {
+  const auto result = cifar::testing::run_process({CIFAR_TRAIN_BIN, "--strategy", "allreduce"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("cifar-train launch -n N"), std::string::npos) << result.output;
+}
+
+}  // namespace
+}  // namespace cifar
