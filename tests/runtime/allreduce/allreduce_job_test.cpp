@@ -5,17 +5,16 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <map>
-
-#include "models/model.h"
+#include "tests/support/parameters.h"
 #include "tests/support/process.h"
-#include "train/checkpoint.h"
 
 namespace cifar {
 namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using cifar::testing::ChildProcess;
+using cifar::testing::expect_same_training;
+using cifar::testing::parameters_in;
 using cifar::testing::read_file;
 using cifar::testing::TempDir;
 
@@ -59,41 +58,9 @@ std::vector<std::string> launch(int ranks) {
           std::to_string(ranks), "--master-port", std::to_string(cifar::testing::free_port())};
 }
 
-std::map<std::string, torch::Tensor> parameters_in(const fs::path& checkpoint) {
-  auto model = models::make_model("alexnet", {});
-  train::CheckpointManager::load_model(checkpoint, *model);
-  std::map<std::string, torch::Tensor> out;
-  for (const auto& p : model->named_parameters()) out[p.key()] = p.value().clone();
-  return out;
-}
-
 fs::path step_checkpoint(const fs::path& dir, int step) {
   return dir / ("alexnet-step-" + std::string(10 - std::to_string(step).size(), '0') +
                 std::to_string(step) + ".pt");
-}
-
-// All parameters together within 1e-5 relative; each tensor too, or 1e-6 absolute for those
-// that stay near zero (float summation order alone moves them by ~1e-7).
-void expect_close(const std::map<std::string, torch::Tensor>& got,
-                  const std::map<std::string, torch::Tensor>& want) {
-  ASSERT_EQ(got.size(), want.size());
-  std::vector<torch::Tensor> all_got;
-  std::vector<torch::Tensor> all_want;
-  for (const auto& [name, w] : want) {
-    const auto& g = got.at(name);
-    const double difference = (g - w).norm().item<double>();
-    const double scale = w.norm().item<double>();
-    if (scale > 1e-2) {
-      EXPECT_LT(difference / scale, 1e-5) << name;
-    } else {
-      EXPECT_LT(difference, 1e-6) << name << " (norm " << scale << ")";
-    }
-    all_got.push_back(g.flatten());
-    all_want.push_back(w.flatten());
-  }
-  const auto g = torch::cat(all_got);
-  const auto w = torch::cat(all_want);
-  EXPECT_LT((g - w).norm().item<double>() / w.norm().item<double>(), 1e-5) << "all parameters";
 }
 
 TEST(AllReduceJob, TwoRanksEqualSingleProcessTrainingWithTheGlobalBatch) {
@@ -107,14 +74,8 @@ TEST(AllReduceJob, TwoRanksEqualSingleProcessTrainingWithTheGlobalBatch) {
   EXPECT_NE(job.output.find("[rank 1]"), std::string::npos) << job.output;
   const auto want = parameters_in(step_checkpoint(work.path() / "single", 6));
   const auto got = parameters_in(step_checkpoint(work.path() / "ranks", 6));
-  expect_close(got, want);
-  // Training moved the model: not two untouched initialisations.
-  torch::manual_seed(1);
-  auto initial = models::make_model("alexnet", {});
-  EXPECT_GT((got.at("local3.weight") - initial->named_parameters()["local3.weight"])
-                .norm()
-                .item<double>(),
-            1e-3);
+  expect_same_training(got, want);
+  cifar::testing::expect_moved_from_initialisation(got);
 }
 
 TEST(AllReduceJob, ThreeRanksOverlapAndNoOverlapGiveIdenticalParameters) {
@@ -179,8 +140,8 @@ TEST(AllReduceJob, ResumedJobEndsWhereAnUninterruptedOneDoes) {
   const auto rest = cifar::testing::run_process(
       command(work.path(), "resumed", launch(2), {"-b", "16", "--max-steps", "8", "--resume"}));
   ASSERT_EQ(rest.exit_code, 0) << rest.output;
-  expect_close(parameters_in(step_checkpoint(work.path() / "resumed", 8)),
-               parameters_in(step_checkpoint(work.path() / "whole", 8)));
+  expect_same_training(parameters_in(step_checkpoint(work.path() / "resumed", 8)),
+                       parameters_in(step_checkpoint(work.path() / "whole", 8)));
 }
 
 TEST(AllReduceJob, WithoutRanksItSaysHowToGetThem) {
