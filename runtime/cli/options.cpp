@@ -103,6 +103,12 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
       ->check(CLI::PositiveNumber)
       ->group(ar_group)
       ->capture_default_str();
+  app.add_option("--verify-replicas-every", ar.verify_replicas_every,
+                 "Check every N steps that all ranks hold bit-identical parameters and buffers "
+                 "(one small all-reduce of a digest; 0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(ar_group)
+      ->capture_default_str();
   app.add_option("--ps-mode", ps.mode,
                  "sync, async (apply then reply), async-reply (reply then apply), hogwild "
                  "(lock-free), ssp (bounded staleness)")

@@ -51,9 +51,10 @@ struct AllReduceOptions {
   int master_port = 29500;
   std::string backend = "auto";  // auto (nccl on cuda, else gloo) | gloo | nccl
   double bucket_cap_mb = 25;
-  double first_bucket_mb = 1;  // small, so the first all-reduce starts early in backward
-  bool overlap = true;         // all-reduce buckets during backward (false: after it)
-  double timeout_seconds = 60;  // a collective waiting longer fails: a rank died or hangs
+  double first_bucket_mb = 1;         // small, so the first all-reduce starts early in backward
+  bool overlap = true;                // all-reduce buckets during backward (false: after it)
+  double timeout_seconds = 60;        // a collective waiting longer fails: a rank died or hangs
+  int64_t verify_replicas_every = 0;  // steps between bitwise checks that ranks agree (0: never)
 };
 
 struct DistributedOptions {

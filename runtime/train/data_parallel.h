@@ -28,6 +28,9 @@ class DataParallel {
   // mean of all ranks' gradients. Throws std::runtime_error if a rank is gone.
   virtual void begin_backward() = 0;
   virtual void end_backward() = 0;
+  // After the optimizer step `step` (1-based) with the replica's parameters and buffers: lets
+  // the implementation check that the ranks still agree. Throws std::runtime_error if not.
+  virtual void end_step(const std::vector<torch::Tensor>& replica, int64_t step) = 0;
 };
 
 }  // namespace cifar::train

@@ -70,11 +70,10 @@ TrainResult run_training(const TrainConfig& config, DataParallel* parallel) {
   for (auto& p : model->parameters()) {
     if (p.requires_grad()) trainable.push_back(p);
   }
-  if (parallel != nullptr) {
-    auto tensors = trainable;
-    for (const auto& b : model->buffers()) tensors.push_back(b);
-    parallel->broadcast_from_rank0(tensors);
-  }
+  // What must be equal on every rank of a data-parallel job.
+  auto replica = trainable;
+  for (const auto& b : model->buffers()) replica.push_back(b);
+  if (parallel != nullptr) parallel->broadcast_from_rank0(replica);
   auto optimizer = make_optimizer(config.optimizer, config.schedule.base_lr, trainable);
   spdlog::info("model {}: {} trainable parameters, {} threads, device {}", config.model,
                models::parameter_count(*model), threads, device.str());
@@ -173,6 +172,7 @@ TrainResult run_training(const TrainConfig& config, DataParallel* parallel) {
                       step_seconds);
       state.step += 1;
       state.batch_in_epoch += 1;
+      if (parallel != nullptr) parallel->end_step(replica, state.step);
       throughput.add_step(n, step_seconds);
       const double accuracy = state.running_accuracy();
       const double images_per_second = state.running_images_per_second();

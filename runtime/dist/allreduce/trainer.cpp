@@ -9,6 +9,7 @@
 
 #include "dist/allreduce/gradient_buckets.h"
 #include "dist/allreduce/process_group.h"
+#include "dist/allreduce/replica_check.h"
 #include "train/data_parallel.h"
 #include "train/evaluator.h"
 #include "train/setup.h"
@@ -18,8 +19,9 @@ namespace {
 
 class AllReduceDataParallel final : public train::DataParallel {
  public:
-  AllReduceDataParallel(c10::intrusive_ptr<c10d::ProcessGroup> group, BucketOptions options)
-      : group_(std::move(group)), options_(options) {}
+  AllReduceDataParallel(c10::intrusive_ptr<c10d::ProcessGroup> group, BucketOptions options,
+                        int64_t verify_every)
+      : group_(std::move(group)), options_(options), verify_every_(verify_every) {}
 
   [[nodiscard]] int rank() const override { return group_->getRank(); }
   [[nodiscard]] int world_size() const override { return group_->getSize(); }
@@ -44,10 +46,20 @@ class AllReduceDataParallel final : public train::DataParallel {
   void begin_backward() override { buckets_->begin_backward(); }
   void end_backward() override { buckets_->end_backward(); }
 
+  void end_step(const std::vector<torch::Tensor>& replica, int64_t step) override {
+    if (verify_every_ == 0 || step % verify_every_ != 0) return;
+    verify_replicas(*group_, replica, step, options_.timeout);
+    ++verified_;
+  }
+
+  [[nodiscard]] int64_t verified_steps() const { return verified_; }
+
  private:
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   BucketOptions options_;
   std::unique_ptr<GradientBuckets> buckets_;
+  int64_t verify_every_;
+  int64_t verified_ = 0;
 };
 
 }  // namespace
@@ -60,8 +72,13 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config) {
   options.first_cap_bytes = static_cast<int64_t>(ar.first_bucket_mb * (1 << 20));
   options.overlap = ar.overlap;
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(ar.timeout_seconds * 1000));
-  AllReduceDataParallel parallel(make_process_group(ar, backend), options);
+  AllReduceDataParallel parallel(make_process_group(ar, backend), options,
+                                 ar.verify_replicas_every);
   auto result = train::run_training(config, &parallel);
+  if (ar.verify_replicas_every > 0) {
+    spdlog::info("rank {}: replicas bit-identical at all {} checks (every {} steps)",
+                 parallel.rank(), parallel.verified_steps(), ar.verify_replicas_every);
+  }
   if (parallel.rank() == 0) train::write_done_marker(config, result.steps);
   return result;
 }

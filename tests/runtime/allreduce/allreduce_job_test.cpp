@@ -63,14 +63,27 @@ fs::path step_checkpoint(const fs::path& dir, int step) {
                 std::to_string(step) + ".pt");
 }
 
+// The job ran with --verify-replicas-every 1: every rank checked, after each of `steps` steps,
+// that all ranks held bit-identical parameters and buffers (a mismatch fails the job).
+void expect_replicas_verified_every_step(const std::string& output, int ranks, int steps) {
+  for (int r = 0; r < ranks; ++r) {
+    EXPECT_NE(output.find("rank " + std::to_string(r) + ": replicas bit-identical at all " +
+                          std::to_string(steps) + " checks (every 1 steps)"),
+              std::string::npos)
+        << output;
+  }
+}
+
 TEST(AllReduceJob, TwoRanksEqualSingleProcessTrainingWithTheGlobalBatch) {
   TempDir work;
   const auto single = cifar::testing::run_process(
       command(work.path(), "single", {CIFAR_TRAIN_BIN}, {"-b", "32", "--max-steps", "6"}));
   ASSERT_EQ(single.exit_code, 0) << single.output;
   const auto job = cifar::testing::run_process(
-      command(work.path(), "ranks", launch(2), {"-b", "16", "--max-steps", "6"}));
+      command(work.path(), "ranks", launch(2),
+              {"-b", "16", "--max-steps", "6", "--verify-replicas-every", "1"}));
   ASSERT_EQ(job.exit_code, 0) << job.output;
+  expect_replicas_verified_every_step(job.output, 2, 6);
   EXPECT_NE(job.output.find("[rank 1]"), std::string::npos) << job.output;
   const auto want = parameters_in(step_checkpoint(work.path() / "single", 6));
   const auto got = parameters_in(step_checkpoint(work.path() / "ranks", 6));
@@ -81,8 +94,16 @@ TEST(AllReduceJob, TwoRanksEqualSingleProcessTrainingWithTheGlobalBatch) {
 TEST(AllReduceJob, ThreeRanksOverlapAndNoOverlapGiveIdenticalParameters) {
   TempDir work;
   // Small buckets: several all-reduces per step, started during backward with overlap.
-  const std::vector<std::string> args = {
-      "-b", "16", "--max-steps", "5", "--bucket-cap-mb", "1", "--first-bucket-mb", "0.1"};
+  const std::vector<std::string> args = {"-b",
+                                         "16",
+                                         "--max-steps",
+                                         "5",
+                                         "--bucket-cap-mb",
+                                         "1",
+                                         "--first-bucket-mb",
+                                         "0.1",
+                                         "--verify-replicas-every",
+                                         "1"};
   const auto overlap =
       cifar::testing::run_process(command(work.path(), "overlap", launch(3), args));
   ASSERT_EQ(overlap.exit_code, 0) << overlap.output;
@@ -91,6 +112,8 @@ TEST(AllReduceJob, ThreeRanksOverlapAndNoOverlapGiveIdenticalParameters) {
   const auto no_overlap =
       cifar::testing::run_process(command(work.path(), "no-overlap", launch(3), no_overlap_args));
   ASSERT_EQ(no_overlap.exit_code, 0) << no_overlap.output;
+  expect_replicas_verified_every_step(overlap.output, 3, 5);
+  expect_replicas_verified_every_step(no_overlap.output, 3, 5);
   EXPECT_NE(overlap.output.find("overlap on"), std::string::npos) << overlap.output;
   EXPECT_NE(no_overlap.output.find("overlap off"), std::string::npos) << no_overlap.output;
   const auto a = parameters_in(step_checkpoint(work.path() / "overlap", 5));

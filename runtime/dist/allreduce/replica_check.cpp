@@ -1,0 +1,56 @@
+#include "dist/allreduce/replica_check.h"
+
+#include <torch/torch.h>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+namespace cifar::allreduce {
+namespace {
+
+// boost::hash_combine's mixing, widened to 64 bits.
+uint64_t combine(uint64_t seed, uint64_t value) {
+  return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6U) + (seed >> 2U));
+}
+
+}  // namespace
+
+uint64_t bitwise_digest(const std::vector<torch::Tensor>& tensors) {
+  uint64_t digest = tensors.size();
+  for (const auto& tensor : tensors) {
+    const auto host = tensor.detach().to(torch::kCPU).contiguous();
+    digest = combine(digest, static_cast<uint64_t>(host.scalar_type()));
+    for (const auto size : host.sizes()) digest = combine(digest, static_cast<uint64_t>(size));
+    const std::string_view bytes(static_cast<const char*>(host.data_ptr()), host.nbytes());
+    digest = combine(digest, std::hash<std::string_view>{}(bytes));
+  }
+  return digest;
+}
+
+void verify_replicas(c10d::ProcessGroup& group, const std::vector<torch::Tensor>& tensors,
+                     int64_t step, std::chrono::milliseconds timeout) {
+  const auto digest = static_cast<int64_t>(bitwise_digest(tensors));
+  // max(d) and max(~d) = ~min(d) (~ reverses the order, without overflow): equal extremes
+  // mean every rank has the same digest.
+  const auto extremes = torch::tensor({digest, ~digest}, torch::kInt64);
+  std::vector<torch::Tensor> buffer{extremes};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::MAX;
+  options.timeout = timeout;
+  group.allreduce(buffer, options)->wait(timeout);
+  const auto highest = extremes[0].item<int64_t>();
+  const auto lowest = ~extremes[1].item<int64_t>();
+  if (highest != lowest) {
+    throw std::runtime_error("replicas diverged after step " + std::to_string(step) + ": rank " +
+                             std::to_string(group.getRank()) + " of " +
+                             std::to_string(group.getSize()) + " has parameter digest " +
+                             std::to_string(digest) + ", the ranks range from " +
+                             std::to_string(lowest) + " to " + std::to_string(highest) +
+                             " (a non-deterministic kernel or a rank that missed an update)");
+  }
+}
+
+}  // namespace cifar::allreduce

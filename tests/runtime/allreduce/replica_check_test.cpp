@@ -1,0 +1,96 @@
+// The bitwise replica check: the digest, and the collective check over a real Gloo group whose
+// ranks are threads of this process.
+#include "dist/allreduce/replica_check.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include "dist/allreduce/process_group.h"
+#include "tests/support/process.h"
+
+namespace cifar::allreduce {
+namespace {
+
+std::vector<torch::Tensor> replica() {
+  torch::manual_seed(3);
+  return {torch::randn({64, 3, 3}), torch::randn({10}), torch::tensor({5}, torch::kInt64)};
+}
+
+void flip_lowest_bit(torch::Tensor& t, int64_t element) {
+  auto* bytes = static_cast<unsigned char*>(t.data_ptr()) + element * t.element_size();
+  bytes[0] ^= 1U;
+}
+
+TEST(BitwiseDigest, EqualForEqualBytesAndChangedByOneBitShapeOrDtype) {
+  const auto a = replica();
+  const auto b = replica();
+  EXPECT_EQ(bitwise_digest(a), bitwise_digest(b));
+
+  auto flipped = replica();
+  flip_lowest_bit(flipped[0], 300);
+  EXPECT_TRUE(torch::allclose(flipped[0], a[0]));         // numerically all but equal...
+  EXPECT_NE(bitwise_digest(flipped), bitwise_digest(a));  // ...yet not the same replica
+
+  auto reshaped = replica();
+  reshaped[0] = reshaped[0].reshape({3, 64, 3});
+  EXPECT_NE(bitwise_digest(reshaped), bitwise_digest(a));
+
+  auto retyped = replica();
+  retyped[2] = retyped[2].to(torch::kFloat64);  // 5.0 has other bytes than 5 as well
+  EXPECT_NE(bitwise_digest(retyped), bitwise_digest(a));
+  retyped[2] = retyped[2].to(torch::kInt64);
+  EXPECT_EQ(bitwise_digest(retyped), bitwise_digest(a));
+
+  // A non-contiguous view is digested by its values, as its contiguous copy.
+  auto transposed = replica();
+  transposed[0] = transposed[0].transpose(1, 2).contiguous().transpose(1, 2);
+  EXPECT_EQ(bitwise_digest(transposed), bitwise_digest(a));
+}
+
+// `world` ranks each verify their replica; `odd_rank` (if >= 0) holds one flipped bit. Returns
+// each rank's error message ("" when it passed).
+std::vector<std::string> verify_on_ranks(int world, int odd_rank) {
+  train::AllReduceOptions options;
+  options.world_size = world;
+  options.master_port = cifar::testing::free_port();
+  options.timeout_seconds = 30;
+  std::vector<std::string> errors(static_cast<size_t>(world));
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r) {
+    ranks.emplace_back([&, r] {
+      auto rank_options = options;
+      rank_options.rank = r;
+      auto group = make_process_group(rank_options, "gloo");
+      auto tensors = replica();
+      if (r == odd_rank) flip_lowest_bit(tensors[1], 7);
+      try {
+        verify_replicas(*group, tensors, 7, std::chrono::seconds(30));
+      } catch (const std::runtime_error& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  }
+  for (auto& t : ranks) t.join();
+  return errors;
+}
+
+TEST(VerifyReplicas, EqualReplicasPassOnEveryRank) {
+  for (const auto& error : verify_on_ranks(3, -1)) EXPECT_EQ(error, "");
+}
+
+TEST(VerifyReplicas, OneFlippedBitOnOneRankFailsEveryRankNamingTheStep) {
+  const auto errors = verify_on_ranks(3, 2);
+  for (size_t r = 0; r < errors.size(); ++r) {
+    EXPECT_NE(errors[r].find("replicas diverged after step 7: rank " + std::to_string(r) + " of 3"),
+              std::string::npos)
+        << errors[r];
+  }
+}
+
+}  // namespace
+}  // namespace cifar::allreduce
