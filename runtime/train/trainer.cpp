@@ -71,8 +71,9 @@ TrainResult run_training(const TrainConfig& config, DataParallel* parallel) {
     if (p.requires_grad()) trainable.push_back(p);
   }
   // What must be equal on every rank of a data-parallel job.
+  const auto buffers = model->buffers();
   auto replica = trainable;
-  for (const auto& b : model->buffers()) replica.push_back(b);
+  replica.insert(replica.end(), buffers.begin(), buffers.end());
   if (parallel != nullptr) parallel->broadcast_from_rank0(replica);
   auto optimizer = make_optimizer(config.optimizer, config.schedule.base_lr, trainable);
   spdlog::info("model {}: {} trainable parameters, {} threads, device {}", config.model,
@@ -113,7 +114,7 @@ TrainResult run_training(const TrainConfig& config, DataParallel* parallel) {
 
   const auto metrics_endpoint = make_runtime_metrics(config);
   auto& metrics = *metrics_endpoint;
-  if (parallel != nullptr) parallel->attach(trainable, &metrics);
+  if (parallel != nullptr) parallel->attach(trainable, buffers, &metrics);
 
   // The ranks of a data-parallel job train in lockstep: rank 0 shows the progress for all.
   Progress progress(Progress::parse_mode(chief ? config.progress : "none"), steps_per_epoch,

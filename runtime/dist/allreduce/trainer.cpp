@@ -9,7 +9,7 @@
 
 #include "dist/allreduce/gradient_buckets.h"
 #include "dist/allreduce/process_group.h"
-#include "dist/allreduce/replica_check.h"
+#include "dist/allreduce/replicas.h"
 #include "train/data_parallel.h"
 #include "train/evaluator.h"
 #include "train/setup.h"
@@ -27,15 +27,13 @@ class AllReduceDataParallel final : public train::DataParallel {
   [[nodiscard]] int world_size() const override { return group_->getSize(); }
 
   void broadcast_from_rank0(const std::vector<torch::Tensor>& tensors) override {
-    torch::NoGradGuard no_grad;
-    for (const auto& t : tensors) {
-      std::vector<torch::Tensor> one{t};
-      group_->broadcast(one)->wait(options_.timeout);
-    }
+    broadcast_coalesced(*group_, tensors, options_.timeout);
   }
 
   void attach(const std::vector<torch::Tensor>& parameters,
+              const std::vector<torch::Tensor>& buffers,
               metrics::RuntimeMetrics* metrics) override {
+    buffers_ = buffers;
     buckets_ = std::make_unique<GradientBuckets>(parameters, group_, options_, metrics);
     spdlog::info("rank {}: {} gradient buckets ({} MB cap, first {} MB), overlap {}", rank(),
                  buckets_->bucket_count(), options_.cap_bytes >> 20,
@@ -44,7 +42,10 @@ class AllReduceDataParallel final : public train::DataParallel {
   }
 
   void begin_backward() override { buckets_->begin_backward(); }
-  void end_backward() override { buckets_->end_backward(); }
+  void end_backward() override {
+    buckets_->end_backward();
+    if (!buffers_.empty()) broadcast_coalesced(*group_, buffers_, options_.timeout);
+  }
 
   void end_step(const std::vector<torch::Tensor>& replica, int64_t step) override {
     if (verify_every_ == 0 || step % verify_every_ != 0) return;
@@ -58,6 +59,7 @@ class AllReduceDataParallel final : public train::DataParallel {
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   BucketOptions options_;
   std::unique_ptr<GradientBuckets> buckets_;
+  std::vector<torch::Tensor> buffers_;
   int64_t verify_every_;
   int64_t verified_ = 0;
 };

@@ -121,6 +121,18 @@ TEST(AllReduceJob, ThreeRanksOverlapAndNoOverlapGiveIdenticalParameters) {
   for (const auto& [name, tensor] : a) EXPECT_TRUE(tensor.equal(b.at(name))) << name;
 }
 
+TEST(AllReduceJob, BatchNormBuffersStayIdenticalAcrossRanks) {
+  TempDir work;
+  // resnet20's BatchNorm running statistics are updated by each rank's forward from its own
+  // batch; rank 0's are broadcast every step, so the check after each step passes.
+  const auto job = cifar::testing::run_process(
+      command(work.path(), "bn", launch(2),
+              {"-m", "resnet20", "-b", "8", "--max-steps", "3", "--verify-replicas-every", "1"}));
+  ASSERT_EQ(job.exit_code, 0) << job.output;
+  EXPECT_NE(job.output.find("model resnet20"), std::string::npos) << job.output;
+  expect_replicas_verified_every_step(job.output, 2, 3);
+}
+
 TEST(AllReduceJob, AKilledRankEndsTheOthersWithAClearErrorWithinTheTimeout) {
   TempDir work;
   const int port = cifar::testing::free_port();

@@ -1,6 +1,6 @@
-// The bitwise replica check: the digest, and the collective check over a real Gloo group whose
-// ranks are threads of this process.
-#include "dist/allreduce/replica_check.h"
+// Keeping replicas equal: the coalesced broadcast, the digest, and the collective check over a
+// real Gloo group whose ranks are threads of this process.
+#include "dist/allreduce/replicas.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -52,30 +52,60 @@ TEST(BitwiseDigest, EqualForEqualBytesAndChangedByOneBitShapeOrDtype) {
   EXPECT_EQ(bitwise_digest(transposed), bitwise_digest(a));
 }
 
-// `world` ranks each verify their replica; `odd_rank` (if >= 0) holds one flipped bit. Returns
-// each rank's error message ("" when it passed).
-std::vector<std::string> verify_on_ranks(int world, int odd_rank) {
+// Runs `body(rank, group)` on `world` ranks (threads) of one Gloo group.
+template <typename Body>
+void on_ranks(int world, Body body) {
   train::AllReduceOptions options;
   options.world_size = world;
   options.master_port = cifar::testing::free_port();
   options.timeout_seconds = 30;
-  std::vector<std::string> errors(static_cast<size_t>(world));
   std::vector<std::thread> ranks;
   for (int r = 0; r < world; ++r) {
     ranks.emplace_back([&, r] {
       auto rank_options = options;
       rank_options.rank = r;
       auto group = make_process_group(rank_options, "gloo");
-      auto tensors = replica();
-      if (r == odd_rank) flip_lowest_bit(tensors[1], 7);
-      try {
-        verify_replicas(*group, tensors, 7, std::chrono::seconds(30));
-      } catch (const std::runtime_error& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-      }
+      body(r, *group);
     });
   }
   for (auto& t : ranks) t.join();
+}
+
+TEST(BroadcastCoalesced, EveryRankEndsWithRankZerosTensorsOfEveryDtype) {
+  const int world = 3;
+  std::vector<std::vector<torch::Tensor>> after(world);
+  on_ranks(world, [&](int r, c10d::ProcessGroup& group) {
+    torch::manual_seed(r);  // each rank starts with its own values
+    std::vector<torch::Tensor> tensors = {
+        torch::randn({4, 5}), torch::randint(100, {3}, torch::kInt64), torch::randn({7}),
+        torch::randn({2, 2}).to(torch::kFloat64)};
+    const auto views = tensors;  // the broadcast writes into the callers' tensors
+    broadcast_coalesced(group, tensors, std::chrono::seconds(30));
+    for (const auto& t : views) after[static_cast<size_t>(r)].push_back(t.clone());
+  });
+  torch::manual_seed(0);
+  const std::vector<torch::Tensor> rank0 = {
+      torch::randn({4, 5}), torch::randint(100, {3}, torch::kInt64), torch::randn({7}),
+      torch::randn({2, 2}).to(torch::kFloat64)};
+  for (const auto& tensors : after) {
+    ASSERT_EQ(tensors.size(), rank0.size());
+    for (size_t i = 0; i < rank0.size(); ++i) EXPECT_TRUE(tensors[i].equal(rank0[i])) << i;
+  }
+}
+
+// `world` ranks each verify their replica; `odd_rank` (if >= 0) holds one flipped bit. Returns
+// each rank's error message ("" when it passed).
+std::vector<std::string> verify_on_ranks(int world, int odd_rank) {
+  std::vector<std::string> errors(static_cast<size_t>(world));
+  on_ranks(world, [&](int r, c10d::ProcessGroup& group) {
+    auto tensors = replica();
+    if (r == odd_rank) flip_lowest_bit(tensors[1], 7);
+    try {
+      verify_replicas(group, tensors, 7, std::chrono::seconds(30));
+    } catch (const std::runtime_error& e) {
+      errors[static_cast<size_t>(r)] = e.what();
+    }
+  });
   return errors;
 }
 

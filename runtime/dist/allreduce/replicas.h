@@ -1,6 +1,8 @@
-// Checks that every rank holds bit-identical parameters and buffers: data parallelism is only
+// Keeping the ranks' replicas of the model identical: rank 0's tensors broadcast to all, and a
+// check that every rank holds bit-identical parameters and buffers. Data parallelism is only
 // correct while the replicas never drift apart, and a drift (a non-deterministic kernel, a rank
-// that skipped an update) is otherwise invisible until accuracy suffers.
+// that skipped an update, buffers updated from each rank's own batch) is otherwise invisible
+// until accuracy suffers.
 #pragma once
 
 #include <c10/util/intrusive_ptr.h>
@@ -15,6 +17,11 @@ class ProcessGroup;
 }
 
 namespace cifar::allreduce {
+
+// Collective: makes every rank's `tensors` equal to rank 0's, one broadcast per dtype (the
+// tensors flattened into one buffer). Throws std::runtime_error after `timeout`.
+void broadcast_coalesced(c10d::ProcessGroup& group, const std::vector<torch::Tensor>& tensors,
+                         std::chrono::milliseconds timeout);
 
 // A 64-bit digest of the tensors' bytes (shape and dtype included), in order. Equal digests for
 // bitwise-equal tensors; any flipped bit changes it (with overwhelming probability).

@@ -1,8 +1,10 @@
-#include "dist/allreduce/replica_check.h"
+#include "dist/allreduce/replicas.h"
 
+#include <torch/csrc/utils/tensor_flatten.h>
 #include <torch/torch.h>
 
 #include <functional>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -17,6 +19,21 @@ uint64_t combine(uint64_t seed, uint64_t value) {
 }
 
 }  // namespace
+
+void broadcast_coalesced(c10d::ProcessGroup& group, const std::vector<torch::Tensor>& tensors,
+                         std::chrono::milliseconds timeout) {
+  torch::NoGradGuard no_grad;
+  std::map<torch::ScalarType, std::vector<torch::Tensor>> by_dtype;
+  for (const auto& t : tensors) by_dtype[t.scalar_type()].push_back(t);
+  for (const auto& [dtype, same_dtype] : by_dtype) {
+    std::vector<torch::Tensor> flat{torch::utils::flatten_dense_tensors(same_dtype)};
+    c10d::BroadcastOptions options;
+    options.timeout = timeout;
+    group.broadcast(flat, options)->wait(timeout);
+    const auto received = torch::utils::unflatten_dense_tensors(flat[0], same_dtype);
+    for (size_t i = 0; i < same_dtype.size(); ++i) same_dtype[i].copy_(received[i]);
+  }
+}
 
 uint64_t bitwise_digest(const std::vector<torch::Tensor>& tensors) {
   uint64_t digest = tensors.size();
@@ -44,12 +61,12 @@ void verify_replicas(c10d::ProcessGroup& group, const std::vector<torch::Tensor>
   const auto highest = extremes[0].item<int64_t>();
   const auto lowest = ~extremes[1].item<int64_t>();
   if (highest != lowest) {
-    throw std::runtime_error("replicas diverged after step " + std::to_string(step) + ": rank " +
-                             std::to_string(group.getRank()) + " of " +
-                             std::to_string(group.getSize()) + " has parameter digest " +
-                             std::to_string(digest) + ", the ranks range from " +
-                             std::to_string(lowest) + " to " + std::to_string(highest) +
-                             " (a non-deterministic kernel or a rank that missed an update)");
+    throw std::runtime_error(
+        "replicas diverged after step " + std::to_string(step) + ": rank " +
+        std::to_string(group.getRank()) + " of " + std::to_string(group.getSize()) +
+        " has the parameters-and-buffers digest " + std::to_string(digest) +
+        ", the ranks range from " + std::to_string(lowest) + " to " + std::to_string(highest) +
+        " (a non-deterministic kernel or a rank that missed an update)");
   }
 }
 
