@@ -6,12 +6,8 @@
 // (pushed + pulled bytes) / time, both directions being sequential.
 //
 // Usage: bench-ps-push-pull [round trips per case, default 40]
-#include <arpa/inet.h>
 #include <fmt/core.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -21,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/support/loopback_tcp.h"
 #include "dist/ps/client.h"
 #include "dist/ps/ps_checkpoint.h"
 #include "dist/ps/server.h"
@@ -31,100 +28,24 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using cifar::bench::receive_all;
+using cifar::bench::send_all;
 using cifar::ps::ParameterInfo;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// A listening socket on 127.0.0.1 and a port picked by the kernel.
-struct Listener {
-  int fd = -1;
-  sockaddr_in addr{};
-};
-
-Listener listen_on_loopback(int backlog) {
-  Listener l;
-  l.fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  l.addr.sin_family = AF_INET;
-  l.addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(l.addr);
-  if (::bind(l.fd, reinterpret_cast<sockaddr*>(&l.addr), sizeof(l.addr)) != 0 ||
-      ::listen(l.fd, backlog) != 0 ||
-      ::getsockname(l.fd, reinterpret_cast<sockaddr*>(&l.addr), &len) != 0) {
-    throw std::runtime_error("cannot listen on loopback");
-  }
-  return l;
-}
-
-int connect_to(const Listener& l) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&l.addr), sizeof(l.addr)) != 0) {
-    throw std::runtime_error("cannot connect on loopback");
-  }
-  return fd;
-}
-
-void send_all(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    const auto sent = ::send(fd, data, n, 0);
-    if (sent <= 0) throw std::runtime_error("send failed");
-    data += sent;
-    n -= static_cast<size_t>(sent);
-  }
-}
-
-void receive_all(int fd, char* data, size_t n) {
-  while (n > 0) {
-    const auto received = ::recv(fd, data, n, 0);
-    if (received <= 0) throw std::runtime_error("receive failed");
-    data += received;
-    n -= static_cast<size_t>(received);
-  }
-}
-
-// Bytes per second one TCP stream over 127.0.0.1 carries (one sender, one receiver thread).
-double tcp_loopback_bandwidth(int64_t total_bytes) {
-  const auto listener = listen_on_loopback(1);
-  constexpr size_t kChunk = 4 << 20;
-  double seconds = 0;
-  std::thread receiver([&] {
-    const int fd = ::accept(listener.fd, nullptr, nullptr);
-    std::vector<char> buffer(kChunk);
-    int64_t received = 0;
-    while (received < total_bytes) {
-      const auto n = ::recv(fd, buffer.data(), buffer.size(), 0);
-      if (n <= 0) break;
-      received += n;
-    }
-    ::close(fd);
-  });
-  const int fd = connect_to(listener);
-  std::vector<char> buffer(kChunk, 1);
-  const auto start = Clock::now();
-  int64_t sent = 0;
-  while (sent < total_bytes) {
-    const auto n = ::send(fd, buffer.data(), std::min<int64_t>(kChunk, total_bytes - sent), 0);
-    if (n <= 0) throw std::runtime_error("send failed");
-    sent += n;
-  }
-  ::close(fd);
-  receiver.join();
-  seconds = seconds_since(start);
-  ::close(listener.fd);
-  return static_cast<double>(total_bytes) / seconds;
-}
-
 // Bytes per second of raw TCP doing a PS exchange's round trips: one connection per shard, all
 // shards at once; each round sends the shard's bytes and waits for as many bytes back (an echo
 // server that does nothing else). The most any push-and-pull protocol could reach here.
 double tcp_round_trip_bandwidth(const std::vector<int64_t>& bytes_per_shard, int rounds) {
-  const auto listener = listen_on_loopback(static_cast<int>(bytes_per_shard.size()));
+  const cifar::bench::Listener listener(static_cast<int>(bytes_per_shard.size()));
   std::vector<std::thread> echoes;
   std::vector<int> clients;
   for (const auto bytes : bytes_per_shard) {
-    clients.push_back(connect_to(listener));
-    echoes.emplace_back([fd = ::accept(listener.fd, nullptr, nullptr), bytes, rounds] {
+    clients.push_back(listener.connect());
+    echoes.emplace_back([fd = listener.accept(), bytes, rounds] {
       std::vector<char> message(static_cast<size_t>(bytes));
       for (int r = 0; r < rounds; ++r) {
         receive_all(fd, message.data(), message.size());
@@ -149,7 +70,6 @@ double tcp_round_trip_bandwidth(const std::vector<int64_t>& bytes_per_shard, int
   const double seconds = seconds_since(start);
   for (auto& e : echoes) e.join();
   for (const int fd : clients) ::close(fd);
-  ::close(listener.fd);
   int64_t total = 0;
   for (const auto bytes : bytes_per_shard) total += 2 * bytes * rounds;
   return static_cast<double>(total) / seconds;
@@ -241,7 +161,8 @@ int main(int argc, char** argv) {
   auto tcp = [] {
     std::vector<double> runs;
     runs.reserve(3);
-    for (int i = 0; i < 3; ++i) runs.push_back(tcp_loopback_bandwidth(int64_t{2} << 30));
+    for (int i = 0; i < 3; ++i)
+      runs.push_back(cifar::bench::tcp_stream_bandwidth(int64_t{2} << 30, false));
     std::sort(runs.begin(), runs.end());
     return runs[1];
   };

@@ -1,5 +1,7 @@
 #include "dist/allreduce/gradient_buckets.h"
 
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/torch.h>
 
 #include <stdexcept>
@@ -39,36 +41,64 @@ GradientBuckets::GradientBuckets(const std::vector<torch::Tensor>& parameters,
                                  c10::intrusive_ptr<c10d::ProcessGroup> group,
                                  BucketOptions options, metrics::RuntimeMetrics* metrics)
     : parameters_(parameters),
+      grad_views_(parameters.size()),
       group_(std::move(group)),
       options_(options),
       metrics_(metrics),
-      where_(parameters.size()),
-      filled_(parameters.size(), false) {
+      bucket_of_(parameters.size()),
+      ready_(parameters.size(), false) {
+  torch::NoGradGuard no_grad;
   std::vector<int64_t> bytes;
   bytes.reserve(parameters_.size());
   for (const auto& p : parameters_) bytes.push_back(static_cast<int64_t>(p.nbytes()));
   for (auto& members : assign_buckets(bytes, options_.first_cap_bytes, options_.cap_bytes)) {
-    Bucket bucket;
     int64_t elements = 0;
-    for (size_t k = 0; k < members.size(); ++k) {
-      const auto p = members[k];
-      where_[p] = {buckets_.size(), k};
-      bucket.offsets.push_back(elements);
-      elements += parameters_[p].numel();
+    for (const auto p : members) elements += parameters_[p].numel();
+    Bucket bucket;
+    bucket.flat = torch::zeros({elements}, parameters_.front().options().requires_grad(false));
+    int64_t offset = 0;
+    for (const auto p : members) {
+      bucket_of_[p] = buckets_.size();
+      // The bucket's memory, but not an autograd view of it: the optimizer's zero_grad() may
+      // detach_() a .grad() in place, which views refuse.
+      grad_views_[p] = torch::empty({0}, bucket.flat.options())
+                           .set_(bucket.flat.storage(), offset, parameters_[p].sizes());
+      offset += parameters_[p].numel();
     }
     bucket.parameters = std::move(members);
-    bucket.flat = torch::zeros({elements}, parameters_.front().options().requires_grad(false));
     bytes_ += static_cast<int64_t>(bucket.flat.nbytes());
     buckets_.push_back(std::move(bucket));
   }
   for (size_t p = 0; p < parameters_.size(); ++p) {
-    hooks_.push_back(parameters_[p].register_hook(
-        [this, p](const torch::Tensor& grad) { on_gradient(p, grad); }));
+    point_grad_into_bucket(p);
+    // After AccumulateGrad has added this step's gradient into the view: the engine runs the
+    // node once per backward, with the gradient summed over every use of the parameter.
+    auto accumulator = torch::autograd::impl::grad_accumulator(parameters_[p]);
+    const auto key =
+        accumulator->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+            [this, p](const torch::autograd::variable_list& outputs,
+                      const torch::autograd::variable_list& /*inputs*/) {
+              on_gradient_ready(p);
+              return outputs;
+            }));
+    hooks_.emplace_back(std::move(accumulator), key);
   }
 }
 
 GradientBuckets::~GradientBuckets() {
-  for (size_t p = 0; p < parameters_.size(); ++p) parameters_[p].remove_hook(hooks_[p]);
+  for (auto& [accumulator, key] : hooks_) accumulator->del_post_hook(key);
+}
+
+void GradientBuckets::point_grad_into_bucket(size_t p) {
+  auto& grad = parameters_[p].mutable_grad();
+  if (grad.defined() && grad.data_ptr() == grad_views_[p].data_ptr()) return;
+  torch::NoGradGuard no_grad;
+  if (grad.defined()) {
+    grad_views_[p].copy_(grad);
+  } else {
+    grad_views_[p].zero_();
+  }
+  grad = grad_views_[p];
 }
 
 void GradientBuckets::begin_backward() {
@@ -76,24 +106,18 @@ void GradientBuckets::begin_backward() {
     b.missing = b.parameters.size();
     b.work.reset();
   }
-  std::fill(filled_.begin(), filled_.end(), false);
+  for (size_t p = 0; p < parameters_.size(); ++p) point_grad_into_bucket(p);
+  std::fill(ready_.begin(), ready_.end(), false);
   next_to_start_ = 0;
 }
 
-void GradientBuckets::on_gradient(size_t parameter, const torch::Tensor& grad) {
-  const auto [b, k] = where_[parameter];
-  auto& bucket = buckets_[b];
+void GradientBuckets::on_gradient_ready(size_t parameter) {
+  auto& bucket = buckets_[bucket_of_[parameter]];
   if (bucket.work) {
     throw std::logic_error("a gradient arrived for a bucket already being all-reduced");
   }
-  torch::NoGradGuard no_grad;
-  auto slot = bucket.flat.narrow(0, bucket.offsets[k], grad.numel());
-  if (filled_[parameter]) {
-    slot.add_(grad.reshape({-1}));  // a parameter used twice in the graph
-    return;
-  }
-  slot.copy_(grad.reshape({-1}));
-  filled_[parameter] = true;
+  if (ready_[parameter]) return;
+  ready_[parameter] = true;
   if (--bucket.missing == 0 && options_.overlap) start_ready_buckets();
 }
 
@@ -115,15 +139,8 @@ void GradientBuckets::start_ready_buckets() {
 
 void GradientBuckets::end_backward() {
   const auto backward_done = Clock::now();
-  // Parameters that got no gradient this step (unused branches) count as zero, on every rank.
-  for (size_t b = next_to_start_; b < buckets_.size(); ++b) {
-    auto& bucket = buckets_[b];
-    for (size_t k = 0; k < bucket.parameters.size(); ++k) {
-      const auto p = bucket.parameters[k];
-      if (!filled_[p]) bucket.flat.narrow(0, bucket.offsets[k], parameters_[p].numel()).zero_();
-    }
-    start(b);
-  }
+  torch::NoGradGuard no_grad;
+  for (size_t b = next_to_start_; b < buckets_.size(); ++b) start(b);
   for (auto& bucket : buckets_) {
     try {
       bucket.work->wait(options_.timeout);
@@ -136,18 +153,10 @@ void GradientBuckets::end_backward() {
   }
   const double wait = seconds_since(backward_done);
   const double span = seconds_since(first_started_);
-  torch::NoGradGuard no_grad;
-  for (auto& bucket : buckets_) {
-    for (size_t k = 0; k < bucket.parameters.size(); ++k) {
-      auto& param = parameters_[bucket.parameters[k]];
-      const auto mean = bucket.flat.narrow(0, bucket.offsets[k], param.numel()).view_as(param);
-      if (param.grad().defined()) {
-        param.mutable_grad().copy_(mean);
-      } else {
-        param.mutable_grad() = mean.clone();
-      }
-    }
-  }
+  totals_.steps += 1;
+  totals_.bytes += bytes_;
+  totals_.in_flight_seconds += span;
+  totals_.wait_seconds += wait;
   if (metrics_ != nullptr) metrics_->record_allreduce(bytes_, span, wait);
 }
 

@@ -53,7 +53,20 @@ class AllReduceDataParallel final : public train::DataParallel {
     ++verified_;
   }
 
-  [[nodiscard]] int64_t verified_steps() const { return verified_; }
+  void log_summary() const {
+    const auto& t = buckets_->totals();
+    if (t.steps == 0) return;
+    const auto steps = static_cast<double>(t.steps);
+    spdlog::info(
+        "rank {}: all-reduce {:.2f} MB per step, in flight {:.1f} ms per step, of which {:.1f} "
+        "ms waited after backward",
+        rank(), static_cast<double>(t.bytes) / steps / 1e6, 1e3 * t.in_flight_seconds / steps,
+        1e3 * t.wait_seconds / steps);
+    if (verify_every_ > 0) {
+      spdlog::info("rank {}: replicas bit-identical at all {} checks (every {} steps)", rank(),
+                   verified_, verify_every_);
+    }
+  }
 
  private:
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
@@ -77,10 +90,7 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config) {
   AllReduceDataParallel parallel(make_process_group(ar, backend), options,
                                  ar.verify_replicas_every);
   auto result = train::run_training(config, &parallel);
-  if (ar.verify_replicas_every > 0) {
-    spdlog::info("rank {}: replicas bit-identical at all {} checks (every {} steps)",
-                 parallel.rank(), parallel.verified_steps(), ar.verify_replicas_every);
-  }
+  parallel.log_summary();
   if (parallel.rank() == 0) train::write_done_marker(config, result.steps);
   return result;
 }
