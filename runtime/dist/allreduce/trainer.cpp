@@ -1,6 +1,7 @@
 #include "dist/allreduce/trainer.h"
 
 #include <spdlog/spdlog.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <memory>
@@ -89,7 +90,13 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config) {
   options.timeout = std::chrono::milliseconds(static_cast<int64_t>(ar.timeout_seconds * 1000));
   AllReduceDataParallel parallel(make_process_group(ar, backend), options,
                                  ar.verify_replicas_every);
-  auto result = train::run_training(config, &parallel);
+  auto rank_config = config;
+  if (config.device == "cuda") {
+    // Each local rank trains on its own GPU (more ranks than GPUs share them round-robin).
+    const auto gpus = static_cast<int>(torch::cuda::device_count());
+    rank_config.device = "cuda:" + std::to_string(gpus > 0 ? ar.local_rank % gpus : 0);
+  }
+  auto result = train::run_training(rank_config, &parallel);
   parallel.log_summary();
   if (parallel.rank() == 0) train::write_done_marker(config, result.steps);
   return result;
