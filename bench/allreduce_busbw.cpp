@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
   for (const auto& [bytes, per_op] : seconds) {
     const double algbw = static_cast<double>(bytes) / per_op;
     const double busbw = algbw * 2 * (world - 1) / world;
-    fmt::print("| {:.2f} MB | {:.2f} ms | {:.0f} | {:.0f} | {:.0f}% | {:.0f}% |\n",
+    fmt::print("| {:.2f} MiB | {:.2f} ms | {:.0f} | {:.0f} | {:.0f}% | {:.0f}% |\n",
                static_cast<double>(bytes) / (1 << 20), per_op * 1e3, algbw / 1e6, busbw / 1e6,
                100 * busbw / one, 100 * busbw / both);
   }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark of docs/BENCHMARKS.md in turn (about 50 minutes on 2 cores).
+# Runs every benchmark of docs/BENCHMARKS.md in turn (about 60 minutes on 2 cores).
 # Usage: bench/run_all.sh [build-dir]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -10,3 +10,5 @@ echo; echo "## 3. Fashion-MNIST accuracy"; bash "$here/fashion_accuracy.sh" "$bu
 echo; echo "## 4. Parameter server: push-and-pull vs TCP loopback"; "$build/bin/bench-ps-push-pull" 40
 echo; echo "## 5. Parameter server: images/s per mode"; bash "$here/ps_modes.sh" "$build"
 echo; echo "## 6. Parameter server: Fashion-MNIST accuracy per mode"; bash "$here/ps_accuracy.sh" "$build" 0.01
+echo; echo "## 7. All-reduce: two-rank step time"; bash "$here/allreduce_step.sh" "$build" 20
+echo; echo "## 8. All-reduce bus bandwidth"; "$build/bin/bench-allreduce-busbw" 2
