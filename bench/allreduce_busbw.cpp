@@ -12,9 +12,11 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <sstream>
 #include <string>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <vector>
@@ -73,12 +75,17 @@ std::map<int64_t, double> run_ranks(int world) {
     children.push_back(pid);
   }
   ::close(pipe_fds[1]);
+  std::string from_rank0;
+  std::array<char, 4096> chunk{};
+  for (ssize_t n = 0; (n = ::read(pipe_fds[0], chunk.data(), chunk.size())) > 0;) {
+    from_rank0.append(chunk.data(), static_cast<size_t>(n));
+  }
+  ::close(pipe_fds[0]);
   std::map<int64_t, double> seconds;
-  FILE* from_rank0 = ::fdopen(pipe_fds[0], "r");
-  long long bytes = 0;
+  std::istringstream lines(from_rank0);
+  int64_t bytes = 0;
   double per_op = 0;
-  while (std::fscanf(from_rank0, "%lld %lf", &bytes, &per_op) == 2) seconds[bytes] = per_op;
-  std::fclose(from_rank0);
+  while (lines >> bytes >> per_op) seconds[bytes] = per_op;
   for (const pid_t pid : children) {
     int status = 0;
     ::waitpid(pid, &status, 0);
@@ -87,9 +94,7 @@ std::map<int64_t, double> run_ranks(int world) {
   return seconds;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   cifar::train::keep_freed_memory_for_reuse();  // as cifar-train does in every process
   torch::set_num_threads(1);
@@ -99,6 +104,7 @@ int main(int argc, char** argv) {
   const int world = argc > 1 ? std::stoi(argv[1]) : 2;
   auto tcp = [](bool both) {
     std::vector<double> runs;
+    runs.reserve(3);
     for (int i = 0; i < 3; ++i)
       runs.push_back(cifar::bench::tcp_stream_bandwidth(int64_t{1} << 30, both));
     std::sort(runs.begin(), runs.end());
@@ -128,4 +134,15 @@ int main(int argc, char** argv) {
   }
   fmt::print("\nCommand: build/bin/bench-allreduce-busbw {}\n", world);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bench-allreduce-busbw: {}\n", e.what());
+    return 1;
+  }
 }

@@ -60,6 +60,7 @@ void on_ranks(int world, Body body) {
   options.master_port = cifar::testing::free_port();
   options.timeout_seconds = 30;
   std::vector<std::thread> ranks;
+  ranks.reserve(static_cast<size_t>(world));
   for (int r = 0; r < world; ++r) {
     ranks.emplace_back([&, r] {
       auto rank_options = options;
@@ -79,9 +80,8 @@ TEST(BroadcastCoalesced, EveryRankEndsWithRankZerosTensorsOfEveryDtype) {
     std::vector<torch::Tensor> tensors = {
         torch::randn({4, 5}), torch::randint(100, {3}, torch::kInt64), torch::randn({7}),
         torch::randn({2, 2}).to(torch::kFloat64)};
-    const auto views = tensors;  // the broadcast writes into the callers' tensors
-    broadcast_coalesced(group, tensors, std::chrono::seconds(30));
-    for (const auto& t : views) after[static_cast<size_t>(r)].push_back(t.clone());
+    broadcast_coalesced(group, tensors, std::chrono::seconds(30));  // writes into `tensors`
+    for (const auto& t : tensors) after[static_cast<size_t>(r)].push_back(t.clone());
   });
   torch::manual_seed(0);
   const std::vector<torch::Tensor> rank0 = {
