@@ -16,10 +16,16 @@
 namespace cifar::allreduce {
 namespace {
 
-std::vector<torch::Tensor> replica() {
-  torch::manual_seed(3);
-  return {torch::randn({64, 3, 3}), torch::randn({10}), torch::tensor({5}, torch::kInt64)};
+// Values from a generator of the caller's own: ranks are threads here, and torch's global
+// generator would be shared (and raced) by them.
+std::vector<torch::Tensor> random_tensors(uint64_t seed) {
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return {torch::randn({64, 3, 3}, generator), torch::randn({10}, generator),
+          torch::randint(100, {3}, generator, torch::kInt64),
+          torch::randn({2, 2}, generator, torch::kFloat64)};
 }
+
+std::vector<torch::Tensor> replica() { return random_tensors(3); }
 
 void flip_lowest_bit(torch::Tensor& t, int64_t element) {
   auto* bytes = static_cast<unsigned char*>(t.data_ptr()) + element * t.element_size();
@@ -41,7 +47,7 @@ TEST(BitwiseDigest, EqualForEqualBytesAndChangedByOneBitShapeOrDtype) {
   EXPECT_NE(bitwise_digest(reshaped), bitwise_digest(a));
 
   auto retyped = replica();
-  retyped[2] = retyped[2].to(torch::kFloat64);  // 5.0 has other bytes than 5 as well
+  retyped[2] = retyped[2].to(torch::kFloat64);  // the same values in other bytes
   EXPECT_NE(bitwise_digest(retyped), bitwise_digest(a));
   retyped[2] = retyped[2].to(torch::kInt64);
   EXPECT_EQ(bitwise_digest(retyped), bitwise_digest(a));
@@ -76,17 +82,11 @@ TEST(BroadcastCoalesced, EveryRankEndsWithRankZerosTensorsOfEveryDtype) {
   const int world = 3;
   std::vector<std::vector<torch::Tensor>> after(world);
   on_ranks(world, [&](int r, c10d::ProcessGroup& group) {
-    torch::manual_seed(r);  // each rank starts with its own values
-    std::vector<torch::Tensor> tensors = {
-        torch::randn({4, 5}), torch::randint(100, {3}, torch::kInt64), torch::randn({7}),
-        torch::randn({2, 2}).to(torch::kFloat64)};
+    auto tensors = random_tensors(static_cast<uint64_t>(r));        // each rank its own values
     broadcast_coalesced(group, tensors, std::chrono::seconds(30));  // writes into `tensors`
     for (const auto& t : tensors) after[static_cast<size_t>(r)].push_back(t.clone());
   });
-  torch::manual_seed(0);
-  const std::vector<torch::Tensor> rank0 = {
-      torch::randn({4, 5}), torch::randint(100, {3}, torch::kInt64), torch::randn({7}),
-      torch::randn({2, 2}).to(torch::kFloat64)};
+  const auto rank0 = random_tensors(0);
   for (const auto& tensors : after) {
     ASSERT_EQ(tensors.size(), rank0.size());
     for (size_t i = 0; i < rank0.size(); ++i) EXPECT_TRUE(tensors[i].equal(rank0[i])) << i;
