@@ -4,7 +4,7 @@ BUILD_DIR ?= build
 JOBS ?= 2
 WERROR ?= ON
 
-.PHONY: all deps configure build test demo bench format tidy clean
+.PHONY: all deps configure build control-plane test demo bench format tidy clean
 
 all: build
 
@@ -17,7 +17,12 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-test: build
+# The real etcd + kube-apiserver of the operator's integration tests, built from their Go modules
+# and cached outside the repo (10-20 minutes the first time, nothing after).
+control-plane: deps
+	bash tests/integration/control-plane/build.sh
+
+test: build control-plane
 	cd $(BUILD_DIR) && ctest -j2 --output-on-failure --timeout 900
 
 demo: build

@@ -5,7 +5,7 @@ set -euo pipefail
 
 APT_PACKAGES=(
   # toolchain
-  build-essential cmake ninja-build ccache pkg-config clang-format clang-tidy curl
+  build-essential cmake ninja-build ccache pkg-config clang-format clang-tidy curl openssl
   # runtime: LibTorch (CPU) and c10d's Gloo headers
   libtorch-dev libgloo-dev
   # Not libopenblas0-*: its 60 KB of static TLS, with glog's and torch's, no longer fits the

@@ -44,9 +44,9 @@ pid_t spawn_with_output(const std::vector<std::string>& argv, int fd) {
   posix_spawn_file_actions_adddup2(&actions, fd, STDERR_FILENO);
   pid_t pid = -1;
   auto args = c_argv(argv);
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) throw std::system_error(rc, std::generic_category(), "posix_spawn " + argv[0]);
+  if (rc != 0) throw std::system_error(rc, std::generic_category(), "posix_spawnp " + argv[0]);
   return pid;
 }
 

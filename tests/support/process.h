@@ -16,7 +16,7 @@ struct ProcessResult {
   std::string output;  // stdout and stderr, interleaved
 };
 
-// Runs `argv` to completion, capturing its output.
+// Runs `argv` to completion, capturing its output (argv[0] without a slash is looked up in PATH).
 ProcessResult run_process(const std::vector<std::string>& argv);
 
 // A child process with its output going to a file; killed (SIGKILL) if still running on

@@ -1,0 +1,220 @@
+// The CifarTrainJob CRD (deploy/crds/) installed in a real kube-apiserver: valid jobs are stored
+// with their defaults, invalid ones are refused by `kubectl apply` with a message naming the
+// problem, the status is a subresource, and `kubectl get ctj` shows the printer columns.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/support/process.h"
+
+namespace {
+
+using cifar::testing::ProcessResult;
+using cifar::testing::run_process;
+using cifar::testing::TempDir;
+
+const std::string kSource = CIFAR_SOURCE_DIR;
+
+ProcessResult kubectl(std::vector<std::string> args) {
+  const char* kubeconfig = std::getenv("CIFAR_KUBECONFIG");
+  if (kubeconfig == nullptr)
+    throw std::runtime_error("CIFAR_KUBECONFIG is not set (ctest sets it)");
+  args.insert(args.begin(), {"kubectl", "--kubeconfig", kubeconfig});
+  return run_process(args);
+}
+
+class CifarTrainJobCrd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const auto created = kubectl({"apply", "--server-side", "-f",
+                                  kSource + "/deploy/crds/cifartrain.io_cifartrainjobs.yaml"});
+    ASSERT_EQ(created.exit_code, 0) << created.output;
+    const auto established = kubectl({"wait", "--for=condition=Established", "--timeout=60s",
+                                      "crd/cifartrainjobs.cifartrain.io"});
+    ASSERT_EQ(established.exit_code, 0) << established.output;
+  }
+
+  // Applies `manifest` (YAML text) in namespace `namespace_`.
+  ProcessResult apply(const std::string& manifest) {
+    const auto path = dir_.path() / ("manifest-" + std::to_string(files_++) + ".yaml");
+    std::ofstream(path) << manifest;
+    return kubectl({"apply", "-n", namespace_, "-f", path.string()});
+  }
+
+  nlohmann::json get(const std::string& name) {
+    const auto got = kubectl({"get", "ctj", name, "-n", namespace_, "-o", "json"});
+    EXPECT_EQ(got.exit_code, 0) << got.output;
+    return nlohmann::json::parse(got.output);
+  }
+
+  void SetUp() override {
+    // A namespace per test: names never collide, whatever earlier tests left.
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    namespace_ = "crd-" + std::to_string(std::hash<std::string>{}(info->name()) % 1000000);
+    kubectl({"create", "namespace", namespace_});
+  }
+
+  TempDir dir_;
+  int files_ = 0;
+  std::string namespace_;
+};
+
+// A valid all-reduce job whose spec lines can be swapped for invalid ones.
+std::string job(const std::string& name, const std::string& spec) {
+  return "apiVersion: cifartrain.io/v1alpha1\nkind: CifarTrainJob\nmetadata:\n  name: " + name +
+         "\nspec:\n" + spec;
+}
+
+const std::string kValidSpec =
+    "  model: {name: resnet20}\n"
+    "  dataset: {name: synthetic}\n"
+    "  strategy: {type: AllReduce}\n"
+    "  replicaSpecs:\n"
+    "    Worker: {replicas: 2}\n";
+
+TEST_F(CifarTrainJobCrd, ExamplesAreStoredWithTheSchemaDefaults) {
+  for (const auto* example : {"ps-job.yaml", "allreduce-job.yaml"}) {
+    const auto applied =
+        kubectl({"apply", "-n", namespace_, "-f", kSource + "/deploy/examples/" + example});
+    EXPECT_EQ(applied.exit_code, 0) << example << ": " << applied.output;
+  }
+  const auto ps = get("resnet20-ps");
+  EXPECT_EQ(ps["spec"]["training"]["epochs"], 30);                // given
+  EXPECT_EQ(ps["spec"]["training"]["optimizer"]["name"], "sgd");  // defaults
+  EXPECT_EQ(ps["spec"]["training"]["learningRate"]["schedule"], "cosine");
+  EXPECT_EQ(ps["spec"]["runPolicy"]["restartPolicy"], "OnFailure");
+  EXPECT_EQ(ps["spec"]["runPolicy"]["backoffLimit"], 3);
+  EXPECT_EQ(ps["spec"]["checkpoint"]["keep"], 3);
+  EXPECT_EQ(ps["spec"]["strategy"]["parameterServer"]["mode"], "async");
+  EXPECT_FALSE(ps["spec"]["image"].get<std::string>().empty());
+  const auto ar = get("alexnet-allreduce");
+  EXPECT_EQ(ar["spec"]["strategy"]["allReduce"]["overlap"], true);
+  EXPECT_EQ(ar["spec"]["replicaSpecs"]["Worker"]["resources"]["limits"]["nvidia.com/gpu"], 1);
+  EXPECT_EQ(ar["spec"]["runPolicy"]["restartPolicy"], "ExitCode");
+}
+
+TEST_F(CifarTrainJobCrd, UnknownFieldsAreRefusedOrWithValidationOffPruned) {
+  const auto manifest = job("pruned", kValidSpec + "  notAField: 3\n");
+  // kubectl asks the server for strict field validation: a typo is an error, not lost silently.
+  const auto strict = apply(manifest);
+  EXPECT_NE(strict.exit_code, 0);
+  EXPECT_NE(strict.output.find("unknown field \"spec.notAField\""), std::string::npos)
+      << strict.output;
+  // Without it the structural schema prunes the field instead of storing it.
+  const auto path = dir_.path() / "unvalidated.yaml";
+  std::ofstream(path) << manifest;
+  const auto lax = kubectl({"apply", "-n", namespace_, "--validate=false", "-f", path.string()});
+  ASSERT_EQ(lax.exit_code, 0) << lax.output;
+  EXPECT_FALSE(get("pruned")["spec"].contains("notAField"));
+}
+
+struct InvalidCase {
+  const char* what;
+  std::string spec;
+  const char* message;  // kubectl's error must contain it
+};
+
+TEST_F(CifarTrainJobCrd, InvalidSpecsAreRefusedWithAMessageNamingTheProblem) {
+  const std::vector<InvalidCase> cases = {
+      {"two masters",
+       "  model: {name: resnet20}\n  dataset: {name: synthetic}\n  strategy: {type: AllReduce}\n"
+       "  replicaSpecs:\n    Master: {replicas: 2}\n",
+       "at most one Master"},
+      {"two evaluators",
+       "  model: {name: resnet20}\n  dataset: {name: synthetic}\n  strategy: {type: AllReduce}\n"
+       "  replicaSpecs:\n    Worker: {replicas: 1}\n    Evaluator: {replicas: 2}\n",
+       "at most one Evaluator"},
+      {"PS replicas with all-reduce", kValidSpec + "    PS: {replicas: 1}\n",
+       "replicaSpecs.PS needs strategy.type ParameterServer"},
+      {"parameter server without a PS",
+       "  model: {name: resnet20}\n  dataset: {name: synthetic}\n  strategy: {type: "
+       "ParameterServer}\n"
+       "  replicaSpecs:\n    Worker: {replicas: 2}\n",
+       "strategy ParameterServer needs replicaSpecs.PS.replicas >= 1"},
+      {"neither master nor workers",
+       "  model: {name: resnet20}\n  dataset: {name: synthetic}\n  strategy: {type: AllReduce}\n"
+       "  replicaSpecs:\n    Evaluator: {replicas: 1}\n",
+       "a job needs a Master or at least one Worker"},
+      {"half a GPU",
+       "  model: {name: resnet20}\n  dataset: {name: synthetic}\n  strategy: {type: AllReduce}\n"
+       "  replicaSpecs:\n    Worker:\n      replicas: 2\n      resources:\n"
+       "        limits: {nvidia.com/gpu: 500m}\n",
+       "nvidia.com/gpu must be a whole number of GPUs"},
+      {"all-reduce settings on a PS job",
+       "  model: {name: resnet20}\n  dataset: {name: synthetic}\n"
+       "  strategy: {type: ParameterServer, allReduce: {backend: gloo}}\n"
+       "  replicaSpecs:\n    PS: {replicas: 1}\n    Worker: {replicas: 2}\n",
+       "strategy.allReduce is only for strategy.type AllReduce"},
+      {"staleness outside ssp",
+       "  model: {name: resnet20}\n  dataset: {name: synthetic}\n"
+       "  strategy: {type: ParameterServer, parameterServer: {mode: async, staleness: 3}}\n"
+       "  replicaSpecs:\n    PS: {replicas: 1}\n    Worker: {replicas: 2}\n",
+       "staleness is only for mode ssp"},
+      {"unknown model", "  model: {name: vgg}\n" + kValidSpec.substr(kValidSpec.find("  dataset")),
+       "Unsupported value: \"vgg\""},
+      {"zero epochs", kValidSpec + "  training: {epochs: 0}\n",
+       "spec.training.epochs: Invalid value: 0: spec.training.epochs in body should be greater "
+       "than "
+       "or equal to 1"},
+      {"unknown restart policy", kValidSpec + "  runPolicy: {restartPolicy: Always}\n",
+       "Unsupported value: \"Always\""},
+      {"volume and download",
+       kValidSpec.substr(0, kValidSpec.find("  dataset")) +
+           "  dataset: {name: cifar10, volume: {claimName: d}, download: "
+           "{url: 'https://x/c.tgz', sha256: '" +
+           std::string(64, 'a') + "'}}\n" + kValidSpec.substr(kValidSpec.find("  strategy")),
+       "give either volume or download, not both"},
+      {"no strategy",
+       "  model: {name: resnet20}\n  dataset: {name: synthetic}\n  replicaSpecs: {}\n",
+       "spec.strategy: Required value"},
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    const auto name = "invalid-" + std::to_string(n++);
+    const auto applied = apply(job(name, c.spec));
+    EXPECT_NE(applied.exit_code, 0) << c.what << " was accepted";
+    EXPECT_NE(applied.output.find(c.message), std::string::npos)
+        << c.what << ": expected \"" << c.message << "\" in:\n"
+        << applied.output;
+    // Nothing was stored.
+    EXPECT_NE(kubectl({"get", "ctj", name, "-n", namespace_}).exit_code, 0) << c.what;
+  }
+}
+
+TEST_F(CifarTrainJobCrd, WholeGpusAreAcceptedAsNumbersOrStrings) {
+  const auto spec = [](const std::string& gpus) {
+    return "  model: {name: resnet20}\n  dataset: {name: synthetic}\n  strategy: {type: "
+           "AllReduce}\n"
+           "  replicaSpecs:\n    Worker:\n      replicas: 2\n      resources:\n"
+           "        limits: {nvidia.com/gpu: " +
+           gpus + ", cpu: 500m}\n";
+  };
+  EXPECT_EQ(apply(job("gpus-int", spec("2"))).exit_code, 0);
+  EXPECT_EQ(apply(job("gpus-string", spec("'4'"))).exit_code, 0);
+}
+
+TEST_F(CifarTrainJobCrd, StatusIsASubresourceShownByKubectlGet) {
+  ASSERT_EQ(apply(job("shown", kValidSpec)).exit_code, 0);
+  // Written through the main resource, status is ignored...
+  const auto ignored = kubectl({"patch", "ctj", "shown", "-n", namespace_, "--type=merge", "-p",
+                                R"({"status":{"state":"Succeeded"}})"});
+  EXPECT_EQ(ignored.exit_code, 0) << ignored.output;
+  EXPECT_FALSE(get("shown").contains("status"));
+  // ...and taken through the status subresource, as the operator writes it.
+  const auto patched = kubectl(
+      {"patch", "ctj", "shown", "-n", namespace_, "--subresource=status", "--type=merge", "-p",
+       R"({"status":{"state":"Running","progress":{"epoch":7,"testAccuracy":0.8125,"imagesPerSecond":1520.5}}})"});
+  ASSERT_EQ(patched.exit_code, 0) << patched.output;
+  const auto table = kubectl({"get", "ctj", "shown", "-n", namespace_});
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  for (const auto* column :
+       {"STATE", "EPOCH", "ACCURACY", "IMAGES/S", "AGE", "Running", "7", "0.8125", "1520.5"}) {
+    EXPECT_NE(table.output.find(column), std::string::npos) << column << " in:\n" << table.output;
+  }
+}
+
+}  // namespace
