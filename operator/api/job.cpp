@@ -1,0 +1,209 @@
+#include "api/job.h"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+namespace cifar::op {
+namespace {
+
+using nlohmann::json;
+
+// The member `key` of `object` as a T, `fallback` when absent; InvalidSpec when of another type.
+template <typename T>
+T member(const json& object, const char* key, T fallback, const std::string& path) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return fallback;
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    throw InvalidSpec(path + key, "has the wrong type (" + std::string(it->type_name()) + ")");
+  }
+}
+
+const json& object_at(const json& parent, const char* key, const std::string& path) {
+  static const json empty = json::object();
+  const auto it = parent.find(key);
+  if (it == parent.end() || it->is_null()) return empty;
+  if (!it->is_object()) throw InvalidSpec(path + key, "must be an object");
+  return *it;
+}
+
+std::optional<VolumeSource> volume(const json& parent, const std::string& path,
+                                   const std::string& default_mount) {
+  if (!parent.contains("volume")) return std::nullopt;
+  const auto& v = object_at(parent, "volume", path);
+  VolumeSource source{member<std::string>(v, "claimName", "", path + "volume."),
+                      member<std::string>(v, "path", default_mount, path + "volume.")};
+  if (source.claim_name.empty()) throw InvalidSpec(path + "volume.claimName", "is required");
+  return source;
+}
+
+int dataset_classes(const std::string& dataset) { return dataset == "cifar100" ? 100 : 10; }
+
+}  // namespace
+
+std::string_view role_name(Role role) {
+  switch (role) {
+    case Role::kPS:
+      return "ps";
+    case Role::kMaster:
+      return "master";
+    case Role::kWorker:
+      return "worker";
+    case Role::kEvaluator:
+      return "evaluator";
+  }
+  return "";
+}
+
+std::string_view replica_type(Role role) {
+  switch (role) {
+    case Role::kPS:
+      return "PS";
+    case Role::kMaster:
+      return "Master";
+    case Role::kWorker:
+      return "Worker";
+    case Role::kEvaluator:
+      return "Evaluator";
+  }
+  return "";
+}
+
+int64_t ReplicaSpec::gpus() const {
+  const auto limits = resources.find("limits");
+  if (limits == resources.end() || !limits->contains("nvidia.com/gpu")) return 0;
+  const auto& value = (*limits)["nvidia.com/gpu"];
+  if (value.is_number_integer()) return value.get<int64_t>();
+  const auto text = value.is_string() ? value.get<std::string>() : std::string();
+  if (text.empty() || !std::all_of(text.begin(), text.end(),
+                                   [](unsigned char c) { return std::isdigit(c) != 0; })) {
+    throw std::invalid_argument("nvidia.com/gpu must be a whole number of GPUs, not " +
+                                value.dump());
+  }
+  return std::stoll(text);
+}
+
+JobSpec parse_spec(const json& spec) {
+  if (!spec.is_object()) throw InvalidSpec("", "must be an object");
+  JobSpec s;
+  s.image = member<std::string>(spec, "image", "", "");
+  if (s.image.empty()) throw InvalidSpec("image", "is required");
+
+  const auto& model = object_at(spec, "model", "");
+  s.model = member<std::string>(model, "name", "", "model.");
+  if (s.model.empty()) throw InvalidSpec("model.name", "is required");
+  s.num_classes = member<int>(model, "numClasses", 0, "model.");
+
+  const auto& dataset = object_at(spec, "dataset", "");
+  s.dataset = member<std::string>(dataset, "name", "", "dataset.");
+  if (s.dataset.empty()) throw InvalidSpec("dataset.name", "is required");
+  s.dataset_volume = volume(dataset, "dataset.", "/data");
+  s.download = dataset.contains("download");
+  const auto& download = object_at(dataset, "download", "dataset.");
+  s.download_mirror = member<std::string>(download, "mirror", "", "dataset.download.");
+  if (s.download && s.dataset_volume) {
+    throw InvalidSpec("dataset", "give either volume or download, not both");
+  }
+  if (s.download && s.dataset != "cifar10" && s.dataset != "cifar100") {
+    throw InvalidSpec("dataset.download", "only cifar10 and cifar100 can be downloaded");
+  }
+  if (s.num_classes != 0 && s.dataset != "synthetic" &&
+      s.num_classes != dataset_classes(s.dataset)) {
+    throw InvalidSpec("model.numClasses",
+                      std::to_string(s.num_classes) + " does not match " + s.dataset + "'s " +
+                          std::to_string(dataset_classes(s.dataset)) + " classes");
+  }
+
+  const auto& training = object_at(spec, "training", "");
+  s.epochs = member(training, "epochs", s.epochs, "training.");
+  s.batch_size = member(training, "batchSize", s.batch_size, "training.");
+  const auto& optimizer = object_at(training, "optimizer", "training.");
+  s.optimizer = member(optimizer, "name", s.optimizer, "training.optimizer.");
+  s.momentum = member(optimizer, "momentum", s.momentum, "training.optimizer.");
+  s.nesterov = member(optimizer, "nesterov", s.nesterov, "training.optimizer.");
+  const auto& lr = object_at(training, "learningRate", "training.");
+  s.learning_rate = member(lr, "base", s.learning_rate, "training.learningRate.");
+  s.schedule = member(lr, "schedule", s.schedule, "training.learningRate.");
+  s.warmup_epochs = member(lr, "warmupEpochs", s.warmup_epochs, "training.learningRate.");
+  s.weight_decay = member(training, "weightDecay", s.weight_decay, "training.");
+  s.label_smoothing = member(training, "labelSmoothing", s.label_smoothing, "training.");
+  s.seed = member(training, "seed", s.seed, "training.");
+
+  const auto& strategy = object_at(spec, "strategy", "");
+  const auto type = member<std::string>(strategy, "type", "", "strategy.");
+  if (type != "ParameterServer" && type != "AllReduce") {
+    throw InvalidSpec("strategy.type", "must be ParameterServer or AllReduce, not '" + type + "'");
+  }
+  s.parameter_server = type == "ParameterServer";
+  const auto& ps = object_at(strategy, "parameterServer", "strategy.");
+  s.ps_mode = member(ps, "mode", s.ps_mode, "strategy.parameterServer.");
+  if (ps.contains("staleness")) {
+    s.staleness = member(ps, "staleness", 0, "strategy.parameterServer.");
+  }
+  const auto& ar = object_at(strategy, "allReduce", "strategy.");
+  s.backend = member(ar, "backend", s.backend, "strategy.allReduce.");
+  s.bucket_cap_mb = member(ar, "bucketCapMB", s.bucket_cap_mb, "strategy.allReduce.");
+  s.overlap = member(ar, "overlap", s.overlap, "strategy.allReduce.");
+
+  const auto& replica_specs = object_at(spec, "replicaSpecs", "");
+  for (const auto role : kRoles) {
+    const std::string key(replica_type(role));
+    const std::string path = "replicaSpecs." + key + ".";
+    const auto& r = object_at(replica_specs, key.c_str(), "replicaSpecs.");
+    ReplicaSpec replica;
+    replica.replicas = replica_specs.contains(key) ? member(r, "replicas", 1, path) : 0;
+    replica.resources = object_at(r, "resources", path);
+    replica.pod_template = object_at(r, "template", path);
+    try {
+      (void)replica.gpus();
+    } catch (const std::invalid_argument& e) {
+      throw InvalidSpec(path + "resources.limits", e.what());
+    }
+    s.replicas[role] = replica;
+  }
+  if (s.count(Role::kMaster) + s.count(Role::kWorker) == 0) {
+    throw InvalidSpec("replicaSpecs", "a job needs a Master or at least one Worker");
+  }
+  if (s.parameter_server != (s.count(Role::kPS) > 0)) {
+    throw InvalidSpec("replicaSpecs.PS", s.parameter_server
+                                             ? "strategy ParameterServer needs at least one PS"
+                                             : "PS replicas need strategy.type ParameterServer");
+  }
+  if (!s.parameter_server && s.backend == "nccl") {
+    for (const auto role : {Role::kMaster, Role::kWorker}) {
+      if (s.count(role) > 0 && s.replicas[role].gpus() == 0) {
+        throw InvalidSpec("strategy.allReduce.backend",
+                          "nccl needs nvidia.com/gpu in replicaSpecs." +
+                              std::string(replica_type(role)) + ".resources.limits");
+      }
+    }
+  }
+
+  const auto& checkpoint = object_at(spec, "checkpoint", "");
+  s.checkpoint_volume = volume(checkpoint, "checkpoint.", "/checkpoints");
+  s.checkpoint_every_steps =
+      member(checkpoint, "everySteps", s.checkpoint_every_steps, "checkpoint.");
+  s.keep_checkpoints = member(checkpoint, "keep", s.keep_checkpoints, "checkpoint.");
+
+  const auto& run = object_at(spec, "runPolicy", "");
+  s.restart_policy = member(run, "restartPolicy", s.restart_policy, "runPolicy.");
+  s.backoff_limit = member(run, "backoffLimit", s.backoff_limit, "runPolicy.");
+  if (run.contains("activeDeadlineSeconds")) {
+    s.active_deadline_seconds = member<int64_t>(run, "activeDeadlineSeconds", 0, "runPolicy.");
+  }
+  if (run.contains("ttlSecondsAfterFinished")) {
+    s.ttl_seconds_after_finished = member<int64_t>(run, "ttlSecondsAfterFinished", 0, "runPolicy.");
+  }
+  s.clean_pod_policy = member(run, "cleanPodPolicy", s.clean_pod_policy, "runPolicy.");
+  s.suspend = member(run, "suspend", s.suspend, "runPolicy.");
+  const auto& scheduling = object_at(run, "schedulingPolicy", "runPolicy.");
+  s.scheduler_name =
+      member<std::string>(scheduling, "schedulerName", "", "runPolicy.schedulingPolicy.");
+  s.priority_class =
+      member<std::string>(scheduling, "priorityClass", "", "runPolicy.schedulingPolicy.");
+  return s;
+}
+
+}  // namespace cifar::op

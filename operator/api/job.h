@@ -1,0 +1,105 @@
+// A CifarTrainJob (deploy/crds/) as typed C++: the spec read from the JSON the API server stores
+// (its schema defaults already applied; the same defaults are used for fields it lacks), and
+// InvalidSpec for what the schema cannot check, naming the field.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace cifar::op {
+
+enum class Role { kPS, kMaster, kWorker, kEvaluator };
+inline constexpr std::array<Role, 4> kRoles = {Role::kPS, Role::kMaster, Role::kWorker,
+                                               Role::kEvaluator};
+// "ps", "master", "worker", "evaluator": TF_CONFIG task types, pod names, label values.
+std::string_view role_name(Role role);
+// "PS", "Master", "Worker", "Evaluator": the keys of spec.replicaSpecs.
+std::string_view replica_type(Role role);
+
+struct ReplicaSpec {
+  int replicas = 0;
+  nlohmann::json resources = nlohmann::json::object();     // a core/v1 ResourceRequirements
+  nlohmann::json pod_template = nlohmann::json::object();  // fields merged into the pods
+  [[nodiscard]] int64_t gpus() const;                      // limits["nvidia.com/gpu"], 0 if none
+};
+
+struct VolumeSource {
+  std::string claim_name;  // a PersistentVolumeClaim
+  std::string path;        // where it is mounted
+};
+
+struct JobSpec {
+  std::string image;
+  std::string model;
+  int num_classes = 0;  // 0: the dataset's
+  std::string dataset;
+  std::optional<VolumeSource> dataset_volume;
+  bool download = false;        // the official archive, MD5-checked, into an emptyDir
+  std::string download_mirror;  // base URL instead of the official one
+
+  int epochs = 100;
+  int batch_size = 64;
+  std::string optimizer = "sgd";
+  double momentum = 0.9;
+  bool nesterov = true;
+  double learning_rate = 0.05;
+  std::string schedule = "cosine";
+  double warmup_epochs = 0;
+  double weight_decay = 0.0005;
+  double label_smoothing = 0;
+  int64_t seed = 1;
+
+  bool parameter_server = false;  // strategy.type ParameterServer (else AllReduce)
+  std::string ps_mode = "sync";
+  std::optional<int> staleness;
+  std::string backend = "auto";
+  double bucket_cap_mb = 25;
+  bool overlap = true;
+
+  std::map<Role, ReplicaSpec> replicas;           // every role, replicas 0 when absent
+  std::optional<VolumeSource> checkpoint_volume;  // none: an emptyDir
+  int64_t checkpoint_every_steps = 0;
+  int keep_checkpoints = 3;
+
+  std::string restart_policy = "OnFailure";  // Never | OnFailure | ExitCode
+  int backoff_limit = 3;
+  std::optional<int64_t> active_deadline_seconds;
+  std::optional<int64_t> ttl_seconds_after_finished;
+  std::string clean_pod_policy = "Running";
+  bool suspend = false;
+  std::string scheduler_name;
+  std::string priority_class;
+
+  [[nodiscard]] int count(Role role) const { return replicas.at(role).replicas; }
+};
+
+// A spec the operator cannot run: the job gets condition Failed, reason InvalidSpec, and this
+// message; nothing is created for it.
+class InvalidSpec : public std::runtime_error {
+ public:
+  InvalidSpec(const std::string& field, const std::string& problem)
+      : std::runtime_error("spec." + field + ": " + problem), field_(field) {}
+  [[nodiscard]] const std::string& field() const { return field_; }
+
+ private:
+  std::string field_;
+};
+
+// Reads `spec` (the object's .spec); throws InvalidSpec.
+JobSpec parse_spec(const nlohmann::json& spec);
+
+// The object a reconcile works on: identity and spec.
+struct Job {
+  std::string name;
+  std::string namespace_;
+  std::string uid;
+  JobSpec spec;
+};
+
+}  // namespace cifar::op

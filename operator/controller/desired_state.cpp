@@ -1,0 +1,227 @@
+#include "controller/desired_state.h"
+
+#include <sstream>
+
+namespace cifar::op {
+namespace {
+
+using nlohmann::json;
+
+std::string number(double value) {
+  std::ostringstream out;
+  out << value;  // shortest form that reads back: 0.05, 25, 1e-05
+  return out.str();
+}
+
+json owner_reference(const Job& job) {
+  return {{"apiVersion", "cifartrain.io/v1alpha1"},
+          {"kind", "CifarTrainJob"},
+          {"name", job.name},
+          {"uid", job.uid},
+          {"controller", true},
+          {"blockOwnerDeletion", true}};
+}
+
+json env_var(const std::string& name, const std::string& value) {
+  return {{"name", name}, {"value", value}};
+}
+
+bool is_trainer(Role role) { return role == Role::kMaster || role == Role::kWorker; }
+
+// All-reduce ranks: the master (if any) is rank 0, the workers follow in index order.
+int rank_of(const JobSpec& spec, Role role, int index) {
+  return role == Role::kMaster ? index : spec.count(Role::kMaster) + index;
+}
+
+std::string data_path(const JobSpec& spec) {
+  return spec.dataset_volume ? spec.dataset_volume->path : "/data";  // else an emptyDir
+}
+
+std::string checkpoint_path(const JobSpec& spec) {
+  return spec.checkpoint_volume ? spec.checkpoint_volume->path : "/checkpoints";
+}
+
+}  // namespace
+
+std::string pod_name(const Job& job, Role role, int index) {
+  return job.name + "-" + std::string(role_name(role)) + "-" + std::to_string(index);
+}
+
+std::string pod_host(const Job& job, Role role, int index) {
+  return pod_name(job, role, index) + "." + job.name + "." + job.namespace_ + ".svc";
+}
+
+std::string tf_config(const Job& job, Role role, int index) {
+  json cluster = json::object();
+  for (const auto r : kRoles) {
+    const int n = job.spec.count(r);
+    if (n == 0) continue;
+    auto& addresses = cluster[std::string(role_name(r))] = json::array();
+    for (int i = 0; i < n; ++i) {
+      addresses.push_back(pod_host(job, r, i) + ":" + std::to_string(kGrpcPort));
+    }
+  }
+  const json config = {{"cluster", cluster},
+                       {"task", {{"type", std::string(role_name(role))}, {"index", index}}}};
+  return config.dump();
+}
+
+std::vector<std::string> container_args(const Job& job, Role role) {
+  const auto& s = job.spec;
+  std::vector<std::string> a = {"--strategy",
+                                s.parameter_server ? "ps" : "allreduce",
+                                "-m",
+                                s.model,
+                                "-d",
+                                s.dataset,
+                                "--data-dir",
+                                data_path(s),
+                                "--model-dir",
+                                checkpoint_path(s) + "/" + job.name,
+                                "-e",
+                                std::to_string(s.epochs),
+                                "-b",
+                                std::to_string(s.batch_size),
+                                "--optimizer",
+                                s.optimizer,
+                                "--lr",
+                                number(s.learning_rate),
+                                "--momentum",
+                                number(s.momentum),
+                                "--weight-decay",
+                                number(s.weight_decay),
+                                "--schedule",
+                                s.schedule,
+                                "--warmup-epochs",
+                                number(s.warmup_epochs),
+                                "--label-smoothing",
+                                number(s.label_smoothing),
+                                "--seed",
+                                std::to_string(s.seed),
+                                "--keep-checkpoints",
+                                std::to_string(s.keep_checkpoints),
+                                "--metrics-port",
+                                std::to_string(kMetricsPort),
+                                "--progress",
+                                "lines"};
+  if (!s.nesterov) a.emplace_back("--no-nesterov");
+  if (s.num_classes > 0) a.insert(a.end(), {"--num-classes", std::to_string(s.num_classes)});
+  if (s.checkpoint_every_steps > 0) {
+    a.insert(a.end(), {"--checkpoint-every", std::to_string(s.checkpoint_every_steps)});
+  }
+  if (s.download) {
+    a.emplace_back("--download");
+    if (!s.download_mirror.empty()) a.insert(a.end(), {"--download-mirror", s.download_mirror});
+  }
+  if (s.replicas.at(role).gpus() > 0) a.insert(a.end(), {"-c", "cuda"});
+  if (s.parameter_server) {
+    a.insert(a.end(), {"--ps-mode", s.ps_mode});
+    if (s.staleness) a.insert(a.end(), {"--staleness", std::to_string(*s.staleness)});
+  } else {
+    a.insert(a.end(), {"--dist-backend", s.backend, "--bucket-cap-mb", number(s.bucket_cap_mb)});
+    if (!s.overlap) a.emplace_back("--no-overlap");
+  }
+  return a;
+}
+
+json job_labels(const Job& job) { return {{"cifartrain.io/job-name", job.name}}; }
+
+json replica_labels(const Job& job, Role role, int index) {
+  auto labels = job_labels(job);
+  labels["cifartrain.io/replica-type"] = std::string(role_name(role));
+  labels["cifartrain.io/replica-index"] = std::to_string(index);
+  return labels;
+}
+
+json desired_service(const Job& job) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata",
+           {{"name", job.name},
+            {"namespace", job.namespace_},
+            {"labels", job_labels(job)},
+            {"ownerReferences", json::array({owner_reference(job)})}}},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"publishNotReadyAddresses", true},
+            {"selector", job_labels(job)},
+            {"ports", json::array({{{"name", "grpc"}, {"port", kGrpcPort}},
+                                   {{"name", "c10d"}, {"port", kStorePort}},
+                                   {{"name", "metrics"}, {"port", kMetricsPort}}})}}}};
+}
+
+json desired_pod(const Job& job, Role role, int index) {
+  const auto& s = job.spec;
+  const auto& replica = s.replicas.at(role);
+  json env = json::array(
+      {env_var("TF_CONFIG", tf_config(job, role, index)),
+       env_var("CIFAR_JOB_NAME", job.name),
+       env_var("CIFAR_NAMESPACE", job.namespace_),
+       {{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}}});
+  if (!s.parameter_server && is_trainer(role)) {
+    const auto first = s.count(Role::kMaster) > 0 ? Role::kMaster : Role::kWorker;
+    env.push_back(env_var("MASTER_ADDR", pod_host(job, first, 0)));
+    env.push_back(env_var("MASTER_PORT", std::to_string(kStorePort)));
+    env.push_back(
+        env_var("WORLD_SIZE", std::to_string(s.count(Role::kMaster) + s.count(Role::kWorker))));
+    env.push_back(env_var("RANK", std::to_string(rank_of(s, role, index))));
+    env.push_back(env_var("LOCAL_RANK", "0"));  // one rank per pod
+  }
+  json container = {
+      {"name", "cifar-train"},
+      {"image", s.image},
+      {"command", json::array({"cifar-train"})},
+      {"args", container_args(job, role)},
+      {"env", env},
+      {"ports", json::array({{{"name", "grpc"}, {"containerPort", kGrpcPort}},
+                             {{"name", "c10d"}, {"containerPort", kStorePort}},
+                             {{"name", "metrics"}, {"containerPort", kMetricsPort}}})},
+      {"resources", replica.resources},
+      {"volumeMounts", json::array({{{"name", "checkpoints"}, {"mountPath", checkpoint_path(s)}},
+                                    {{"name", "data"}, {"mountPath", data_path(s)}}})}};
+  json volumes = json::array();
+  volumes.push_back(
+      s.checkpoint_volume
+          ? json{{"name", "checkpoints"},
+                 {"persistentVolumeClaim", {{"claimName", s.checkpoint_volume->claim_name}}}}
+          : json{{"name", "checkpoints"}, {"emptyDir", json::object()}});
+  volumes.push_back(s.dataset_volume
+                        ? json{{"name", "data"},
+                               {"persistentVolumeClaim",
+                                {{"claimName", s.dataset_volume->claim_name}, {"readOnly", true}}}}
+                        : json{{"name", "data"}, {"emptyDir", json::object()}});
+
+  // The template first, the job's own fields over it: names, labels, env and the container are
+  // what the other replicas rely on, so a template cannot change them.
+  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
+  pod["metadata"] = replica.pod_template.value("metadata", json::object());
+  pod["spec"] = replica.pod_template.value("spec", json::object());
+  auto& metadata = pod["metadata"];
+  metadata["name"] = pod_name(job, role, index);
+  metadata["namespace"] = job.namespace_;
+  if (!metadata.contains("labels")) metadata["labels"] = json::object();
+  metadata["labels"].update(replica_labels(job, role, index));
+  metadata["ownerReferences"] = json::array({owner_reference(job)});
+  auto& spec = pod["spec"];
+  spec["hostname"] = pod_name(job, role, index);
+  spec["subdomain"] = job.name;
+  // The kubelet restarts in place only for OnFailure; Never and ExitCode pods are recreated
+  // (or not) by the operator, which counts them against backoffLimit.
+  spec["restartPolicy"] = s.restart_policy == "OnFailure" ? "OnFailure" : "Never";
+  if (!s.scheduler_name.empty()) spec["schedulerName"] = s.scheduler_name;
+  if (!s.priority_class.empty()) spec["priorityClassName"] = s.priority_class;
+  spec["containers"] = json::array({container});
+  if (!spec.contains("volumes")) spec["volumes"] = json::array();
+  for (auto& v : volumes) spec["volumes"].push_back(v);
+  return pod;
+}
+
+std::vector<json> desired_pods(const Job& job) {
+  std::vector<json> pods;
+  for (const auto role : kRoles) {
+    for (int i = 0; i < job.spec.count(role); ++i) pods.push_back(desired_pod(job, role, i));
+  }
+  return pods;
+}
+
+}  // namespace cifar::op

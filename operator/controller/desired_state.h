@@ -1,0 +1,39 @@
+// What a CifarTrainJob should consist of, as pure functions of the job (DESIGN.md, "Pods and
+// names" and "Env the operator injects"): one headless Service and a pod per replica. The
+// reconcile compares these with what it observes; nothing here talks to a server.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "api/job.h"
+
+namespace cifar::op {
+
+inline constexpr int kGrpcPort = 2222;
+inline constexpr int kStorePort = 29500;  // c10d TCPStore on the all-reduce master
+inline constexpr int kMetricsPort = 9464;
+
+// "<job>-<role>-<index>", the pod's name and hostname.
+std::string pod_name(const Job& job, Role role, int index);
+// "<job>-<role>-<index>.<job>.<namespace>.svc": a peer's DNS name through the headless Service.
+std::string pod_host(const Job& job, Role role, int index);
+
+// The TF_CONFIG of replica (role, index): every role's addresses (grpc port), then this task.
+std::string tf_config(const Job& job, Role role, int index);
+
+// cifar-train's arguments for the job's spec (the same for every replica: the role comes from
+// TF_CONFIG, ranks from the PyTorch env).
+std::vector<std::string> container_args(const Job& job, Role role);
+
+// The labels every object of the job carries, and the selector of one replica's pod.
+nlohmann::json job_labels(const Job& job);
+nlohmann::json replica_labels(const Job& job, Role role, int index);
+
+nlohmann::json desired_service(const Job& job);
+nlohmann::json desired_pod(const Job& job, Role role, int index);
+// Every replica's pod, PS first, then master, workers, evaluator.
+std::vector<nlohmann::json> desired_pods(const Job& job);
+
+}  // namespace cifar::op

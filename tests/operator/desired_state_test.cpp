@@ -1,0 +1,199 @@
+// The objects a CifarTrainJob should consist of, and the contract with the runtime: the
+// TF_CONFIG, env and arguments the operator gives a pod are read back by cifar-train's own
+// parsers (cluster::parse_tf_config, cli::parse_command_line) as the intended role and rank.
+#include "controller/desired_state.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "cli/options.h"
+#include "cluster/cluster.h"
+
+namespace cifar::op {
+namespace {
+
+using nlohmann::json;
+
+Job make_job(const json& spec) {
+  auto full = json::parse(R"({"image": "cifar-train:test", "model": {"name": "resnet20"},
+                              "dataset": {"name": "cifar10"}})");
+  full.update(spec);
+  return Job{"mnist", "team", "uid-1", parse_spec(full)};
+}
+
+Job ps_job() {
+  return make_job(json::parse(R"({
+    "strategy": {"type": "ParameterServer", "parameterServer": {"mode": "async"}},
+    "replicaSpecs": {"PS": {"replicas": 1}, "Master": {"replicas": 1}, "Worker": {"replicas": 2},
+                     "Evaluator": {"replicas": 1}}})"));
+}
+
+Job allreduce_job() {
+  return make_job(json::parse(R"({
+    "strategy": {"type": "AllReduce", "allReduce": {"backend": "gloo", "overlap": false}},
+    "replicaSpecs": {"Worker": {"replicas": 3}, "Evaluator": {"replicas": 1}},
+    "runPolicy": {"restartPolicy": "ExitCode"}})"));
+}
+
+std::string env_of(const json& pod, const std::string& name) {
+  for (const auto& e : pod["spec"]["containers"][0]["env"]) {
+    if (e["name"] == name) return e.contains("value") ? e["value"].get<std::string>() : "(ref)";
+  }
+  return "";
+}
+
+TEST(DesiredState, OneHeadlessServiceWithTheJobsPorts) {
+  const auto service = desired_service(ps_job());
+  EXPECT_EQ(service["metadata"]["name"], "mnist");
+  EXPECT_EQ(service["metadata"]["namespace"], "team");
+  EXPECT_EQ(service["spec"]["clusterIP"], "None");
+  EXPECT_EQ(service["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(service["spec"]["selector"], json({{"cifartrain.io/job-name", "mnist"}}));
+  EXPECT_EQ(service["spec"]["ports"].dump(),
+            R"([{"name":"grpc","port":2222},{"name":"c10d","port":29500},)"
+            R"({"name":"metrics","port":9464}])");
+  EXPECT_EQ(service["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+}
+
+TEST(DesiredState, APodPerReplicaWithNamesHostnamesLabelsAndOwner) {
+  const auto pods = desired_pods(ps_job());
+  std::vector<std::string> names;
+  for (const auto& p : pods) names.push_back(p["metadata"]["name"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"mnist-ps-0", "mnist-master-0", "mnist-worker-0",
+                                             "mnist-worker-1", "mnist-evaluator-0"}));
+  const auto& worker1 = pods[3];
+  EXPECT_EQ(worker1["spec"]["hostname"], "mnist-worker-1");
+  EXPECT_EQ(worker1["spec"]["subdomain"], "mnist");
+  EXPECT_EQ(worker1["metadata"]["labels"], json({{"cifartrain.io/job-name", "mnist"},
+                                                 {"cifartrain.io/replica-type", "worker"},
+                                                 {"cifartrain.io/replica-index", "1"}}));
+  const auto& owner = worker1["metadata"]["ownerReferences"][0];
+  EXPECT_EQ(owner["kind"], "CifarTrainJob");
+  EXPECT_EQ(owner["apiVersion"], "cifartrain.io/v1alpha1");
+  EXPECT_EQ(owner["controller"], true);
+  EXPECT_EQ(worker1["spec"]["restartPolicy"], "OnFailure");
+  EXPECT_EQ(env_of(worker1, "CIFAR_JOB_NAME"), "mnist");
+  EXPECT_EQ(env_of(worker1, "CIFAR_NAMESPACE"), "team");
+  EXPECT_EQ(env_of(worker1, "POD_NAME"), "(ref)");
+  EXPECT_EQ(env_of(worker1, "MASTER_ADDR"), "");  // PS jobs: TF_CONFIG only
+}
+
+TEST(DesiredState, TheExactTfConfig) {
+  EXPECT_EQ(
+      tf_config(ps_job(), Role::kWorker, 1),
+      R"({"cluster":{"evaluator":["mnist-evaluator-0.mnist.team.svc:2222"],)"
+      R"("master":["mnist-master-0.mnist.team.svc:2222"],)"
+      R"("ps":["mnist-ps-0.mnist.team.svc:2222"],)"
+      R"("worker":["mnist-worker-0.mnist.team.svc:2222","mnist-worker-1.mnist.team.svc:2222"]},)"
+      R"("task":{"index":1,"type":"worker"}})");
+}
+
+TEST(DesiredState, TheRuntimeReadsEveryPodsTfConfigAsThatPodsTask) {
+  const auto job = ps_job();
+  for (const auto& pod : desired_pods(job)) {
+    const auto parsed = cluster::parse_tf_config(env_of(pod, "TF_CONFIG"));
+    EXPECT_EQ(cluster::role_name(parsed.role),
+              pod["metadata"]["labels"]["cifartrain.io/replica-type"]);
+    EXPECT_EQ(std::to_string(parsed.index),
+              pod["metadata"]["labels"]["cifartrain.io/replica-index"]);
+    EXPECT_EQ(parsed.cluster.worker.size(), 2U);
+    EXPECT_EQ(parsed.cluster.ps.at(0), "mnist-ps-0.mnist.team.svc:2222");
+  }
+}
+
+// Runs cifar-train's command-line parser on `pod`'s arguments with its env set, as the
+// container would.
+train::TrainConfig runtime_config(const json& pod) {
+  const auto& container = pod["spec"]["containers"][0];
+  std::vector<std::string> names;
+  for (const auto& e : container["env"]) {
+    if (!e.contains("value")) continue;
+    names.push_back(e["name"]);
+    setenv(names.back().c_str(), e["value"].get<std::string>().c_str(), 1);
+  }
+  std::vector<std::string> args = {"cifar-train"};
+  for (const auto& a : container["args"]) args.push_back(a);
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  const auto parsed = cli::parse_command_line(static_cast<int>(argv.size()), argv.data());
+  for (const auto& name : names) unsetenv(name.c_str());
+  if (!parsed.config) throw std::runtime_error("cifar-train refused the arguments");
+  return *parsed.config;
+}
+
+TEST(DesiredState, CifarTrainParsesAPsPodsArgumentsAsTheSpecSays) {
+  const auto job = ps_job();
+  const auto config = runtime_config(desired_pod(job, Role::kWorker, 1));
+  EXPECT_EQ(config.model, "resnet20");
+  EXPECT_EQ(config.epochs, 100);
+  EXPECT_EQ(config.batch_size, 64);
+  EXPECT_EQ(config.model_dir, "/checkpoints/mnist");
+  EXPECT_EQ(config.data_dir, "/data");
+  EXPECT_EQ(config.distributed.strategy, "ps");
+  EXPECT_EQ(config.distributed.ps.mode, "async");
+  EXPECT_TRUE(config.distributed.enabled);
+  EXPECT_EQ(config.distributed.job.role, cluster::Role::kWorker);
+  EXPECT_EQ(config.distributed.job.index, 1);
+  EXPECT_EQ(config.device, "cpu");
+}
+
+TEST(DesiredState, AllReducePodsGetRanksAndTheRuntimeReadsThem) {
+  const auto job = allreduce_job();
+  for (int i = 0; i < 3; ++i) {
+    const auto pod = desired_pod(job, Role::kWorker, i);
+    EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");  // ExitCode: the operator recreates
+    EXPECT_EQ(env_of(pod, "MASTER_ADDR"), "mnist-worker-0.mnist.team.svc");
+    EXPECT_EQ(env_of(pod, "WORLD_SIZE"), "3");
+    const auto config = runtime_config(pod);
+    EXPECT_EQ(config.distributed.strategy, "allreduce");
+    EXPECT_EQ(config.distributed.allreduce.rank, i);
+    EXPECT_EQ(config.distributed.allreduce.world_size, 3);
+    EXPECT_EQ(config.distributed.allreduce.master_addr, "mnist-worker-0.mnist.team.svc");
+    EXPECT_EQ(config.distributed.allreduce.master_port, 29500);
+    EXPECT_EQ(config.distributed.allreduce.backend, "gloo");
+    EXPECT_FALSE(config.distributed.allreduce.overlap);
+  }
+  const auto evaluator = desired_pod(job, Role::kEvaluator, 0);
+  EXPECT_EQ(env_of(evaluator, "RANK"), "");  // not a rank: it follows the checkpoints
+  EXPECT_EQ(runtime_config(evaluator).distributed.job.role, cluster::Role::kEvaluator);
+}
+
+TEST(DesiredState, GpusAndSchedulingReachThePod) {
+  auto job = make_job(json::parse(R"({
+    "strategy": {"type": "AllReduce", "allReduce": {"backend": "nccl"}},
+    "replicaSpecs": {"Master": {"replicas": 1, "resources": {"limits": {"nvidia.com/gpu": 1}}},
+                     "Worker": {"replicas": 1, "resources": {"limits": {"nvidia.com/gpu": 1}}}},
+    "runPolicy": {"restartPolicy": "Never",
+                  "schedulingPolicy": {"schedulerName": "volcano", "priorityClass": "high"}}})"));
+  const auto pod = desired_pod(job, Role::kWorker, 0);
+  EXPECT_EQ(env_of(pod, "RANK"), "1");  // after the master
+  EXPECT_EQ(env_of(pod, "MASTER_ADDR"), "mnist-master-0.mnist.team.svc");
+  EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], 1);
+  EXPECT_EQ(pod["spec"]["schedulerName"], "volcano");
+  EXPECT_EQ(pod["spec"]["priorityClassName"], "high");
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");
+  const auto args = pod["spec"]["containers"][0]["args"].get<std::vector<std::string>>();
+  const auto cuda = std::find(args.begin(), args.end(), "-c");
+  ASSERT_NE(cuda, args.end());
+  EXPECT_EQ(*(cuda + 1), "cuda");
+}
+
+TEST(DesiredState, ATemplateAddsToThePodButCannotChangeItsIdentity) {
+  auto job = make_job(json::parse(R"({
+    "strategy": {"type": "AllReduce"},
+    "replicaSpecs": {"Worker": {"replicas": 1, "template": {
+      "metadata": {"labels": {"team": "vision", "cifartrain.io/job-name": "other"}},
+      "spec": {"nodeSelector": {"pool": "gpu"}, "hostname": "x", "volumes": [{"name": "extra", "emptyDir": {}}]}}}}})"));
+  const auto pod = desired_pod(job, Role::kWorker, 0);
+  EXPECT_EQ(pod["metadata"]["labels"]["team"], "vision");
+  EXPECT_EQ(pod["metadata"]["labels"]["cifartrain.io/job-name"], "mnist");
+  EXPECT_EQ(pod["spec"]["nodeSelector"]["pool"], "gpu");
+  EXPECT_EQ(pod["spec"]["hostname"], "mnist-worker-0");
+  std::vector<std::string> volumes;
+  for (const auto& v : pod["spec"]["volumes"]) volumes.push_back(v["name"]);
+  EXPECT_EQ(volumes, (std::vector<std::string>{"extra", "checkpoints", "data"}));
+}
+
+}  // namespace
+}  // namespace cifar::op
