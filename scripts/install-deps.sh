@@ -14,6 +14,8 @@ APT_PACKAGES=(
   # runtime libraries
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libcurl4-openssl-dev libarchive-dev libssl-dev zlib1g-dev
+  # operator: Kubernetes client over HTTP (cpprestsdk), kubeconfig (yaml-cpp)
+  libcpprest-dev libyaml-cpp-dev
   # parameter server: gRPC + protobuf
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   # tests

@@ -1,0 +1,234 @@
+#include "kube/client.h"
+
+#include <cpprest/containerstream.h>
+#include <cpprest/http_client.h>
+
+#include <boost/asio/ssl.hpp>
+#include <thread>
+
+namespace cifar::kube {
+namespace {
+
+using nlohmann::json;
+namespace http = web::http;
+
+std::string encode(const std::string& value) {
+  return utility::conversions::to_utf8string(
+      web::uri::encode_data_string(utility::conversions::to_string_t(value)));
+}
+
+http::client::http_client_config make_config(const ClusterAccess& access,
+                                             std::chrono::seconds timeout) {
+  http::client::http_client_config config;
+  config.set_timeout(timeout);
+  config.set_validate_certificates(!access.insecure_skip_tls_verify);
+  config.set_ssl_context_callback([access](boost::asio::ssl::context& context) {
+    if (access.ca_pem.empty()) {
+      context.set_default_verify_paths();
+    } else {
+      context.add_certificate_authority(boost::asio::buffer(access.ca_pem));
+    }
+    if (!access.client_cert_pem.empty()) {
+      context.use_certificate_chain(boost::asio::buffer(access.client_cert_pem));
+      context.use_private_key(boost::asio::buffer(access.client_key_pem),
+                              boost::asio::ssl::context::pem);
+    }
+  });
+  return config;
+}
+
+http::http_request make_request(const std::string& method, const std::string& uri,
+                                const ClusterAccess& access) {
+  http::http_request request(utility::conversions::to_string_t(method));
+  request.set_request_uri(utility::conversions::to_string_t(uri));
+  request.headers().add(U("Accept"), U("application/json"));
+  if (!access.bearer_token.empty()) {
+    request.headers().add(U("Authorization"),
+                          utility::conversions::to_string_t("Bearer " + access.bearer_token));
+  }
+  return request;
+}
+
+// The server's Status object as an ApiError.
+ApiError api_error(const std::string& what, int status, const std::string& body) {
+  std::string reason = "Status" + std::to_string(status);
+  std::string message = body;
+  const auto parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_object()) {
+    reason = parsed.value("reason", reason);
+    message = parsed.value("message", message);
+  }
+  return {status, reason, what + ": " + std::to_string(status) + " " + reason + ": " + message};
+}
+
+std::string query(const ListOptions& options, bool watch, std::chrono::seconds timeout) {
+  std::string q;
+  auto add = [&q](const std::string& key, const std::string& value) {
+    q += (q.empty() ? "?" : "&") + key + "=" + encode(value);
+  };
+  if (!options.label_selector.empty()) add("labelSelector", options.label_selector);
+  if (!options.field_selector.empty()) add("fieldSelector", options.field_selector);
+  if (!options.resource_version.empty()) add("resourceVersion", options.resource_version);
+  if (watch) {
+    add("watch", "1");
+    add("allowWatchBookmarks", "true");
+    add("timeoutSeconds", std::to_string(timeout.count()));
+  }
+  return q;
+}
+
+}  // namespace
+
+ResourcePath ResourcePath::named(const std::string& object_name) const {
+  auto p = *this;
+  p.name = object_name;
+  return p;
+}
+
+ResourcePath ResourcePath::in(const std::string& ns) const {
+  auto p = *this;
+  p.namespace_ = ns;
+  return p;
+}
+
+ResourcePath ResourcePath::sub(const std::string& subresource_name) const {
+  auto p = *this;
+  p.subresource = subresource_name;
+  return p;
+}
+
+std::string ResourcePath::str() const {
+  std::string s = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+  if (!namespace_.empty()) s += "/namespaces/" + namespace_;
+  s += "/" + plural;
+  if (!name.empty()) s += "/" + name;
+  if (!subresource.empty()) s += "/" + subresource;
+  return s;
+}
+
+ResourcePath pods(const std::string& ns) { return {"", "v1", "pods", ns, "", ""}; }
+ResourcePath services(const std::string& ns) { return {"", "v1", "services", ns, "", ""}; }
+ResourcePath events(const std::string& ns) { return {"", "v1", "events", ns, "", ""}; }
+ResourcePath leases(const std::string& ns) {
+  return {"coordination.k8s.io", "v1", "leases", ns, "", ""};
+}
+ResourcePath cifartrainjobs(const std::string& ns) {
+  return {"cifartrain.io", "v1alpha1", "cifartrainjobs", ns, "", ""};
+}
+
+class Client::Http {
+ public:
+  explicit Http(const ClusterAccess& access)
+      : client(utility::conversions::to_string_t(access.server),
+               make_config(access, std::chrono::seconds(30))) {}
+  http::client::http_client client;
+};
+
+Client::Client(ClusterAccess access, std::string field_manager)
+    : access_(std::move(access)),
+      field_manager_(std::move(field_manager)),
+      http_(std::make_unique<Http>(access_)) {}
+
+Client::~Client() = default;
+
+json Client::call(const std::string& method, const std::string& uri,
+                  const std::string& content_type, const std::string& body) {
+  auto request = make_request(method, uri, access_);
+  if (!body.empty()) request.set_body(body, content_type);
+  const auto what = method + " " + uri;
+  try {
+    auto response = http_->client.request(request).get();
+    const auto text = response.extract_utf8string(true).get();
+    if (response.status_code() >= 400) throw api_error(what, response.status_code(), text);
+    return text.empty() ? json() : json::parse(text);
+  } catch (const http::http_exception& e) {
+    throw ApiError(0, "Unreachable", what + ": " + access_.server + " did not answer: " + e.what());
+  }
+}
+
+json Client::get(const ResourcePath& path) { return call("GET", path.str(), "", ""); }
+
+json Client::list(const ResourcePath& path, const ListOptions& options) {
+  return call("GET", path.str() + query(options, false, {}), "", "");
+}
+
+json Client::create(const ResourcePath& path, const json& object) {
+  return call("POST", path.str(), "application/json", object.dump());
+}
+
+json Client::replace(const ResourcePath& path, const json& object) {
+  return call("PUT", path.str(), "application/json", object.dump());
+}
+
+json Client::patch(const ResourcePath& path, const json& patch, PatchType type) {
+  if (type == PatchType::kMerge) {
+    return call("PATCH", path.str(), "application/merge-patch+json", patch.dump());
+  }
+  return call("PATCH", path.str() + "?fieldManager=" + encode(field_manager_) + "&force=true",
+              "application/apply-patch+yaml", patch.dump());  // JSON is YAML
+}
+
+void Client::remove(const ResourcePath& path, const std::string& propagation) {
+  const json options = {
+      {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", propagation}};
+  call("DELETE", path.str(), "application/json", options.dump());
+}
+
+void Client::watch(const ResourcePath& path, const ListOptions& options,
+                   const std::function<bool(const WatchEvent&)>& on_event,
+                   const std::atomic<bool>& stop, std::chrono::seconds timeout) {
+  const auto uri = path.str() + query(options, true, timeout);
+  const auto what = "WATCH " + uri;
+  // Its own client: a watch outlives the usual request timeout.
+  http::client::http_client client(utility::conversions::to_string_t(access_.server),
+                                   make_config(access_, timeout + std::chrono::seconds(30)));
+  pplx::cancellation_token_source cancel;
+  // Waits for `task` unless `stop` is set first (then the request is cancelled).
+  auto wait = [&](auto& task) {
+    while (!task.is_done()) {
+      if (stop.load()) {
+        cancel.cancel();
+        try {
+          task.wait();  // observed, or pplx aborts the process over an unobserved exception
+        } catch (...) {  // NOLINT(bugprone-empty-catch): cancelled on purpose
+        }
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  };
+  try {
+    auto request = client.request(make_request("GET", uri, access_), cancel.get_token());
+    if (!wait(request)) return;
+    auto response = request.get();
+    if (response.status_code() >= 400) {
+      throw api_error(what, response.status_code(), response.extract_utf8string(true).get());
+    }
+    auto body = response.body();
+    while (true) {
+      concurrency::streams::container_buffer<std::string> line;
+      auto read = body.read_line(line);
+      if (!wait(read)) return;
+      if (read.get() == 0 && body.is_eof()) return;  // the server ended the watch
+      const auto& text = line.collection();
+      if (text.empty()) continue;
+      const auto event = json::parse(text);
+      WatchEvent e{event.value("type", ""), event.value("object", json::object())};
+      if (e.type == "ERROR") {
+        const int code = e.object.value("code", 500);
+        throw ApiError(
+            code, e.object.value("reason", "Error"),
+            what + ": " + std::to_string(code) + " " + e.object.value("message", e.object.dump()));
+      }
+      if (!on_event(e)) return;
+    }
+  } catch (const http::http_exception& e) {
+    if (stop.load()) return;
+    throw ApiError(0, "Unreachable", what + ": " + e.what());
+  } catch (const pplx::task_canceled&) {
+    return;
+  }
+}
+
+}  // namespace cifar::kube

@@ -1,0 +1,102 @@
+// A Kubernetes API client over cpprestsdk: typed errors from the server's Status objects, the
+// verbs a controller needs (get, list, create, merge or server-side-apply patch, delete, the
+// status subresource) and watch as a stream of events. Objects are nlohmann::json; paths are
+// built by ResourcePath. Thread-safe: every call is one HTTP request on a shared client.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "kube/kubeconfig.h"
+
+namespace cifar::kube {
+
+// A resource type, and optionally one object of it: /api/v1/namespaces/ns/pods/name,
+// /apis/group/version/namespaces/ns/plural/name[/subresource].
+struct ResourcePath {
+  std::string group;  // "" for the core API
+  std::string version;
+  std::string plural;
+  std::string namespace_;  // "" for cluster-scoped or all namespaces
+  std::string name;
+  std::string subresource;
+
+  [[nodiscard]] ResourcePath named(const std::string& object_name) const;
+  [[nodiscard]] ResourcePath in(const std::string& ns) const;
+  [[nodiscard]] ResourcePath sub(const std::string& subresource_name) const;
+  [[nodiscard]] std::string str() const;
+};
+
+ResourcePath pods(const std::string& ns = "");
+ResourcePath services(const std::string& ns = "");
+ResourcePath events(const std::string& ns = "");
+ResourcePath leases(const std::string& ns = "");
+ResourcePath cifartrainjobs(const std::string& ns = "");
+
+// An error status from the API server (404 NotFound, 409 AlreadyExists/Conflict, 410 Gone, 422
+// Invalid, ...), or status 0 for no answer at all (connection refused, timeout).
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(int status, std::string reason, const std::string& message)
+      : std::runtime_error(message), status_(status), reason_(std::move(reason)) {}
+  [[nodiscard]] int status() const { return status_; }
+  [[nodiscard]] const std::string& reason() const { return reason_; }  // "NotFound", ...
+
+ private:
+  int status_;
+  std::string reason_;
+};
+
+struct ListOptions {
+  std::string label_selector;
+  std::string field_selector;
+  std::string resource_version;  // watch: start after it
+};
+
+enum class PatchType { kMerge, kApply };  // application/merge-patch+json, apply-patch+yaml
+
+struct WatchEvent {
+  std::string type;  // ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
+  nlohmann::json object;
+};
+
+class Client {
+ public:
+  explicit Client(ClusterAccess access, std::string field_manager = "cifar-operator");
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  nlohmann::json get(const ResourcePath& path);
+  nlohmann::json list(const ResourcePath& path, const ListOptions& options = {});
+  nlohmann::json create(const ResourcePath& path, const nlohmann::json& object);
+  // kApply: server-side apply as field_manager, forcing ownership of the fields it sets.
+  nlohmann::json patch(const ResourcePath& path, const nlohmann::json& patch, PatchType type);
+  nlohmann::json replace(const ResourcePath& path, const nlohmann::json& object);
+  // propagation: "Background" (the default), "Foreground" or "Orphan".
+  void remove(const ResourcePath& path, const std::string& propagation = "Background");
+
+  // Streams watch events after options.resource_version (with bookmarks) to `on_event` until
+  // the server ends the watch (after about `timeout`), `on_event` returns false, or `stop` is
+  // set. Throws ApiError: 410 Gone when that version is too old (relist and watch again).
+  void watch(const ResourcePath& path, const ListOptions& options,
+             const std::function<bool(const WatchEvent&)>& on_event, const std::atomic<bool>& stop,
+             std::chrono::seconds timeout = std::chrono::seconds(300));
+
+  [[nodiscard]] const ClusterAccess& access() const { return access_; }
+
+ private:
+  class Http;
+  nlohmann::json call(const std::string& method, const std::string& uri,
+                      const std::string& content_type, const std::string& body);
+  ClusterAccess access_;
+  std::string field_manager_;
+  std::unique_ptr<Http> http_;
+};
+
+}  // namespace cifar::kube
