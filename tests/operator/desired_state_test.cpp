@@ -59,6 +59,7 @@ TEST(DesiredState, OneHeadlessServiceWithTheJobsPorts) {
 TEST(DesiredState, APodPerReplicaWithNamesHostnamesLabelsAndOwner) {
   const auto pods = desired_pods(ps_job());
   std::vector<std::string> names;
+  names.reserve(pods.size());
   for (const auto& p : pods) names.push_back(p["metadata"]["name"]);
   EXPECT_EQ(names, (std::vector<std::string>{"mnist-ps-0", "mnist-master-0", "mnist-worker-0",
                                              "mnist-worker-1", "mnist-evaluator-0"}));
@@ -115,6 +116,7 @@ train::TrainConfig runtime_config(const json& pod) {
   std::vector<std::string> args = {"cifar-train"};
   for (const auto& a : container["args"]) args.push_back(a);
   std::vector<const char*> argv;
+  argv.reserve(args.size());
   for (const auto& a : args) argv.push_back(a.c_str());
   const auto parsed = cli::parse_command_line(static_cast<int>(argv.size()), argv.data());
   for (const auto& name : names) unsetenv(name.c_str());

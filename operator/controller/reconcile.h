@@ -1,0 +1,64 @@
+// The reconcile function: from a job (spec and last status) and what is observed (its pods, its
+// Service) to what should be done (objects to create and delete, the new status, when to look
+// again). Pure: no server, no clock of its own; the apply layer (controller.h) carries it out.
+//
+// Lifecycle rules:
+// - restartPolicy Never: a failed pod fails the job. OnFailure: the kubelet restarts containers
+//   in place (their restartCount is counted); a pod that fails anyway (evicted) is recreated.
+//   ExitCode: exit codes >= 128 (signals, OOM kills) are retryable and the pod is recreated,
+//   1-127 are permanent and fail the job.
+// - backoffLimit bounds status.restarts (pods recreated, kept in the status, so a recreated pod
+//   still counts) plus the in-place restarts of the pods that exist.
+// - The job succeeds when its chief succeeds: the master, or worker 0 without a master. The
+//   evaluator never decides success; a failed PS is handled like any other replica.
+// - activeDeadlineSeconds from status.startTime fails the job (a requeue fires at the deadline);
+//   ttlSecondsAfterFinished deletes a finished job; cleanPodPolicy says which pods a finished job
+//   deletes (All, Running: those still pending or running, None).
+// - suspend deletes the pods and keeps the job (condition Suspended); resuming creates them anew.
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/job.h"
+
+namespace cifar::op {
+
+using Clock = std::chrono::system_clock;
+
+struct Observed {
+  std::vector<nlohmann::json> pods;  // the job's pods (label cifartrain.io/job-name)
+  bool service_exists = false;
+};
+
+struct EventRecord {
+  std::string type;  // Normal | Warning
+  std::string reason;
+  std::string message;
+};
+
+struct Plan {
+  std::optional<nlohmann::json> create_service;
+  std::vector<nlohmann::json> create_pods;
+  std::vector<std::string> delete_pods;  // names
+  nlohmann::json status;                 // the job's whole new status
+  bool delete_job = false;               // ttlSecondsAfterFinished has passed
+  std::optional<std::chrono::seconds> requeue_after;
+  std::vector<EventRecord> events;
+};
+
+Plan reconcile(const Job& job, const nlohmann::json& status, const Observed& observed,
+               Clock::time_point now);
+
+// A spec that parse_spec refused: condition Failed, reason InvalidSpec; nothing is created.
+Plan reconcile_invalid(const nlohmann::json& status, const InvalidSpec& error,
+                       Clock::time_point now);
+
+// RFC 3339 in UTC, as the API stores times ("2026-11-22T15:04:05Z"); parse accepts that form.
+std::string format_time(Clock::time_point t);
+Clock::time_point parse_time(const std::string& text);
+
+}  // namespace cifar::op

@@ -1,0 +1,274 @@
+// The reconcile function, round by round, on observed states built from the desired pods with
+// the status a kubelet would report: creation, restart policy x exit code, backoff (recreated
+// pods included), success and failure rules, deadline, TTL, suspend and resume, invalid specs.
+#include "controller/reconcile.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "controller/desired_state.h"
+
+namespace cifar::op {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+const Clock::time_point kT0 = parse_time("2026-11-22T12:00:00Z");
+
+Job make_job(const std::string& restart_policy, int backoff_limit = 3, bool with_master = true) {
+  json spec = json::parse(R"({"image": "i", "model": {"name": "resnet20"},
+    "dataset": {"name": "cifar10"},
+    "strategy": {"type": "ParameterServer"},
+    "replicaSpecs": {"PS": {"replicas": 1}, "Worker": {"replicas": 2},
+                     "Evaluator": {"replicas": 1}}})");
+  if (with_master) spec["replicaSpecs"]["Master"] = {{"replicas", 1}};
+  spec["runPolicy"] = {{"restartPolicy", restart_policy}, {"backoffLimit", backoff_limit}};
+  return Job{"j", "ns", "uid", parse_spec(spec)};
+}
+
+json with_phase(json pod, const std::string& phase, std::optional<int> code = std::nullopt,
+                int restart_count = 0) {
+  pod["status"] = {{"phase", phase}};
+  json container = {{"name", "cifar-train"}, {"restartCount", restart_count}};
+  if (code) container["state"] = {{"terminated", {{"exitCode", *code}}}};
+  pod["status"]["containerStatuses"] = json::array({container});
+  return pod;
+}
+
+// Every desired pod Running, the Service there.
+Observed running(const Job& job) {
+  Observed o;
+  o.service_exists = true;
+  for (const auto& p : desired_pods(job)) o.pods.push_back(with_phase(p, "Running"));
+  return o;
+}
+
+json& pod_named(Observed& o, const std::string& name) {
+  for (auto& p : o.pods) {
+    if (p["metadata"]["name"] == name) return p;
+  }
+  throw std::runtime_error("no pod " + name);
+}
+
+bool has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::string reason_of(const json& status, const std::string& type) {
+  for (const auto& c : status["conditions"]) {
+    if (c["type"] == type && c["status"] == "True") return c["reason"];
+  }
+  return "";
+}
+
+TEST(Reconcile, ANewJobCreatesItsServiceAndEveryPodOnce) {
+  const auto job = make_job("OnFailure");
+  const auto plan = reconcile(job, json(), Observed{}, kT0);
+  ASSERT_TRUE(plan.create_service.has_value());
+  EXPECT_EQ(plan.create_pods.size(), 5U);
+  EXPECT_EQ(reason_of(plan.status, "Created"), "JobCreated");
+  EXPECT_EQ(plan.status["startTime"], "2026-11-22T12:00:00Z");
+  // The next round sees them: nothing more to create, and all running means Running.
+  const auto next = reconcile(job, plan.status, running(job), kT0 + seconds(5));
+  EXPECT_FALSE(next.create_service.has_value());
+  EXPECT_TRUE(next.create_pods.empty());
+  EXPECT_TRUE(next.delete_pods.empty());
+  EXPECT_EQ(next.status["state"], "Running");
+  EXPECT_EQ(next.status["replicaStatuses"]["Worker"]["active"], 2);
+  EXPECT_EQ(next.status["startTime"], "2026-11-22T12:00:00Z");
+}
+
+TEST(Reconcile, AMissingPodIsRecreatedAlone) {
+  const auto job = make_job("OnFailure");
+  auto observed = running(job);
+  observed.pods.erase(observed.pods.begin() + 2);  // worker 0
+  const auto plan = reconcile(job, json(), observed, kT0);
+  ASSERT_EQ(plan.create_pods.size(), 1U);
+  EXPECT_EQ(plan.create_pods[0]["metadata"]["name"], "j-worker-0");
+}
+
+// The restart-policy x exit-code matrix: {policy, exit code, retried?}.
+struct FailureCase {
+  std::string policy;
+  std::optional<int> code;
+  bool retried;
+};
+
+TEST(Reconcile, RestartPolicyByExitCode) {
+  const std::vector<FailureCase> cases = {
+      {"Never", 1, false},
+      {"Never", 137, false},
+      {"Never", std::nullopt, false},
+      {"OnFailure", 1, true},
+      {"OnFailure", 137, true},
+      {"ExitCode", 1, false},
+      {"ExitCode", 127, false},
+      {"ExitCode", 128, true},
+      {"ExitCode", 137, true},
+      {"ExitCode", std::nullopt, true},  // evicted: no exit code, retryable
+  };
+  for (const auto& c : cases) {
+    const auto job = make_job(c.policy);
+    auto observed = running(job);
+    pod_named(observed, "j-worker-1") =
+        with_phase(pod_named(observed, "j-worker-1"), "Failed", c.code);
+    const auto plan = reconcile(job, json(), observed, kT0);
+    const auto what = c.policy + " exit " + (c.code ? std::to_string(*c.code) : "none");
+    if (c.retried) {
+      EXPECT_TRUE(has(plan.delete_pods, "j-worker-1")) << what;
+      EXPECT_EQ(plan.status["restarts"], 1) << what;
+      EXPECT_EQ(plan.status["state"], "Restarting") << what;
+    } else {
+      EXPECT_EQ(reason_of(plan.status, "Failed"), "PodFailed") << what;
+      EXPECT_NE(plan.status["conditions"].back()["message"].get<std::string>().find("j-worker-1"),
+                std::string::npos)
+          << what;
+      EXPECT_TRUE(plan.status.contains("completionTime")) << what;
+    }
+  }
+}
+
+TEST(Reconcile, AFailedPsIsNotIgnored) {
+  auto job = make_job("ExitCode");
+  auto observed = running(job);
+  pod_named(observed, "j-ps-0") = with_phase(pod_named(observed, "j-ps-0"), "Failed", 2);
+  EXPECT_EQ(reason_of(reconcile(job, json(), observed, kT0).status, "Failed"), "PodFailed");
+  pod_named(observed, "j-ps-0") = with_phase(pod_named(observed, "j-ps-0"), "Failed", 137);
+  EXPECT_TRUE(has(reconcile(job, json(), observed, kT0).delete_pods, "j-ps-0"));
+}
+
+TEST(Reconcile, BackoffCountsRecreatedPodsUntilTheLimit) {
+  // Kubeflow's bug: ExitCode restarts recreate the pod, so a per-pod restartCount never grows.
+  const auto job = make_job("ExitCode", /*backoff_limit=*/2);
+  json status;
+  for (int round = 1; round <= 3; ++round) {
+    auto observed = running(job);
+    pod_named(observed, "j-worker-0") =
+        with_phase(pod_named(observed, "j-worker-0"), "Failed", 137);
+    const auto plan = reconcile(job, status, observed, kT0 + seconds(round));
+    status = plan.status;
+    if (round <= 2) {
+      EXPECT_EQ(status["restarts"], round);
+      EXPECT_TRUE(has(plan.delete_pods, "j-worker-0"));
+    } else {
+      EXPECT_EQ(reason_of(status, "Failed"), "BackoffLimitExceeded");
+      EXPECT_NE(status["conditions"].back()["message"].get<std::string>().find("3 times"),
+                std::string::npos);
+    }
+  }
+}
+
+TEST(Reconcile, InPlaceRestartsCountTowardsTheLimit) {
+  const auto job = make_job("OnFailure", 3);
+  auto observed = running(job);
+  pod_named(observed, "j-worker-0") =
+      with_phase(pod_named(observed, "j-worker-0"), "Running", {}, 2);
+  EXPECT_EQ(reconcile(job, json(), observed, kT0).status["state"], "Running");
+  pod_named(observed, "j-ps-0") = with_phase(pod_named(observed, "j-ps-0"), "Running", {}, 2);
+  EXPECT_EQ(reason_of(reconcile(job, json(), observed, kT0).status, "Failed"),
+            "BackoffLimitExceeded");
+}
+
+TEST(Reconcile, TheMasterDecidesSuccessAndRunningPodsAreCleanedUp) {
+  const auto job = make_job("OnFailure");
+  auto observed = running(job);
+  pod_named(observed, "j-worker-0") = with_phase(pod_named(observed, "j-worker-0"), "Succeeded", 0);
+  pod_named(observed, "j-evaluator-0") =
+      with_phase(pod_named(observed, "j-evaluator-0"), "Succeeded", 0);
+  EXPECT_EQ(reconcile(job, json(), observed, kT0).status["state"], "Running");  // not the chief
+  pod_named(observed, "j-master-0") = with_phase(pod_named(observed, "j-master-0"), "Succeeded", 0);
+  const auto plan = reconcile(job, json(), observed, kT0);
+  EXPECT_EQ(reason_of(plan.status, "Succeeded"), "JobSucceeded");
+  // cleanPodPolicy Running (the default): the PS and the other worker, not the finished ones.
+  auto deleted = plan.delete_pods;
+  std::sort(deleted.begin(), deleted.end());
+  EXPECT_EQ(deleted, (std::vector<std::string>{"j-ps-0", "j-worker-1"}));
+}
+
+TEST(Reconcile, WithoutAMasterWorkerZeroDecides) {
+  const auto job = make_job("OnFailure", 3, /*with_master=*/false);
+  auto observed = running(job);
+  pod_named(observed, "j-worker-1") = with_phase(pod_named(observed, "j-worker-1"), "Succeeded", 0);
+  EXPECT_EQ(reconcile(job, json(), observed, kT0).status["state"], "Running");
+  pod_named(observed, "j-worker-0") = with_phase(pod_named(observed, "j-worker-0"), "Succeeded", 0);
+  EXPECT_EQ(reconcile(job, json(), observed, kT0).status["state"], "Succeeded");
+}
+
+TEST(Reconcile, TheDeadlineRequeuesThenFails) {
+  auto job = make_job("OnFailure");
+  job.spec.active_deadline_seconds = 600;
+  const auto first = reconcile(job, json(), Observed{}, kT0);
+  ASSERT_TRUE(first.requeue_after.has_value());
+  EXPECT_EQ(*first.requeue_after, seconds(601));
+  const auto before = reconcile(job, first.status, running(job), kT0 + seconds(599));
+  EXPECT_EQ(before.status["state"], "Running");
+  const auto after = reconcile(job, first.status, running(job), kT0 + seconds(600));
+  EXPECT_EQ(reason_of(after.status, "Failed"), "DeadlineExceeded");
+  EXPECT_EQ(after.delete_pods.size(), 5U);  // all still running
+}
+
+TEST(Reconcile, FinishedJobsAreDeletedAfterTheirTtl) {
+  auto job = make_job("OnFailure");
+  job.spec.ttl_seconds_after_finished = 60;
+  auto observed = running(job);
+  pod_named(observed, "j-master-0") = with_phase(pod_named(observed, "j-master-0"), "Succeeded", 0);
+  const auto done = reconcile(job, json(), observed, kT0);
+  EXPECT_EQ(done.status["state"], "Succeeded");
+  EXPECT_EQ(done.requeue_after, seconds(60));
+  const auto early = reconcile(job, done.status, Observed{}, kT0 + seconds(30));
+  EXPECT_FALSE(early.delete_job);
+  EXPECT_TRUE(early.create_pods.empty());  // a finished job never recreates pods
+  EXPECT_EQ(early.requeue_after, seconds(31));
+  EXPECT_TRUE(reconcile(job, done.status, Observed{}, kT0 + seconds(60)).delete_job);
+}
+
+TEST(Reconcile, CleanPodPolicyAllAndNone) {
+  for (const auto& [policy, count] :
+       std::vector<std::pair<std::string, size_t>>{{"All", 5}, {"None", 0}}) {
+    auto job = make_job("OnFailure");
+    job.spec.clean_pod_policy = policy;
+    auto observed = running(job);
+    pod_named(observed, "j-master-0") =
+        with_phase(pod_named(observed, "j-master-0"), "Succeeded", 0);
+    EXPECT_EQ(reconcile(job, json(), observed, kT0).delete_pods.size(), count) << policy;
+  }
+}
+
+TEST(Reconcile, SuspendDeletesThePodsAndResumeCreatesThemAnew) {
+  auto job = make_job("OnFailure");
+  const auto started = reconcile(job, json(), running(job), kT0);
+  job.spec.suspend = true;
+  const auto suspended = reconcile(job, started.status, running(job), kT0 + seconds(10));
+  EXPECT_EQ(suspended.delete_pods.size(), 5U);
+  EXPECT_EQ(suspended.status["state"], "Suspended");
+  EXPECT_FALSE(suspended.status.contains("startTime"));
+  const auto still = reconcile(job, suspended.status, Observed{{}, true}, kT0 + seconds(20));
+  EXPECT_TRUE(still.create_pods.empty());
+  job.spec.suspend = false;
+  const auto resumed = reconcile(job, suspended.status, Observed{{}, true}, kT0 + seconds(30));
+  EXPECT_EQ(resumed.create_pods.size(), 5U);
+  EXPECT_EQ(resumed.status["startTime"], "2026-11-22T12:00:30Z");
+  EXPECT_EQ(reason_of(resumed.status, "Suspended"), "");  // no longer suspended
+}
+
+TEST(Reconcile, AnInvalidSpecFailsTheJobAndCreatesNothing) {
+  const auto plan = reconcile_invalid(json(), InvalidSpec("replicaSpecs.PS", "needs a PS"), kT0);
+  EXPECT_EQ(reason_of(plan.status, "Failed"), "InvalidSpec");
+  EXPECT_EQ(plan.status["conditions"].back()["message"], "spec.replicaSpecs.PS: needs a PS");
+  EXPECT_FALSE(plan.create_service.has_value());
+  EXPECT_TRUE(plan.create_pods.empty());
+  ASSERT_EQ(plan.events.size(), 1U);
+  // Once failed, no new event every round.
+  EXPECT_TRUE(reconcile_invalid(plan.status, InvalidSpec("x", "y"), kT0).events.empty());
+}
+
+TEST(Reconcile, TimesAreRfc3339Utc) {
+  EXPECT_EQ(format_time(kT0 + seconds(3661)), "2026-11-22T13:01:01Z");
+  EXPECT_EQ(parse_time(format_time(kT0)), kT0);
+  EXPECT_THROW(parse_time("yesterday"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace cifar::op
