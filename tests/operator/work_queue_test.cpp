@@ -1,0 +1,77 @@
+// The work queue's guarantees, with real threads and clocks (delays of a few milliseconds).
+#include "controller/work_queue.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace cifar::op {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(WorkQueue, AKeyIsQueuedOnceHoweverOftenAdded) {
+  WorkQueue q;
+  q.add("ns/a");
+  q.add("ns/b");
+  q.add("ns/a");
+  EXPECT_EQ(q.depth(), 2U);
+  EXPECT_EQ(q.get(), "ns/a");
+  EXPECT_EQ(q.get(), "ns/b");
+}
+
+TEST(WorkQueue, AKeyAddedWhileInProcessComesBackOnlyWhenDone) {
+  WorkQueue q;
+  q.add("ns/a");
+  const auto key = q.get();
+  q.add("ns/a");             // a change arrived while a worker reconciles it
+  EXPECT_EQ(q.depth(), 0U);  // no second worker may take it now
+  q.done(*key);
+  EXPECT_EQ(q.depth(), 1U);
+  EXPECT_EQ(q.get(), "ns/a");
+}
+
+TEST(WorkQueue, DelayedKeysComeWhenDueInOrder) {
+  WorkQueue q;
+  const auto start = WorkQueue::Clock::now();
+  q.add_after("ns/late", milliseconds(60));
+  q.add_after("ns/early", milliseconds(20));
+  EXPECT_EQ(q.get(), "ns/early");
+  EXPECT_GE(WorkQueue::Clock::now() - start, milliseconds(20));
+  EXPECT_EQ(q.get(), "ns/late");
+  EXPECT_GE(WorkQueue::Clock::now() - start, milliseconds(60));
+}
+
+TEST(WorkQueue, FailuresBackOffExponentiallyUntilForgotten) {
+  WorkQueue q(milliseconds(10), milliseconds(40));
+  std::vector<milliseconds> waits;
+  for (int i = 0; i < 6; ++i) {
+    const auto start = WorkQueue::Clock::now();
+    q.add_rate_limited("ns/a");
+    const auto key = q.get();
+    waits.push_back(std::chrono::duration_cast<milliseconds>(WorkQueue::Clock::now() - start));
+    q.done(*key);
+  }
+  EXPECT_GE(waits[0], milliseconds(10));
+  EXPECT_GE(waits[1], milliseconds(20));
+  EXPECT_GE(waits[2], milliseconds(40));
+  // Capped at 40 ms: uncapped, the sixth wait would be 320 ms.
+  EXPECT_GE(waits[5], milliseconds(40));
+  EXPECT_LT(waits[5], milliseconds(300));
+  EXPECT_EQ(q.failures("ns/a"), 6);
+  q.forget("ns/a");
+  EXPECT_EQ(q.failures("ns/a"), 0);
+}
+
+TEST(WorkQueue, ShutDownWakesBlockedWorkers) {
+  WorkQueue q;
+  std::optional<std::string> got = "unset";
+  std::thread worker([&] { got = q.get(); });
+  std::this_thread::sleep_for(milliseconds(20));
+  q.shut_down();
+  worker.join();
+  EXPECT_FALSE(got.has_value());
+}
+
+}  // namespace
+}  // namespace cifar::op
