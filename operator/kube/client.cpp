@@ -189,7 +189,7 @@ void Client::watch(const ResourcePath& path, const ListOptions& options,
       if (stop.load()) {
         cancel.cancel();
         try {
-          task.wait();  // observed, or pplx aborts the process over an unobserved exception
+          task.wait();   // observed, or pplx aborts the process over an unobserved exception
         } catch (...) {  // NOLINT(bugprone-empty-catch): cancelled on purpose
         }
         return false;

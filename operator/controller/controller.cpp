@@ -1,0 +1,259 @@
+#include "controller/controller.h"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <thread>
+#include <vector>
+
+namespace cifar::op {
+namespace {
+
+using nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+const char* const kJobLabel = "cifartrain.io/job-name";
+
+// The job a pod or Service belongs to: its namespace and the job-name label.
+std::string owner_key(const json& object) {
+  const auto& m = object["metadata"];
+  const auto labels = m.value("labels", json::object());
+  if (!labels.contains(kJobLabel)) return "";
+  return m.value("namespace", "") + "/" + labels[kJobLabel].get<std::string>();
+}
+
+bool belongs_to(const json& object, const std::string& ns, const std::string& job) {
+  const auto& m = object["metadata"];
+  return m.value("namespace", "") == ns &&
+         m.value("labels", json::object()).value(kJobLabel, "") == job;
+}
+
+}  // namespace
+
+JobController::JobController(kube::Client& client, ControllerOptions options,
+                             OperatorMetrics& metrics)
+    : client_(client), options_(std::move(options)), metrics_(metrics) {
+  auto enqueue_job = [this](const json& job) { queue_.add(Informer::key_of(job)); };
+  auto enqueue_owner = [this](const json& object) {
+    if (const auto key = owner_key(object); !key.empty()) queue_.add(key);
+  };
+  const kube::ListOptions owned{kJobLabel, "", ""};  // label exists
+  jobs_ = std::make_unique<Informer>(client_, kube::cifartrainjobs(options_.namespace_),
+                                     kube::ListOptions{}, enqueue_job);
+  pods_ =
+      std::make_unique<Informer>(client_, kube::pods(options_.namespace_), owned, enqueue_owner);
+  services_ = std::make_unique<Informer>(client_, kube::services(options_.namespace_), owned,
+                                         enqueue_owner);
+}
+
+JobController::~JobController() { queue_.shut_down(); }
+
+void JobController::run(const std::atomic<bool>& stop) {
+  jobs_->start();
+  pods_->start();
+  services_->start();
+  for (auto* informer : {jobs_.get(), pods_.get(), services_.get()}) {
+    while (!informer->wait_for_sync(std::chrono::milliseconds(200))) {
+      if (stop.load()) break;
+    }
+  }
+  ready_ = !stop.load();
+  spdlog::info("caches synced: {} jobs, {} pods; {} workers",
+               jobs_->list([](auto&) { return true; }).size(),
+               pods_->list([](auto&) { return true; }).size(), options_.workers);
+  std::vector<std::thread> workers;
+  workers.reserve(static_cast<size_t>(options_.workers));
+  for (int i = 0; i < options_.workers; ++i) workers.emplace_back([&] { work(stop); });
+  while (!stop.load()) {
+    metrics_.set_queue_depth(static_cast<double>(queue_.depth()));
+    update_job_counts();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  queue_.shut_down();
+  for (auto& w : workers) w.join();
+  jobs_->stop();
+  pods_->stop();
+  services_->stop();
+  ready_ = false;
+}
+
+void JobController::work(const std::atomic<bool>& stop) {
+  while (auto key = queue_.get()) {
+    if (stop.load()) {
+      queue_.done(*key);
+      break;
+    }
+    const auto start = Steady::now();
+    try {
+      const auto requeue = reconcile_key(*key);
+      queue_.forget(*key);
+      if (requeue) queue_.add_after(*key, *requeue);
+      metrics_.record_reconcile(requeue ? "requeue" : "success",
+                                std::chrono::duration<double>(Steady::now() - start).count());
+    } catch (const kube::ApiError& e) {
+      if (e.status() == 409) {
+        // Our cache was behind the object (usually our own last write): read it again.
+        spdlog::debug("reconcile {}: conflict, retrying: {}", *key, e.what());
+      } else {
+        spdlog::warn("reconcile {} failed (attempt {}), retrying with backoff: {}", *key,
+                     queue_.failures(*key) + 1, e.what());
+      }
+      queue_.add_rate_limited(*key);
+      metrics_.record_reconcile(e.status() == 409 ? "conflict" : "error",
+                                std::chrono::duration<double>(Steady::now() - start).count());
+    } catch (const std::exception& e) {
+      spdlog::warn("reconcile {} failed (attempt {}), retrying with backoff: {}", *key,
+                   queue_.failures(*key) + 1, e.what());
+      queue_.add_rate_limited(*key);
+      metrics_.record_reconcile("error",
+                                std::chrono::duration<double>(Steady::now() - start).count());
+    }
+    queue_.done(*key);
+  }
+}
+
+std::optional<std::chrono::seconds> JobController::reconcile_key(const std::string& key) {
+  const auto object = jobs_->get(key);
+  if (!object) return std::nullopt;  // deleted: its pods go with it (ownerReferences)
+  const auto& metadata = (*object)["metadata"];
+  if (metadata.contains("deletionTimestamp")) return std::nullopt;
+  Job job;
+  job.name = metadata["name"];
+  job.namespace_ = metadata.value("namespace", "");
+  job.uid = metadata.value("uid", "");
+  const auto status = object->value("status", json::object());
+  Plan plan;
+  try {
+    job.spec = parse_spec(object->value("spec", json::object()));
+    Observed observed;
+    observed.pods = without_deleted(
+        key, pods_->list([&](const json& p) { return belongs_to(p, job.namespace_, job.name); }));
+    observed.service_exists = services_->get(job.namespace_ + "/" + job.name).has_value();
+    plan = reconcile(job, status, observed, Clock::now());
+  } catch (const InvalidSpec& e) {
+    plan = reconcile_invalid(status, e, Clock::now());
+  }
+  apply(*object, job, plan);
+  return plan.requeue_after;
+}
+
+std::vector<json> JobController::without_deleted(const std::string& key, std::vector<json> pods) {
+  const std::lock_guard lock(deleted_mu_);
+  auto& deleted = deleted_uids_[key];
+  std::set<std::string> still_cached;
+  for (auto& pod : pods) {
+    const auto uid = pod["metadata"].value("uid", "");
+    if (deleted.count(uid) == 0) continue;
+    still_cached.insert(uid);
+    pod["metadata"]["deletionTimestamp"] = format_time(Clock::now());  // gone, as far as we know
+  }
+  deleted = still_cached;
+  return pods;
+}
+
+void JobController::apply(const json& object, const Job& job, const Plan& plan) {
+  const auto key = job.namespace_ + "/" + job.name;
+  if (plan.create_service) {
+    try {
+      client_.create(kube::services(job.namespace_), *plan.create_service);
+      spdlog::info("{}: created Service {}", key, job.name);
+    } catch (const kube::ApiError& e) {
+      if (e.status() != 409) throw;  // already there: a cache that lags our own create
+    }
+  }
+  int created = 0;
+  for (const auto& pod : plan.create_pods) {
+    const auto name = pod["metadata"]["name"].get<std::string>();
+    try {
+      client_.create(kube::pods(job.namespace_), pod);
+      ++created;
+      spdlog::info("{}: created pod {}", key, name);
+    } catch (const kube::ApiError& e) {
+      if (e.status() != 409) throw;
+    }
+  }
+  metrics_.add_pods_created(created);
+  // The status first: a restart is counted before the failed pod that shows it is deleted, and a
+  // status refused as stale (409) leaves the pods as they were for the retry.
+  const auto old_status = object.value("status", json::object());
+  if (plan.status != old_status) {
+    auto patch = plan.status;
+    for (const auto& [field, value] : old_status.items()) {
+      if (!plan.status.contains(field)) patch[field] = nullptr;  // a merge patch removes by null
+    }
+    // With the resourceVersion we read: a status computed from a stale cache is refused (409)
+    // and the key retried, instead of overwriting what a newer round wrote (restart counts).
+    client_.patch(kube::cifartrainjobs(job.namespace_).named(job.name).sub("status"),
+                  {{"metadata", {{"resourceVersion", object["metadata"]["resourceVersion"]}}},
+                   {"status", patch}},
+                  kube::PatchType::kMerge);
+    if (plan.status.value("state", "") != old_status.value("state", "")) {
+      spdlog::info("{}: state {}", key, plan.status.value("state", ""));
+    }
+  }
+  int deleted = 0;
+  std::map<std::string, std::string> uids;
+  for (const auto& pod :
+       pods_->list([&](const json& p) { return belongs_to(p, job.namespace_, job.name); })) {
+    uids[pod["metadata"]["name"]] = pod["metadata"].value("uid", "");
+  }
+  for (const auto& name : plan.delete_pods) {
+    try {
+      client_.remove(kube::pods(job.namespace_).named(name));
+      const std::lock_guard lock(deleted_mu_);
+      deleted_uids_[key].insert(uids[name]);
+      ++deleted;
+      spdlog::info("{}: deleted pod {}", key, name);
+    } catch (const kube::ApiError& e) {
+      if (e.status() != 404) throw;
+    }
+  }
+  metrics_.add_pods_deleted(deleted);
+  for (const auto& event : plan.events) record_event(object, event);
+  if (plan.delete_job) {
+    try {
+      client_.remove(kube::cifartrainjobs(job.namespace_).named(job.name));
+      spdlog::info("{}: deleted (ttlSecondsAfterFinished)", key);
+    } catch (const kube::ApiError& e) {
+      if (e.status() != 404) throw;
+    }
+  }
+}
+
+void JobController::record_event(const json& object, const EventRecord& event) {
+  const auto& m = object["metadata"];
+  const auto now = format_time(Clock::now());
+  const json record = {{"apiVersion", "v1"},
+                       {"kind", "Event"},
+                       {"metadata", {{"generateName", m["name"].get<std::string>() + "-"}}},
+                       {"involvedObject",
+                        {{"apiVersion", "cifartrain.io/v1alpha1"},
+                         {"kind", "CifarTrainJob"},
+                         {"name", m["name"]},
+                         {"namespace", m.value("namespace", "")},
+                         {"uid", m.value("uid", "")}}},
+                       {"type", event.type},
+                       {"reason", event.reason},
+                       {"message", event.message},
+                       {"source", {{"component", "cifar-operator"}}},
+                       {"firstTimestamp", now},
+                       {"lastTimestamp", now},
+                       {"count", 1}};
+  try {
+    client_.create(kube::events(m.value("namespace", "")), record);
+  } catch (const kube::ApiError& e) {
+    spdlog::warn("could not record event {}: {}", event.reason, e.what());  // not worth a retry
+  }
+}
+
+void JobController::update_job_counts() {
+  std::map<std::string, int> counts = {{"Created", 0},   {"Running", 0}, {"Restarting", 0},
+                                       {"Succeeded", 0}, {"Failed", 0},  {"Suspended", 0}};
+  for (const auto& job : jobs_->list([](const json&) { return true; })) {
+    const auto state = job.value("status", json::object()).value("state", "Created");
+    counts[state] += 1;
+  }
+  for (const auto& [state, n] : counts) metrics_.set_jobs(state, n);
+}
+
+}  // namespace cifar::op

@@ -1,0 +1,63 @@
+// The thin layer that carries out reconcile(): informers over CifarTrainJobs, their pods and
+// Services feed a work queue of job keys; workers reconcile a key from the caches and apply the
+// plan through the API (creates that find the object already there, and deletes that find it
+// gone, are success: pod names are deterministic, so a restarted operator never duplicates).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "controller/informer.h"
+#include "controller/operator_metrics.h"
+#include "controller/reconcile.h"
+#include "controller/work_queue.h"
+#include "kube/client.h"
+
+namespace cifar::op {
+
+struct ControllerOptions {
+  std::string namespace_;  // "" watches every namespace
+  int workers = 2;
+};
+
+class JobController {
+ public:
+  JobController(kube::Client& client, ControllerOptions options, OperatorMetrics& metrics);
+  ~JobController();
+  JobController(const JobController&) = delete;
+  JobController& operator=(const JobController&) = delete;
+
+  // Runs until `stop` is set: informers, then workers. Returns after they have all ended.
+  void run(const std::atomic<bool>& stop);
+  [[nodiscard]] bool ready() const { return ready_.load(); }
+
+ private:
+  void work(const std::atomic<bool>& stop);
+  // Returns when to look again (requeue_after), if at all.
+  std::optional<std::chrono::seconds> reconcile_key(const std::string& key);
+  void apply(const nlohmann::json& object, const Job& job, const Plan& plan);
+  void record_event(const nlohmann::json& object, const EventRecord& event);
+  void update_job_counts();
+  // Pods this operator deleted that its cache may still show (a stale cache would count a failed
+  // pod's restart twice); dropped once the cache no longer has them.
+  std::vector<nlohmann::json> without_deleted(const std::string& key,
+                                              std::vector<nlohmann::json> pods);
+
+  kube::Client& client_;
+  ControllerOptions options_;
+  OperatorMetrics& metrics_;
+  WorkQueue queue_;
+  std::unique_ptr<Informer> jobs_;
+  std::unique_ptr<Informer> pods_;
+  std::unique_ptr<Informer> services_;
+  std::atomic<bool> ready_{false};
+  std::mutex deleted_mu_;
+  std::map<std::string, std::set<std::string>> deleted_uids_;  // job key -> pod UIDs
+};
+
+}  // namespace cifar::op

@@ -1,0 +1,134 @@
+#include "controller/informer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace cifar::op {
+
+using nlohmann::json;
+
+Informer::Informer(kube::Client& client, kube::ResourcePath path, kube::ListOptions selector,
+                   Handler on_change)
+    : client_(client),
+      path_(std::move(path)),
+      selector_(std::move(selector)),
+      on_change_(std::move(on_change)) {}
+
+Informer::~Informer() { stop(); }
+
+void Informer::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void Informer::stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Informer::wait_for_sync(std::chrono::milliseconds timeout) const {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!synced_.load()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+std::string Informer::key_of(const json& object) {
+  const auto& m = object.at("metadata");
+  return m.value("namespace", "") + "/" + m.at("name").get<std::string>();
+}
+
+std::optional<json> Informer::get(const std::string& key) const {
+  const std::lock_guard lock(mu_);
+  const auto it = cache_.find(key);
+  if (it == cache_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<json> Informer::list(const std::function<bool(const json&)>& filter) const {
+  const std::lock_guard lock(mu_);
+  std::vector<json> out;
+  for (const auto& [key, object] : cache_) {
+    if (filter(object)) out.push_back(object);
+  }
+  return out;
+}
+
+std::string Informer::relist() {
+  auto listed = client_.list(path_, selector_);
+  std::map<std::string, json> fresh;
+  for (auto& item : listed["items"]) {
+    auto key = key_of(item);  // before the move: `a = b` evaluates b first in C++17
+    fresh[std::move(key)] = std::move(item);
+  }
+  std::vector<json> changed;
+  {
+    const std::lock_guard lock(mu_);
+    for (const auto& [key, object] : cache_) {
+      if (fresh.count(key) == 0) changed.push_back(object);  // deleted while we were not watching
+    }
+    for (const auto& [key, object] : fresh) {
+      const auto old = cache_.find(key);
+      if (old == cache_.end() || old->second != object) changed.push_back(object);
+    }
+    cache_ = std::move(fresh);
+  }
+  relists_ += 1;
+  synced_ = true;
+  for (const auto& object : changed) on_change_(object);
+  return listed["metadata"].value("resourceVersion", "");
+}
+
+void Informer::run() {
+  auto backoff = std::chrono::milliseconds(100);
+  while (!stop_.load()) {
+    try {
+      auto options = selector_;
+      options.resource_version = relist();
+      backoff = std::chrono::milliseconds(100);
+      // Watch until the server ends it, then go on from the last version seen.
+      while (!stop_.load()) {
+        client_.watch(
+            path_, options,
+            [&](const kube::WatchEvent& event) {
+              options.resource_version =
+                  event.object["metadata"].value("resourceVersion", options.resource_version);
+              if (event.type == "BOOKMARK") return true;
+              const auto key = key_of(event.object);
+              {
+                const std::lock_guard lock(mu_);
+                if (event.type == "DELETED") {
+                  cache_.erase(key);
+                } else {
+                  cache_[key] = event.object;
+                }
+              }
+              on_change_(event.object);
+              return true;
+            },
+            stop_, std::chrono::seconds(240));
+      }
+    } catch (const kube::ApiError& e) {
+      if (stop_.load()) return;
+      if (e.status() == 410) {
+        spdlog::info("watch of {}: resource version too old, listing again", path_.str());
+      } else {
+        spdlog::warn("watch of {} failed, listing again in {} ms: {}", path_.str(), backoff.count(),
+                     e.what());
+      }
+    } catch (const std::exception& e) {
+      if (stop_.load()) return;
+      spdlog::warn("watch of {} failed, listing again in {} ms: {}", path_.str(), backoff.count(),
+                   e.what());
+    }
+    const auto until = std::chrono::steady_clock::now() + backoff;
+    while (!stop_.load() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(10000));
+  }
+}
+
+}  // namespace cifar::op

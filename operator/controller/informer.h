@@ -1,0 +1,61 @@
+// An informer: a local cache of one resource type kept current by list-then-watch, as
+// client-go's. It lists, watches from the list's resourceVersion (following bookmarks), and on
+// 410 Gone or any failure lists again after a backoff, so a watch broken by an apiserver restart
+// recovers by itself. Every added, changed or deleted object is passed to the handler.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kube/client.h"
+
+namespace cifar::op {
+
+class Informer {
+ public:
+  using Handler = std::function<void(const nlohmann::json& object)>;
+
+  Informer(kube::Client& client, kube::ResourcePath path, kube::ListOptions selector,
+           Handler on_change);
+  ~Informer();
+  Informer(const Informer&) = delete;
+  Informer& operator=(const Informer&) = delete;
+
+  void start();
+  void stop();
+  // True once the first list is in the cache.
+  bool wait_for_sync(std::chrono::milliseconds timeout) const;
+  [[nodiscard]] bool synced() const { return synced_.load(); }
+
+  // "namespace/name" of an object.
+  static std::string key_of(const nlohmann::json& object);
+  [[nodiscard]] std::optional<nlohmann::json> get(const std::string& key) const;
+  [[nodiscard]] std::vector<nlohmann::json> list(
+      const std::function<bool(const nlohmann::json&)>& filter) const;
+  [[nodiscard]] int64_t relists() const { return relists_.load(); }
+
+ private:
+  void run();
+  std::string relist();  // returns the list's resourceVersion
+
+  kube::Client& client_;
+  kube::ResourcePath path_;
+  kube::ListOptions selector_;
+  Handler on_change_;
+  mutable std::mutex mu_;
+  std::map<std::string, nlohmann::json> cache_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> synced_{false};
+  std::atomic<int64_t> relists_{0};
+  std::thread thread_;
+};
+
+}  // namespace cifar::op

@@ -1,0 +1,245 @@
+// cifar-operator, the real binary, against the real kube-apiserver. No kubelet runs: the tests
+// play it, writing pod phases and exit codes through the status subresource.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <set>
+#include <thread>
+
+#include "kube/client.h"
+#include "tests/support/process.h"
+
+namespace {
+
+using cifar::kube::Client;
+using cifar::kube::PatchType;
+using cifar::testing::ChildProcess;
+using cifar::testing::TempDir;
+using nlohmann::json;
+using std::chrono::seconds;
+
+const std::string kSource = CIFAR_SOURCE_DIR;
+
+std::string kubeconfig() {
+  const char* path = std::getenv("CIFAR_KUBECONFIG");
+  if (path == nullptr) throw std::runtime_error("CIFAR_KUBECONFIG is not set (ctest sets it)");
+  return path;
+}
+
+class Operator : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const auto created = cifar::testing::run_process(
+        {"kubectl", "--kubeconfig", kubeconfig(), "apply", "--server-side", "-f",
+         kSource + "/deploy/crds/cifartrain.io_cifartrainjobs.yaml"});
+    ASSERT_EQ(created.exit_code, 0) << created.output;
+    const auto established = cifar::testing::run_process(
+        {"kubectl", "--kubeconfig", kubeconfig(), "wait", "--for=condition=Established",
+         "--timeout=60s", "crd/cifartrainjobs.cifartrain.io"});
+    ASSERT_EQ(established.exit_code, 0) << established.output;
+  }
+
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    ns_ = "op-" + std::to_string(std::hash<std::string>{}(info->name()) % 1000000) + "-" +
+          std::to_string(::getpid());
+    client_.create({"", "v1", "namespaces", "", "", ""},
+                   {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns_}}}});
+    start_operator();
+  }
+
+  void start_operator() {
+    health_port_ = cifar::testing::free_port();
+    operator_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{CIFAR_OPERATOR_BIN, "--kubeconfig", kubeconfig(), "--namespace",
+                                 ns_, "--metrics-port", std::to_string(cifar::testing::free_port()),
+                                 "--health-port", std::to_string(health_port_)},
+        dir_.path() / ("operator-" + std::to_string(starts_++) + ".log"));
+    ASSERT_TRUE(cifar::testing::wait_for(
+        [&] {
+          return cifar::testing::http_get("http://127.0.0.1:" + std::to_string(health_port_) +
+                                          "/readyz") == "ok";
+        },
+        seconds(30)))
+        << log();
+  }
+
+  std::string log() {
+    std::string all;
+    for (int i = 0; i < starts_; ++i) {
+      all += cifar::testing::read_file(dir_.path() / ("operator-" + std::to_string(i) + ".log"));
+    }
+    return all;
+  }
+
+  void submit(const std::string& name, const json& spec) {
+    client_.create(cifar::kube::cifartrainjobs(ns_), {{"apiVersion", "cifartrain.io/v1alpha1"},
+                                                      {"kind", "CifarTrainJob"},
+                                                      {"metadata", {{"name", name}}},
+                                                      {"spec", spec}});
+  }
+
+  std::vector<json> pods_of(const std::string& job) {
+    return client_.list(cifar::kube::pods(ns_), {"cifartrain.io/job-name=" + job, "", ""})["items"];
+  }
+
+  std::set<std::string> pod_names(const std::string& job) {
+    std::set<std::string> names;
+    for (const auto& p : pods_of(job)) {
+      if (!p["metadata"].contains("deletionTimestamp")) names.insert(p["metadata"]["name"]);
+    }
+    return names;
+  }
+
+  json job_status(const std::string& name) {
+    return client_.get(cifar::kube::cifartrainjobs(ns_).named(name))
+        .value("status", json::object());
+  }
+
+  bool wait_for_state(const std::string& job, const std::string& state) {
+    return cifar::testing::wait_for([&] { return job_status(job).value("state", "") == state; },
+                                    seconds(30));
+  }
+
+  // As a kubelet: the pod's phase, and its container's exit code once it ended.
+  void set_phase(const std::string& pod, const std::string& phase, int exit_code = 0) {
+    json container = {{"name", "cifar-train"},
+                      {"image", "x"},
+                      {"imageID", ""},
+                      {"ready", phase == "Running"},
+                      {"restartCount", 0}};
+    if (phase == "Running") {
+      container["state"] = {{"running", json::object()}};
+    } else {
+      container["state"] = {{"terminated", {{"exitCode", exit_code}, {"reason", "Completed"}}}};
+    }
+    client_.patch(cifar::kube::pods(ns_).named(pod).sub("status"),
+                  {{"status", {{"phase", phase}, {"containerStatuses", json::array({container})}}}},
+                  PatchType::kMerge);
+  }
+
+  static json ps_spec(const std::string& restart_policy = "OnFailure", int backoff_limit = 3) {
+    auto spec = json::parse(R"({"image": "cifar-train:test", "model": {"name": "resnet20"},
+      "dataset": {"name": "synthetic"},
+      "strategy": {"type": "ParameterServer", "parameterServer": {"mode": "sync"}},
+      "replicaSpecs": {"PS": {"replicas": 1}, "Master": {"replicas": 1},
+                       "Worker": {"replicas": 2}, "Evaluator": {"replicas": 1}}})");
+    spec["runPolicy"] = {{"restartPolicy", restart_policy}, {"backoffLimit", backoff_limit}};
+    return spec;
+  }
+
+  Client client_{cifar::kube::load_kubeconfig(kubeconfig())};
+  std::string ns_;
+  TempDir dir_;
+  int starts_ = 0;
+  int health_port_ = 0;
+  std::unique_ptr<ChildProcess> operator_;
+};
+
+const std::set<std::string> kPsJobPods = {"j-ps-0", "j-master-0", "j-worker-0", "j-worker-1",
+                                          "j-evaluator-0"};
+
+TEST_F(Operator, AJobGetsExactlyItsServiceAndPods) {
+  submit("j", ps_spec());
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return pod_names("j") == kPsJobPods; }, seconds(30)))
+      << log();
+  const auto service = client_.get(cifar::kube::services(ns_).named("j"));
+  EXPECT_EQ(service["spec"]["clusterIP"], "None");
+  for (const auto& pod : pods_of("j")) {
+    EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["kind"], "CifarTrainJob");
+    if (pod["metadata"]["name"] != "j-worker-1") continue;
+    const auto& env = pod["spec"]["containers"][0]["env"];
+    EXPECT_EQ(env[0]["name"], "TF_CONFIG");
+    EXPECT_EQ(json::parse(env[0]["value"].get<std::string>())["task"],
+              json({{"index", 1}, {"type", "worker"}}));
+    EXPECT_EQ(pod["spec"]["subdomain"], "j");
+  }
+  EXPECT_TRUE(wait_for_state("j", "Created")) << job_status("j").dump();
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // a few more rounds: still exactly these
+  EXPECT_EQ(pods_of("j").size(), kPsJobPods.size());
+}
+
+TEST_F(Operator, RunningThenTheMastersSuccessEndsTheJobAndCleansUp) {
+  submit("j", ps_spec());
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return pod_names("j") == kPsJobPods; }, seconds(30)));
+  for (const auto& name : kPsJobPods) set_phase(name, "Running");
+  EXPECT_TRUE(wait_for_state("j", "Running")) << job_status("j").dump() << log();
+  set_phase("j-worker-0", "Succeeded");  // not the chief: the job goes on
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(job_status("j")["state"], "Running");
+  set_phase("j-master-0", "Succeeded");
+  EXPECT_TRUE(wait_for_state("j", "Succeeded")) << job_status("j").dump() << log();
+  // cleanPodPolicy Running: the PS, worker 1 and the evaluator go; the finished pods stay.
+  EXPECT_TRUE(cifar::testing::wait_for(
+      [&] {
+        return pod_names("j") == std::set<std::string>{"j-master-0", "j-worker-0"};
+      },
+      seconds(30)))
+      << log();
+  EXPECT_TRUE(job_status("j").contains("completionTime"));
+}
+
+TEST_F(Operator, ExitCodeRestartsRecreateThePodAndCountTowardsTheBackoffLimit) {
+  submit("j", ps_spec("ExitCode", 1));
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return pod_names("j") == kPsJobPods; }, seconds(30)));
+  const auto uid = [&] {
+    return client_.get(cifar::kube::pods(ns_).named("j-worker-0"))["metadata"]["uid"]
+        .get<std::string>();
+  };
+  const auto first = uid();
+  set_phase("j-worker-0", "Failed", 137);  // killed: retryable
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] {
+        try {
+          return uid() != first;
+        } catch (const cifar::kube::ApiError&) {
+          return false;
+        }
+      },
+      seconds(30)))
+      << log();
+  EXPECT_EQ(job_status("j")["restarts"], 1);
+  set_phase("j-worker-0", "Failed", 137);  // again: over backoffLimit 1
+  EXPECT_TRUE(wait_for_state("j", "Failed")) << job_status("j").dump();
+  EXPECT_EQ(job_status("j")["conditions"].back()["reason"], "BackoffLimitExceeded");
+}
+
+TEST_F(Operator, APermanentExitCodeFailsTheJob) {
+  submit("j", ps_spec("ExitCode", 3));
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return pod_names("j") == kPsJobPods; }, seconds(30)));
+  set_phase("j-ps-0", "Failed", 1);
+  EXPECT_TRUE(wait_for_state("j", "Failed")) << job_status("j").dump();
+  const auto message = job_status("j")["conditions"].back()["message"].get<std::string>();
+  EXPECT_NE(message.find("j-ps-0 failed with exit code 1"), std::string::npos) << message;
+}
+
+TEST_F(Operator, AnInvalidSpecIsReportedAndNothingIsCreated) {
+  auto spec = ps_spec();
+  spec["strategy"] = {{"type", "AllReduce"}, {"allReduce", {{"backend", "nccl"}}}};
+  spec["replicaSpecs"].erase("PS");
+  submit("bad", spec);
+  EXPECT_TRUE(wait_for_state("bad", "Failed")) << log();
+  const auto condition = job_status("bad")["conditions"].back();
+  EXPECT_EQ(condition["reason"], "InvalidSpec");
+  EXPECT_NE(condition["message"].get<std::string>().find("spec.strategy.allReduce.backend"),
+            std::string::npos);
+  EXPECT_TRUE(pods_of("bad").empty());
+}
+
+TEST_F(Operator, KilledAndRestartedMidReconcileItCreatesNoDuplicatesAndLosesNothing) {
+  for (int i = 0; i < 3; ++i) submit("k" + std::to_string(i), ps_spec());
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // some pods created, not all
+  operator_->kill_hard();
+  start_operator();
+  for (int i = 0; i < 3; ++i) {
+    const auto job = "k" + std::to_string(i);
+    std::set<std::string> expected;
+    for (const auto& name : kPsJobPods) expected.insert(job + name.substr(1));
+    EXPECT_TRUE(cifar::testing::wait_for([&] { return pod_names(job) == expected; }, seconds(30)))
+        << job << log();
+    EXPECT_EQ(pods_of(job).size(), expected.size()) << job;
+  }
+}
+
+}  // namespace
