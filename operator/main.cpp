@@ -30,9 +30,7 @@ void stop_on_signals(std::atomic<bool>& stop) {
   }).detach();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app("cifar-operator: runs CifarTrainJobs on Kubernetes");
   std::string kubeconfig;
   cifar::op::ControllerOptions options;
@@ -69,6 +67,17 @@ int main(int argc, char** argv) {
     controller.run(stop);
     spdlog::info("cifar-operator: stopped");
     return 0;
+  } catch (const std::exception& e) {
+    spdlog::error("cifar-operator: {}", e.what());
+    return 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
   } catch (const std::exception& e) {
     spdlog::error("cifar-operator: {}", e.what());
     return 1;

@@ -23,7 +23,12 @@ class HealthServer::Listener {
     });
     listener_.open().wait();
   }
-  ~Listener() { listener_.close().wait(); }
+  ~Listener() {
+    try {
+      listener_.close().wait();
+    } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): shutting down anyway
+    }
+  }
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
 

@@ -78,7 +78,11 @@ std::string Informer::relist() {
   relists_ += 1;
   synced_ = true;
   for (const auto& object : changed) on_change_(object);
-  return listed["metadata"].value("resourceVersion", "");
+  auto version = listed["metadata"].value("resourceVersion", "");
+  // A watch without a version starts "now" and would miss what changed since the list.
+  if (version.empty())
+    throw std::runtime_error("the list of " + path_.str() + " has no resourceVersion");
+  return version;
 }
 
 void Informer::run() {

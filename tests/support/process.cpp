@@ -59,7 +59,11 @@ size_t append_body(char* data, size_t size, size_t count, void* out) {
 
 ProcessResult run_process(const std::vector<std::string>& argv) {
   std::array<int, 2> pipe_fds{};
-  if (::pipe(pipe_fds.data()) != 0) throw std::system_error(errno, std::generic_category(), "pipe");
+  // Close-on-exec: only the child's stdout and stderr (dup2 clears the flag) may hold the write
+  // end, not daemons it leaves behind, or reading to EOF would wait for them.
+  if (::pipe2(pipe_fds.data(), O_CLOEXEC) != 0) {
+    throw std::system_error(errno, std::generic_category(), "pipe");
+  }
   const pid_t pid = spawn_with_output(argv, pipe_fds[1]);
   ::close(pipe_fds[1]);
   ProcessResult result;

@@ -50,7 +50,9 @@ echo "$!" >>"$dir/pids"
 wait_for etcd 30 curl -fs "http://127.0.0.1:$etcd_port/health"
 
 api_port=$(free_port)
-"$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" \
+# Kept in DIR so that restart-apiserver.sh can start the same apiserver again.
+cat >"$dir/kube-apiserver.sh" <<COMMAND
+exec "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" \\
   --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" \
   --tls-cert-file="$dir/pki/apiserver.crt" --tls-private-key-file="$dir/pki/apiserver.key" \
   --client-ca-file="$dir/pki/ca.crt" \
@@ -59,7 +61,10 @@ api_port=$(free_port)
   --service-account-key-file="$dir/pki/service-account.key" \
   --service-cluster-ip-range=10.0.0.0/24 --authorization-mode=RBAC \
   --disable-admission-plugins=ServiceAccount --allow-privileged=true \
-  --cert-dir="$dir/apiserver-certs" --v=1 >"$dir/kube-apiserver.log" 2>&1 &
+  --cert-dir="$dir/apiserver-certs" --v=1
+COMMAND
+bash "$dir/kube-apiserver.sh" >>"$dir/kube-apiserver.log" 2>&1 &
+echo "$!" >"$dir/kube-apiserver.pid"
 echo "$!" >>"$dir/pids"
 wait_for kube-apiserver 120 curl -fs --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" \
   --key "$dir/pki/admin.key" "https://127.0.0.1:$api_port/readyz"
