@@ -127,23 +127,42 @@ class Client::Http {
 Client::Client(ClusterAccess access, std::string field_manager)
     : access_(std::move(access)),
       field_manager_(std::move(field_manager)),
-      http_(std::make_unique<Http>(access_)) {}
+      http_(std::make_shared<Http>(access_)) {}
 
 Client::~Client() = default;
 
 json Client::call(const std::string& method, const std::string& uri,
                   const std::string& content_type, const std::string& body) {
-  auto request = make_request(method, uri, access_);
-  if (!body.empty()) request.set_body(body, content_type);
   const auto what = method + " " + uri;
-  try {
-    auto response = http_->client.request(request).get();
-    const auto text = response.extract_utf8string(true).get();
-    if (response.status_code() >= 400) throw api_error(what, response.status_code(), text);
-    return text.empty() ? json() : json::parse(text);
-  } catch (const http::http_exception& e) {
-    throw ApiError(0, "Unreachable", what + ": " + access_.server + " did not answer: " + e.what());
+  // Twice at most: keep-alive connections to an apiserver that has since restarted fail at
+  // once, so the pool is dropped and the second attempt connects anew. (A create whose first
+  // attempt did reach the server gets 409 AlreadyExists, which callers treat as done.)
+  for (int attempt = 1;; ++attempt) {
+    auto request = make_request(method, uri, access_);
+    if (!body.empty()) request.set_body(body, content_type);
+    const auto pool = http();
+    try {
+      auto response = pool->client.request(request).get();
+      const auto text = response.extract_utf8string(true).get();
+      if (response.status_code() >= 400) throw api_error(what, response.status_code(), text);
+      return text.empty() ? json() : json::parse(text);
+    } catch (const http::http_exception& e) {
+      renew(pool);
+      if (attempt < 2) continue;
+      throw ApiError(0, "Unreachable",
+                     what + ": " + access_.server + " did not answer: " + e.what());
+    }
   }
+}
+
+std::shared_ptr<Client::Http> Client::http() {
+  const std::lock_guard lock(http_mu_);
+  return http_;
+}
+
+void Client::renew(const std::shared_ptr<Http>& broken) {
+  const std::lock_guard lock(http_mu_);
+  if (http_ == broken) http_ = std::make_shared<Http>(access_);
 }
 
 json Client::get(const ResourcePath& path) { return call("GET", path.str(), "", ""); }

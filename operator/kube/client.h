@@ -8,6 +8,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -94,9 +95,13 @@ class Client {
   class Http;
   nlohmann::json call(const std::string& method, const std::string& uri,
                       const std::string& content_type, const std::string& body);
+  std::shared_ptr<Http> http();                     // the current connection pool
+  void renew(const std::shared_ptr<Http>& broken);  // drops a pool whose connections failed
+
   ClusterAccess access_;
   std::string field_manager_;
-  std::unique_ptr<Http> http_;
+  std::mutex http_mu_;
+  std::shared_ptr<Http> http_;
 };
 
 }  // namespace cifar::kube
