@@ -103,12 +103,7 @@ int run(int argc, char** argv) {
   }
   const int world = argc > 1 ? std::stoi(argv[1]) : 2;
   auto tcp = [](bool both) {
-    std::vector<double> runs;
-    runs.reserve(3);
-    for (int i = 0; i < 3; ++i)
-      runs.push_back(cifar::bench::tcp_stream_bandwidth(int64_t{1} << 30, both));
-    std::sort(runs.begin(), runs.end());
-    return runs[1];
+    return cifar::bench::median_tcp_stream_bandwidth(int64_t{1} << 30, both);
   };
   const double one_before = tcp(false);
   const double both_before = tcp(true);

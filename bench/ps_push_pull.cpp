@@ -158,14 +158,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   cifar::train::keep_freed_memory_for_reuse();  // as cifar-train does in every role
   torch::set_num_threads(1);
-  auto tcp = [] {
-    std::vector<double> runs;
-    runs.reserve(3);
-    for (int i = 0; i < 3; ++i)
-      runs.push_back(cifar::bench::tcp_stream_bandwidth(int64_t{2} << 30, false));
-    std::sort(runs.begin(), runs.end());
-    return runs[1];
-  };
+  auto tcp = [] { return cifar::bench::median_tcp_stream_bandwidth(int64_t{2} << 30, false); };
   const double tcp_before = tcp();
   struct Case {
     std::string model;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
@@ -96,6 +97,13 @@ double tcp_stream_bandwidth(int64_t bytes, bool both_directions) {
   ::close(a);
   ::close(b);
   return static_cast<double>(bytes) / seconds;
+}
+
+double median_tcp_stream_bandwidth(int64_t bytes, bool both_directions) {
+  std::array<double, 3> runs{};
+  for (auto& run : runs) run = tcp_stream_bandwidth(bytes, both_directions);
+  std::sort(runs.begin(), runs.end());
+  return runs[1];
 }
 
 }  // namespace cifar::bench

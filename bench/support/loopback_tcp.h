@@ -32,5 +32,7 @@ void receive_all(int fd, char* data, size_t n);
 // sender thread to a receiver thread: one stream, or (both_directions) two at once in opposite
 // directions between the same two endpoints, the traffic pattern of a two-rank ring all-reduce.
 double tcp_stream_bandwidth(int64_t bytes, bool both_directions);
+// The median of three such measurements (loopback bandwidth varies from run to run).
+double median_tcp_stream_bandwidth(int64_t bytes, bool both_directions);
 
 }  // namespace cifar::bench

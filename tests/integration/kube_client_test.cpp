@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "kube/client.h"
+#include "tests/integration/test_namespace.h"
 #include "tests/support/process.h"
 
 namespace cifar::kube {
@@ -32,13 +33,7 @@ json pod_manifest(const std::string& name, const std::string& app) {
 // Each test in a namespace of its own.
 class KubeClient : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    ns_ = "kc-" + std::to_string(std::hash<std::string>{}(info->name()) % 1000000) + "-" +
-          std::to_string(::getpid());
-    client_.create({"", "v1", "namespaces", "", "", ""},
-                   {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns_}}}});
-  }
+  void SetUp() override { ns_ = cifar::testing::create_test_namespace(client_, "kc"); }
 
   Client client_{load_kubeconfig(kubeconfig_path())};
   std::string ns_;

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "kube/client.h"
+#include "tests/integration/test_namespace.h"
 #include "tests/support/process.h"
 
 namespace {
@@ -41,11 +42,7 @@ class Operator : public ::testing::Test {
   }
 
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    ns_ = "op-" + std::to_string(std::hash<std::string>{}(info->name()) % 1000000) + "-" +
-          std::to_string(::getpid());
-    client_.create({"", "v1", "namespaces", "", "", ""},
-                   {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns_}}}});
+    ns_ = cifar::testing::create_test_namespace(client_, "op");
     start_operator();
   }
 
