@@ -123,17 +123,21 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
   job.uid = metadata.value("uid", "");
   const auto status = object->value("status", json::object());
   Plan plan;
+  std::map<std::string, std::string> pod_uids;  // name -> uid of the pods seen, for deletes
   try {
     job.spec = parse_spec(object->value("spec", json::object()));
     Observed observed;
     observed.pods = without_deleted(
         key, pods_->list([&](const json& p) { return belongs_to(p, job.namespace_, job.name); }));
+    for (const auto& pod : observed.pods) {
+      pod_uids[pod["metadata"]["name"]] = pod["metadata"].value("uid", "");
+    }
     observed.service_exists = services_->get(job.namespace_ + "/" + job.name).has_value();
     plan = reconcile(job, status, observed, Clock::now());
   } catch (const InvalidSpec& e) {
     plan = reconcile_invalid(status, e, Clock::now());
   }
-  apply(*object, job, plan);
+  apply(*object, job, plan, pod_uids);
   return plan.requeue_after;
 }
 
@@ -151,7 +155,8 @@ std::vector<json> JobController::without_deleted(const std::string& key, std::ve
   return pods;
 }
 
-void JobController::apply(const json& object, const Job& job, const Plan& plan) {
+void JobController::apply(const json& object, const Job& job, const Plan& plan,
+                          const std::map<std::string, std::string>& pod_uids) {
   const auto key = job.namespace_ + "/" + job.name;
   if (plan.create_service) {
     try {
@@ -192,16 +197,13 @@ void JobController::apply(const json& object, const Job& job, const Plan& plan) 
     }
   }
   int deleted = 0;
-  std::map<std::string, std::string> uids;
-  for (const auto& pod :
-       pods_->list([&](const json& p) { return belongs_to(p, job.namespace_, job.name); })) {
-    uids[pod["metadata"]["name"]] = pod["metadata"].value("uid", "");
-  }
   for (const auto& name : plan.delete_pods) {
     try {
       client_.remove(kube::pods(job.namespace_).named(name));
       const std::lock_guard lock(deleted_mu_);
-      deleted_uids_[key].insert(uids[name]);
+      if (const auto uid = pod_uids.find(name); uid != pod_uids.end()) {
+        deleted_uids_[key].insert(uid->second);
+      }
       ++deleted;
       spdlog::info("{}: deleted pod {}", key, name);
     } catch (const kube::ApiError& e) {

@@ -40,7 +40,9 @@ class JobController {
   void work(const std::atomic<bool>& stop);
   // Returns when to look again (requeue_after), if at all.
   std::optional<std::chrono::seconds> reconcile_key(const std::string& key);
-  void apply(const nlohmann::json& object, const Job& job, const Plan& plan);
+  // `pod_uids`: the uids of the pods the plan was computed from, by name.
+  void apply(const nlohmann::json& object, const Job& job, const Plan& plan,
+             const std::map<std::string, std::string>& pod_uids);
   void record_event(const nlohmann::json& object, const EventRecord& event);
   void update_job_counts();
   // Pods this operator deleted that its cache may still show (a stale cache would count a failed

@@ -216,7 +216,10 @@ Plan reconcile(const Job& job, const json& status, const Observed& observed,
   for (const auto role : kRoles) {
     const int n = spec.count(role);
     if (n == 0) continue;
-    json counts = {{"active", 0}, {"ready", 0}, {"succeeded", 0}, {"failed", 0}};
+    int active = 0;
+    int ready_pods = 0;
+    int succeeded = 0;
+    int failed = 0;
     for (int i = 0; i < n; ++i) {
       const auto name = pod_name(job, role, i);
       const auto found = pods.find(name);
@@ -233,16 +236,16 @@ Plan reconcile(const Job& job, const json& status, const Observed& observed,
       in_place += in_place_restarts(pod);
       const auto phase = phase_of(pod);
       if (phase == "Succeeded") {
-        counts["succeeded"] = counts["succeeded"].get<int>() + 1;
+        ++succeeded;
         continue;
       }
       if (phase != "Failed") {
-        counts["active"] = counts["active"].get<int>() + 1;
-        if (ready(pod)) counts["ready"] = counts["ready"].get<int>() + 1;
+        ++active;
+        if (ready(pod)) ++ready_pods;
         any_running = any_running || phase == "Running";
         continue;
       }
-      counts["failed"] = counts["failed"].get<int>() + 1;
+      ++failed;
       const auto code = exit_code(pod);
       const bool retryable = spec.restart_policy == "OnFailure" ||
                              (spec.restart_policy == "ExitCode" && (!code || *code >= 128));
@@ -262,7 +265,8 @@ Plan reconcile(const Job& job, const json& status, const Observed& observed,
                              "pod " + name + " failed with " + describe_exit(code) +
                                  "; recreating it (restart " + std::to_string(restarts) + ")"});
     }
-    replica_statuses[std::string(replica_type(role))] = counts;
+    replica_statuses[std::string(replica_type(role))] = {
+        {"active", active}, {"ready", ready_pods}, {"succeeded", succeeded}, {"failed", failed}};
   }
   plan.status["restarts"] = restarts;
   plan.status["replicaStatuses"] = replica_statuses;

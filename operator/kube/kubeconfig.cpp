@@ -105,10 +105,8 @@ ClusterAccess in_cluster_config(const std::filesystem::path& secrets_dir) {
 ClusterAccess load_cluster_access(const std::string& kubeconfig) {
   if (!kubeconfig.empty()) return load_kubeconfig(kubeconfig);
   if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') {
-    const std::string first(env, std::string(env).find(':') == std::string::npos
-                                     ? std::string(env).size()
-                                     : std::string(env).find(':'));
-    return load_kubeconfig(first);
+    const std::string files = env;  // a ':'-separated list: the first file, as kubectl reads
+    return load_kubeconfig(files.substr(0, files.find(':')));
   }
   if (std::getenv("KUBERNETES_SERVICE_HOST") != nullptr) return in_cluster_config();
   const char* home = std::getenv("HOME");
