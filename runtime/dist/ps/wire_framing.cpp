@@ -90,6 +90,12 @@ class SliceReader {
     }
   }
 
+  // The next field's number and wire type.
+  std::pair<uint32_t, uint32_t> field_tag() {
+    const auto tag_value = varint();
+    return {static_cast<uint32_t>(tag_value >> 3), static_cast<uint32_t>(tag_value & 7)};
+  }
+
   void skip_field(uint32_t wire_type) {
     switch (wire_type) {
       case kVarint:
@@ -144,9 +150,7 @@ void read_tensor(SliceReader& reader, size_t length,
   proto::WireTensor header;
   bool has_data = false;
   while (reader.position() < end) {
-    const auto field_tag = reader.varint();
-    const auto field = static_cast<uint32_t>(field_tag >> 3);
-    const auto wire_type = static_cast<uint32_t>(field_tag & 7);
+    const auto [field, wire_type] = reader.field_tag();
     if (field == kKeyField && wire_type == kVarint) {
       header.set_key(static_cast<uint32_t>(reader.varint()));
     } else if (field == kSlotField && wire_type == kLengthDelimited) {
@@ -225,9 +229,7 @@ proto::ParamsReply read_params_reply(
   SliceReader reader(buffer);
   proto::ParamsReply reply;
   while (reader.position() < reader.size()) {
-    const auto field_tag = reader.varint();
-    const auto field = static_cast<uint32_t>(field_tag >> 3);
-    const auto wire_type = static_cast<uint32_t>(field_tag & 7);
+    const auto [field, wire_type] = reader.field_tag();
     if (field == kVersionField && wire_type == kVarint) {
       reply.set_version(static_cast<int64_t>(reader.varint()));
     } else if (field == kDoneField && wire_type == kVarint) {
