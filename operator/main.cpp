@@ -4,11 +4,13 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <thread>
 
 #include "controller/controller.h"
 #include "controller/health_server.h"
+#include "controller/leader_election.h"
 #include "controller/operator_metrics.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
@@ -36,6 +38,11 @@ int run(int argc, char** argv) {
   cifar::op::ControllerOptions options;
   int metrics_port = 8080;
   int health_port = 8081;
+  bool leader_elect = true;
+  cifar::op::ElectionConfig election;
+  double lease_duration_s = 15;
+  double renew_deadline_s = 10;
+  double retry_period_s = 2;
   app.add_option("--kubeconfig", kubeconfig,
                  "kubeconfig file (default: $KUBECONFIG, in-cluster config, ~/.kube/config)");
   app.add_option("--namespace", options.namespace_, "Watch one namespace (default: all)");
@@ -46,7 +53,38 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--health-port", health_port, "/healthz and /readyz (0: off)")
       ->capture_default_str();
+  app.add_flag("--leader-elect,!--no-leader-elect", leader_elect,
+               "Hold a coordination.k8s.io Lease while reconciling, so that of several replicas "
+               "exactly one acts")
+      ->capture_default_str();
+  app.add_option("--leader-elect-namespace", election.namespace_,
+                 "Namespace of the Lease (default: --namespace, else the context's or pod's)");
+  app.add_option("--leader-elect-name", election.name, "Name of the Lease")->capture_default_str();
+  app.add_option("--leader-elect-lease-duration", lease_duration_s,
+                 "Seconds a standby waits after the last renewal it saw before taking over")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--leader-elect-renew-deadline", renew_deadline_s,
+                 "Seconds the leader keeps trying to renew before it stops reconciling")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--leader-elect-retry-period", retry_period_s,
+                 "Seconds between attempts to acquire or renew")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (renew_deadline_s >= lease_duration_s) {
+    // Otherwise a leader cut off from the API server could still act after a standby took over.
+    spdlog::error(
+        "--leader-elect-renew-deadline ({}) must be less than "
+        "--leader-elect-lease-duration ({})",
+        renew_deadline_s, lease_duration_s);
+    return 2;
+  }
+  const auto millis = [](double s) { return std::chrono::milliseconds(std::lround(s * 1000)); };
+  election.lease_duration = millis(lease_duration_s);
+  election.renew_deadline = millis(renew_deadline_s);
+  election.retry_period = millis(retry_period_s);
   spdlog::set_pattern("[%H:%M:%S.%e] [%l] %v");
 
   std::atomic<bool> stop{false};
@@ -58,13 +96,46 @@ int run(int argc, char** argv) {
     cifar::op::OperatorMetrics metrics(metrics_port > 0 ? "0.0.0.0:" + std::to_string(metrics_port)
                                                         : "");
     cifar::op::JobController controller(client, options, metrics);
+    // Ready: leading with synced caches, or standing by (a standby that never became ready would
+    // stall a rolling update of the operator's Deployment).
+    enum class Role { kStarting, kStandby, kLeader };
+    std::atomic<Role> role{leader_elect ? Role::kStarting : Role::kLeader};
     std::unique_ptr<cifar::op::HealthServer> health;
     if (health_port > 0) {
       health = std::make_unique<cifar::op::HealthServer>(
-          "http://0.0.0.0:" + std::to_string(health_port), [&] { return controller.ready(); });
+          "http://0.0.0.0:" + std::to_string(health_port), [&] {
+            const auto r = role.load();
+            return r == Role::kStandby || (r == Role::kLeader && controller.ready());
+          });
     }
-    metrics.set_leader(true);
-    controller.run(stop);
+    if (!leader_elect) {
+      metrics.set_leader(true);
+      controller.run(stop);
+      spdlog::info("cifar-operator: stopped");
+      return 0;
+    }
+    if (election.namespace_.empty()) {
+      election.namespace_ =
+          options.namespace_.empty() ? client.access().namespace_ : options.namespace_;
+    }
+    election.identity = cifar::op::default_identity();
+    cifar::op::LeaderElector elector(client, election);
+    const auto outcome = elector.run(
+        stop, [&](const std::atomic<bool>& stop_leading) { controller.run(stop_leading); },
+        [&](bool leading) {
+          metrics.set_leader(leading);
+          if (leading) {
+            role = Role::kLeader;
+          } else if (role.load() == Role::kStarting) {
+            role = Role::kStandby;
+          }
+        });
+    if (outcome == cifar::op::LeaderElector::Outcome::kLostLease) {
+      // The caches and queue of a former leader are not reused: exit, and let the Deployment
+      // restart a fresh standby.
+      spdlog::error("cifar-operator: lost leadership, exiting");
+      return 1;
+    }
     spdlog::info("cifar-operator: stopped");
     return 0;
   } catch (const std::exception& e) {

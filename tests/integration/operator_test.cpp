@@ -46,27 +46,36 @@ class Operator : public ::testing::Test {
     start_operator();
   }
 
-  void start_operator() {
-    health_port_ = cifar::testing::free_port();
-    operator_ = std::make_unique<ChildProcess>(
-        std::vector<std::string>{CIFAR_OPERATOR_BIN, "--kubeconfig", kubeconfig(), "--namespace",
-                                 ns_, "--metrics-port", std::to_string(cifar::testing::free_port()),
-                                 "--health-port", std::to_string(health_port_)},
-        dir_.path() / ("operator-" + std::to_string(starts_++) + ".log"));
-    ASSERT_TRUE(cifar::testing::wait_for(
+  void start_operator() { operator_ = launch_operator(); }
+
+  // Another instance of the operator, ready: leading with synced caches, or standing by. Short
+  // lease timings so that a takeover is quick.
+  std::unique_ptr<ChildProcess> launch_operator() {
+    const auto health_port = cifar::testing::free_port();
+    auto process = std::make_unique<ChildProcess>(
+        std::vector<std::string>{
+            CIFAR_OPERATOR_BIN, "--kubeconfig", kubeconfig(), "--namespace", ns_, "--metrics-port",
+            std::to_string(cifar::testing::free_port()), "--health-port",
+            std::to_string(health_port), "--leader-elect-lease-duration", "3",
+            "--leader-elect-renew-deadline", "2", "--leader-elect-retry-period", "0.5"},
+        log_path(starts_++));
+    EXPECT_TRUE(cifar::testing::wait_for(
         [&] {
-          return cifar::testing::http_get("http://127.0.0.1:" + std::to_string(health_port_) +
+          return cifar::testing::http_get("http://127.0.0.1:" + std::to_string(health_port) +
                                           "/readyz") == "ok";
         },
         seconds(30)))
         << log();
+    return process;
+  }
+
+  std::filesystem::path log_path(int start) {
+    return dir_.path() / ("operator-" + std::to_string(start) + ".log");
   }
 
   std::string log() {
     std::string all;
-    for (int i = 0; i < starts_; ++i) {
-      all += cifar::testing::read_file(dir_.path() / ("operator-" + std::to_string(i) + ".log"));
-    }
+    for (int i = 0; i < starts_; ++i) all += cifar::testing::read_file(log_path(i));
     return all;
   }
 
@@ -88,6 +97,8 @@ class Operator : public ::testing::Test {
     }
     return names;
   }
+
+  json lease() { return client_.get(cifar::kube::leases(ns_).named("cifar-operator"))["spec"]; }
 
   json job_status(const std::string& name) {
     return client_.get(cifar::kube::cifartrainjobs(ns_).named(name))
@@ -130,7 +141,6 @@ class Operator : public ::testing::Test {
   std::string ns_;
   TempDir dir_;
   int starts_ = 0;
-  int health_port_ = 0;
   std::unique_ptr<ChildProcess> operator_;
 };
 
@@ -237,6 +247,45 @@ TEST_F(Operator, KilledAndRestartedMidReconcileItCreatesNoDuplicatesAndLosesNoth
         << job << log();
     EXPECT_EQ(pods_of(job).size(), expected.size()) << job;
   }
+}
+
+TEST_F(Operator, OfTwoInstancesOneLeadsAndTheOtherTakesOverWhenItDies) {
+  const auto first_leader = lease()["holderIdentity"].get<std::string>();
+  const int second_log = starts_;
+  auto second = launch_operator();  // ready as a standby
+  EXPECT_EQ(lease()["holderIdentity"], first_leader);
+  EXPECT_NE(cifar::testing::read_file(log_path(second_log)).find("standing by"), std::string::npos)
+      << log();
+
+  submit("j", ps_spec());
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return pod_names("j") == kPsJobPods; }, seconds(30)))
+      << log();
+  // Only the leader acted.
+  EXPECT_EQ(cifar::testing::read_file(log_path(second_log)).find("created pod"), std::string::npos)
+      << log();
+
+  operator_->kill_hard();  // no release: the standby waits out the lease duration
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] {
+        const auto holder = lease().value("holderIdentity", "");
+        return !holder.empty() && holder != first_leader;
+      },
+      seconds(30)))
+      << lease().dump() << log();
+  EXPECT_EQ(lease()["leaseTransitions"], 1);
+  submit("k", ps_spec());
+  std::set<std::string> expected;
+  for (const auto& name : kPsJobPods) expected.insert("k" + name.substr(1));
+  EXPECT_TRUE(cifar::testing::wait_for([&] { return pod_names("k") == expected; }, seconds(30)))
+      << log();
+  EXPECT_NE(cifar::testing::read_file(log_path(second_log)).find("created pod k-master-0"),
+            std::string::npos)
+      << log();
+
+  // A graceful stop hands the lease back at once.
+  second->send(SIGTERM);
+  EXPECT_EQ(second->wait(), 0) << log();
+  EXPECT_EQ(lease()["holderIdentity"], "") << lease().dump();
 }
 
 }  // namespace

@@ -97,6 +97,10 @@ void ChildProcess::kill_hard() {
   wait();
 }
 
+void ChildProcess::send(int signal) {
+  if (!reaped_) ::kill(pid_, signal);
+}
+
 int ChildProcess::wait() {
   if (!reaped_) {
     ::waitpid(pid_, &status_, 0);

@@ -28,8 +28,9 @@ class ChildProcess {
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
-  void kill_hard();  // SIGKILL, then reap
-  int wait();        // exit code, -signal when killed
+  void kill_hard();       // SIGKILL, then reap
+  void send(int signal);  // e.g. SIGTERM for a graceful stop; wait() reaps
+  int wait();             // exit code, -signal when killed
   [[nodiscard]] bool running();
   [[nodiscard]] pid_t pid() const { return pid_; }
 

@@ -1,0 +1,196 @@
+#include "controller/leader_election.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+#include <ctime>
+#include <random>
+#include <thread>
+
+namespace cifar::op {
+namespace {
+
+using nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+int lease_seconds(std::chrono::milliseconds duration) {
+  return std::max(1, static_cast<int>(std::ceil(static_cast<double>(duration.count()) / 1000.0)));
+}
+
+// Sleeps `period` in short slices so that a stop is seen promptly.
+void sleep_unless(const std::atomic<bool>& stop, std::chrono::milliseconds period) {
+  const auto until = Steady::now() + period;
+  while (!stop.load() && Steady::now() < until) {
+    std::this_thread::sleep_for(
+        std::min<Steady::duration>(std::chrono::milliseconds(50), until - Steady::now()));
+  }
+}
+
+}  // namespace
+
+std::optional<json> next_lease_spec(const std::optional<json>& current, bool expired,
+                                    const ElectionConfig& config, const std::string& now) {
+  if (!current) {
+    return json{{"holderIdentity", config.identity},
+                {"leaseDurationSeconds", lease_seconds(config.lease_duration)},
+                {"acquireTime", now},
+                {"renewTime", now},
+                {"leaseTransitions", 0}};
+  }
+  const auto holder = current->value("holderIdentity", "");
+  if (!holder.empty() && holder != config.identity && !expired) return std::nullopt;
+  auto spec = *current;
+  if (holder != config.identity) {  // a new holder: a transition
+    spec["acquireTime"] = now;
+    spec["leaseTransitions"] = current->value("leaseTransitions", 0) + 1;
+  }
+  spec["holderIdentity"] = config.identity;
+  spec["leaseDurationSeconds"] = lease_seconds(config.lease_duration);
+  spec["renewTime"] = now;
+  return spec;
+}
+
+json released_lease_spec(const json& current, const std::string& now) {
+  auto spec = current;
+  spec["holderIdentity"] = "";
+  spec["leaseDurationSeconds"] = 1;
+  spec["acquireTime"] = now;
+  spec["renewTime"] = now;
+  return spec;
+}
+
+std::string format_micro_time(std::chrono::system_clock::time_point t) {
+  const auto seconds = std::chrono::system_clock::to_time_t(t);
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                          t - std::chrono::system_clock::from_time_t(seconds))
+                          .count();
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  std::array<char, 32> text{};
+  const auto n = std::strftime(text.data(), text.size(), "%Y-%m-%dT%H:%M:%S", &utc);
+  return std::string(text.data(), n) + fmt::format(".{:06d}Z", micros);
+}
+
+std::string default_identity() {
+  std::array<char, 256> host{};
+  if (gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+  std::random_device random;
+  return fmt::format("{}_{:08x}", host.data(), random());
+}
+
+LeaderElector::LeaderElector(kube::Client& client, ElectionConfig config)
+    : client_(client), config_(std::move(config)) {}
+
+bool LeaderElector::try_acquire_or_renew() {
+  const auto path = kube::leases(config_.namespace_).named(config_.name);
+  const auto now = format_micro_time(std::chrono::system_clock::now());
+  try {
+    json lease;
+    try {
+      lease = client_.get(path);
+    } catch (const kube::ApiError& e) {
+      if (e.status() != 404) throw;
+      const auto spec = *next_lease_spec(std::nullopt, false, config_, now);
+      client_.create(kube::leases(config_.namespace_), {{"apiVersion", "coordination.k8s.io/v1"},
+                                                        {"kind", "Lease"},
+                                                        {"metadata", {{"name", config_.name}}},
+                                                        {"spec", spec}});
+      observed_spec_ = spec;
+      observed_at_ = Steady::now();
+      return true;
+    }
+    const auto spec = lease.value("spec", json::object());
+    if (spec != observed_spec_) {
+      observed_spec_ = spec;
+      observed_at_ = Steady::now();
+    }
+    const auto expired =
+        Steady::now() - observed_at_ >= std::chrono::seconds(spec.value("leaseDurationSeconds", 0));
+    const auto next = next_lease_spec(spec, expired, config_, now);
+    if (!next) return false;
+    lease["spec"] = *next;
+    client_.replace(path, lease);  // carries the resourceVersion read: 409 if anyone wrote since
+    observed_spec_ = *next;
+    observed_at_ = Steady::now();
+    return true;
+  } catch (const kube::ApiError& e) {
+    if (e.status() == 409) return false;  // another candidate wrote first
+    spdlog::warn("leader election: lease {}/{}: {}", config_.namespace_, config_.name, e.what());
+    return false;
+  }
+}
+
+void LeaderElector::release() {
+  const auto path = kube::leases(config_.namespace_).named(config_.name);
+  try {
+    auto lease = client_.get(path);
+    if (lease["spec"].value("holderIdentity", "") != config_.identity) return;
+    lease["spec"] =
+        released_lease_spec(lease["spec"], format_micro_time(std::chrono::system_clock::now()));
+    client_.replace(path, lease);
+    spdlog::info("leader election: released lease {}/{}", config_.namespace_, config_.name);
+  } catch (const std::exception& e) {
+    spdlog::warn(
+        "leader election: could not release lease {}/{} (the next leader waits for it "
+        "to expire): {}",
+        config_.namespace_, config_.name, e.what());
+  }
+}
+
+LeaderElector::Outcome LeaderElector::run(
+    const std::atomic<bool>& stop,
+    const std::function<void(const std::atomic<bool>& stop_leading)>& lead,
+    const std::function<void(bool leading)>& on_state) {
+  std::string reported_holder;
+  while (!try_acquire_or_renew()) {
+    const auto holder = observed_spec_.value("holderIdentity", "");
+    if (holder != reported_holder) {
+      spdlog::info("leader election: lease {}/{} is held by {}; standing by as {}",
+                   config_.namespace_, config_.name, holder, config_.identity);
+      reported_holder = holder;
+    }
+    on_state(false);
+    sleep_unless(stop, config_.retry_period);
+    if (stop.load()) return Outcome::kStopped;
+  }
+  spdlog::info("leader election: {} acquired lease {}/{} (transition {})", config_.identity,
+               config_.namespace_, config_.name, observed_spec_.value("leaseTransitions", 0));
+  on_state(true);
+
+  std::atomic<bool> stop_leading{false};
+  std::atomic<bool> lost{false};
+  std::thread renewer([&] {
+    auto last_renewed = Steady::now();
+    while (!stop.load() && !stop_leading.load()) {
+      sleep_unless(stop, config_.retry_period);
+      if (stop.load()) break;
+      if (try_acquire_or_renew()) {
+        last_renewed = Steady::now();
+        continue;
+      }
+      const auto holder = observed_spec_.value("holderIdentity", "");
+      if (holder != config_.identity) {
+        spdlog::error("leader election: lease {}/{} was taken over by {}", config_.namespace_,
+                      config_.name, holder);
+        lost = true;
+      } else if (Steady::now() - last_renewed >= config_.renew_deadline) {
+        spdlog::error("leader election: could not renew lease {}/{} for {} ms", config_.namespace_,
+                      config_.name, config_.renew_deadline.count());
+        lost = true;
+      }
+      if (lost.load()) break;
+    }
+    stop_leading = true;
+  });
+  lead(stop_leading);
+  stop_leading = true;
+  renewer.join();
+  on_state(false);
+  if (lost.load()) return Outcome::kLostLease;
+  release();
+  return Outcome::kStopped;
+}
+
+}  // namespace cifar::op

@@ -1,0 +1,75 @@
+// The pure decision of one leader-election round (the Lease itself is exercised against the real
+// API server in tests/integration/operator_test.cpp).
+#include "controller/leader_election.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using cifar::op::ElectionConfig;
+using cifar::op::next_lease_spec;
+using nlohmann::json;
+
+ElectionConfig me() {
+  ElectionConfig config;
+  config.identity = "me";
+  config.lease_duration = std::chrono::milliseconds(2500);
+  return config;
+}
+
+json held_by(const std::string& holder) {
+  return {{"holderIdentity", holder},
+          {"leaseDurationSeconds", 15},
+          {"acquireTime", "2026-11-22T10:00:00.000000Z"},
+          {"renewTime", "2026-11-22T10:00:05.000000Z"},
+          {"leaseTransitions", 4}};
+}
+
+const std::string kNow = "2026-11-22T10:01:00.000000Z";
+
+TEST(LeaderElection, NoLeaseIsCreatedHeldByUsWithTheLeaseDurationRoundedUp) {
+  const auto spec = next_lease_spec(std::nullopt, false, me(), kNow);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ((*spec)["holderIdentity"], "me");
+  EXPECT_EQ((*spec)["leaseDurationSeconds"], 3);
+  EXPECT_EQ((*spec)["acquireTime"], kNow);
+  EXPECT_EQ((*spec)["leaseTransitions"], 0);
+}
+
+TEST(LeaderElection, ALiveLeaseOfAnotherHolderIsLeftAlone) {
+  EXPECT_FALSE(next_lease_spec(held_by("other"), false, me(), kNow));
+}
+
+TEST(LeaderElection, AnExpiredLeaseIsTakenOverAsATransition) {
+  const auto spec = next_lease_spec(held_by("other"), true, me(), kNow);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ((*spec)["holderIdentity"], "me");
+  EXPECT_EQ((*spec)["acquireTime"], kNow);
+  EXPECT_EQ((*spec)["renewTime"], kNow);
+  EXPECT_EQ((*spec)["leaseTransitions"], 5);
+}
+
+TEST(LeaderElection, RenewingKeepsTheAcquireTimeAndTransitions) {
+  const auto spec = next_lease_spec(held_by("me"), false, me(), kNow);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ((*spec)["acquireTime"], "2026-11-22T10:00:00.000000Z");
+  EXPECT_EQ((*spec)["renewTime"], kNow);
+  EXPECT_EQ((*spec)["leaseTransitions"], 4);
+}
+
+TEST(LeaderElection, AReleasedLeaseIsFreeAtOnce) {
+  const auto released = cifar::op::released_lease_spec(held_by("other"), kNow);
+  EXPECT_EQ(released["holderIdentity"], "");
+  EXPECT_EQ(released["leaseDurationSeconds"], 1);
+  const auto spec = next_lease_spec(released, false, me(), kNow);  // not expired, yet free
+  ASSERT_TRUE(spec);
+  EXPECT_EQ((*spec)["holderIdentity"], "me");
+  EXPECT_EQ((*spec)["leaseTransitions"], 5);
+}
+
+TEST(LeaderElection, MicroTimeIsUtcWithSixFractionalDigits) {
+  const auto t = std::chrono::system_clock::from_time_t(1795348800) + std::chrono::microseconds(42);
+  EXPECT_EQ(cifar::op::format_micro_time(t), "2026-11-22T12:00:00.000042Z");
+}
+
+}  // namespace
