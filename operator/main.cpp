@@ -49,6 +49,12 @@ int run(int argc, char** argv) {
   app.add_option("--workers", options.workers, "Jobs reconciled at once")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  double progress_interval_s = 15;
+  app.add_option("--progress-interval", progress_interval_s,
+                 "Seconds between reads of status.progress from running jobs' metrics endpoints "
+                 "(0: off)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--metrics-port", metrics_port, "Prometheus metrics (0: off)")
       ->capture_default_str();
   app.add_option("--health-port", health_port, "/healthz and /readyz (0: off)")
@@ -85,6 +91,7 @@ int run(int argc, char** argv) {
   election.lease_duration = millis(lease_duration_s);
   election.renew_deadline = millis(renew_deadline_s);
   election.retry_period = millis(retry_period_s);
+  options.progress_interval = millis(progress_interval_s);
   spdlog::set_pattern("[%H:%M:%S.%e] [%l] %v");
 
   std::atomic<bool> stop{false};

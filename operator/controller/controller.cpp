@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "controller/progress_scraper.h"
+
 namespace cifar::op {
 namespace {
 
@@ -64,6 +66,11 @@ void JobController::run(const std::atomic<bool>& stop) {
   std::vector<std::thread> workers;
   workers.reserve(static_cast<size_t>(options_.workers));
   for (int i = 0; i < options_.workers; ++i) workers.emplace_back([&] { work(stop); });
+  std::thread progress;
+  if (options_.progress_interval.count() > 0) {
+    progress = std::thread(
+        [&] { ProgressScraper(client_, *jobs_, *pods_, options_.progress_interval).run(stop); });
+  }
   while (!stop.load()) {
     metrics_.set_queue_depth(static_cast<double>(queue_.depth()));
     update_job_counts();
@@ -71,6 +78,7 @@ void JobController::run(const std::atomic<bool>& stop) {
   }
   queue_.shut_down();
   for (auto& w : workers) w.join();
+  if (progress.joinable()) progress.join();
   jobs_->stop();
   pods_->stop();
   services_->stop();

@@ -23,6 +23,8 @@ namespace cifar::op {
 struct ControllerOptions {
   std::string namespace_;  // "" watches every namespace
   int workers = 2;
+  // How often status.progress is read from the running jobs' metrics endpoints (0: never).
+  std::chrono::milliseconds progress_interval{15000};
 };
 
 class JobController {

@@ -57,7 +57,8 @@ class Operator : public ::testing::Test {
             CIFAR_OPERATOR_BIN, "--kubeconfig", kubeconfig(), "--namespace", ns_, "--metrics-port",
             std::to_string(cifar::testing::free_port()), "--health-port",
             std::to_string(health_port), "--leader-elect-lease-duration", "3",
-            "--leader-elect-renew-deadline", "2", "--leader-elect-retry-period", "0.5"},
+            "--leader-elect-renew-deadline", "2", "--leader-elect-retry-period", "0.5",
+            "--progress-interval", "0.5"},
         log_path(starts_++));
     EXPECT_TRUE(cifar::testing::wait_for(
         [&] {
@@ -124,6 +125,13 @@ class Operator : public ::testing::Test {
     }
     client_.patch(cifar::kube::pods(ns_).named(pod).sub("status"),
                   {{"status", {{"phase", phase}, {"containerStatuses", json::array({container})}}}},
+                  PatchType::kMerge);
+  }
+
+  // As a kubelet: the pod's IP, where the operator finds its metrics endpoint.
+  void set_pod_ip(const std::string& pod, const std::string& ip) {
+    client_.patch(cifar::kube::pods(ns_).named(pod).sub("status"),
+                  {{"status", {{"podIP", ip}, {"podIPs", json::array({{{"ip", ip}}})}}}},
                   PatchType::kMerge);
   }
 
@@ -286,6 +294,65 @@ TEST_F(Operator, OfTwoInstancesOneLeadsAndTheOtherTakesOverWhenItDies) {
   second->send(SIGTERM);
   EXPECT_EQ(second->wait(), 0) << log();
   EXPECT_EQ(lease()["holderIdentity"], "") << lease().dump();
+}
+
+TEST_F(Operator, ProgressIsReadFromTheMastersMetricsEndpoint) {
+  // A real cifar-train plays the master's container, its metrics on a loopback address of this
+  // test's own (all of 127/8 is loopback) at the pod port 9464.
+  const auto pid = static_cast<unsigned>(::getpid());
+  const auto ip = "127.4." + std::to_string(pid / 250 % 250) + "." + std::to_string(1 + pid % 250);
+  TempDir model_dir;
+  ChildProcess trainer({CIFAR_TRAIN_BIN,
+                        "-m",
+                        "simplecnn",
+                        "-d",
+                        "synthetic",
+                        "--synthetic-train-size",
+                        "640",
+                        "--synthetic-test-size",
+                        "64",
+                        "-e",
+                        "1000",
+                        "-b",
+                        "32",
+                        "-t",
+                        "1",
+                        "--workers",
+                        "0",
+                        "--model-dir",
+                        model_dir.path().string(),
+                        "--metrics-bind",
+                        ip,
+                        "--metrics-port",
+                        "9464",
+                        "--progress",
+                        "none"},
+                       dir_.path() / "trainer.log");
+  submit("j", ps_spec());
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return pod_names("j") == kPsJobPods; }, seconds(30)));
+  for (const auto& name : kPsJobPods) set_phase(name, "Running");
+  set_pod_ip("j-master-0", ip);
+  const auto progress = [&] { return job_status("j").value("progress", json::object()); };
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] {
+        return progress().value("step", 0) > 0 && progress().value("imagesPerSecond", 0.0) > 0;
+      },
+      seconds(60)))
+      << job_status("j").dump() << log() << cifar::testing::read_file(dir_.path() / "trainer.log");
+  const auto first = progress();
+  EXPECT_GE(first.value("epoch", 0), 1);
+  EXPECT_TRUE(first.contains("loss"));
+  EXPECT_TRUE(first.contains("updatedAt"));
+  // It follows the training.
+  EXPECT_TRUE(cifar::testing::wait_for(
+      [&] { return progress().value("step", 0) > first["step"].get<int>(); }, seconds(60)))
+      << job_status("j").dump();
+  // kubectl shows it in the printer columns.
+  const auto table = cifar::testing::run_process(
+      {"kubectl", "--kubeconfig", kubeconfig(), "get", "ctj", "j", "-n", ns_});
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find("IMAGES/S"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("Running"), std::string::npos) << table.output;
 }
 
 }  // namespace

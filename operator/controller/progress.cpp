@@ -1,0 +1,77 @@
+#include "controller/progress.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+namespace cifar::op {
+namespace {
+
+using nlohmann::json;
+
+const PodMetrics* find(const std::vector<PodMetrics>& pods, const std::string& role, int index) {
+  for (const auto& pod : pods) {
+    if (pod.role == role && pod.index == index) return &pod;
+  }
+  return nullptr;
+}
+
+std::optional<double> sample(const PodMetrics* pod, const std::string& name) {
+  if (pod == nullptr) return std::nullopt;
+  const auto found = pod->samples.find(name);
+  if (found == pod->samples.end()) return std::nullopt;
+  return found->second;
+}
+
+}  // namespace
+
+MetricSamples parse_metric_samples(const std::string& exposition) {
+  MetricSamples samples;
+  std::istringstream lines(exposition);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto name_end = line.find_first_of("{ ");
+    if (name_end == std::string::npos || name_end == 0) continue;
+    auto value_start = line[name_end] == '{' ? line.find('}', name_end) : name_end;
+    if (value_start == std::string::npos) continue;
+    value_start = line.find_first_not_of(' ', value_start + (line[name_end] == '{' ? 1 : 0));
+    if (value_start == std::string::npos) continue;
+    const char* begin = line.c_str() + value_start;
+    char* end = nullptr;
+    const double value = std::strtod(begin, &end);
+    if (end == begin || !std::isfinite(value)) continue;  // NaN loss: nothing to report
+    samples.emplace(line.substr(0, name_end), value);     // the first sample wins
+  }
+  return samples;
+}
+
+std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const std::string& now) {
+  const auto* chief = find(pods, "master", 0);
+  if (chief == nullptr) chief = find(pods, "worker", 0);
+  if (chief == nullptr) return std::nullopt;
+  json progress = {{"updatedAt", now}};
+  if (const auto epoch = sample(chief, "cifar_epoch")) progress["epoch"] = std::llround(*epoch);
+  if (const auto step = sample(chief, "cifar_steps_total")) progress["step"] = std::llround(*step);
+  if (const auto loss = sample(chief, "cifar_loss")) progress["loss"] = *loss;
+  if (const auto accuracy = sample(chief, "cifar_train_accuracy")) {
+    progress["trainAccuracy"] = *accuracy;
+  }
+  double images_per_second = 0;
+  bool any_trainer = false;
+  for (const auto& pod : pods) {
+    if (pod.role != "master" && pod.role != "worker") continue;
+    if (const auto rate = sample(&pod, "cifar_images_per_second")) {
+      images_per_second += *rate;
+      any_trainer = true;
+    }
+  }
+  if (any_trainer) progress["imagesPerSecond"] = images_per_second;
+  const auto* evaluator = find(pods, "evaluator", 0);
+  const auto test_accuracy =
+      sample(evaluator != nullptr ? evaluator : chief, "cifar_test_accuracy");
+  if (test_accuracy && *test_accuracy > 0) progress["testAccuracy"] = *test_accuracy;
+  return progress;
+}
+
+}  // namespace cifar::op

@@ -1,0 +1,132 @@
+#include "controller/progress_scraper.h"
+
+// cpprest's U() macro would break fmt's templates (spdlog).
+#define _TURN_OFF_PLATFORM_STRING
+#include <cpprest/http_client.h>
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <thread>
+
+#include "controller/progress.h"
+#include "controller/reconcile.h"
+
+namespace cifar::op {
+namespace {
+
+using nlohmann::json;
+
+constexpr auto kScrapeTimeout = std::chrono::seconds(2);
+constexpr int kDefaultMetricsPort = 9464;
+
+// http://<pod IP>:<metrics port>/metrics of a running trainer or evaluator; "" for other pods.
+std::string metrics_url(const json& pod) {
+  const auto labels = pod["metadata"].value("labels", json::object());
+  const auto role = labels.value("cifartrain.io/replica-type", "");
+  if (role != "master" && role != "worker" && role != "evaluator") return "";
+  const auto status = pod.value("status", json::object());
+  const auto ip = status.value("podIP", "");
+  if (status.value("phase", "") != "Running" || ip.empty()) return "";
+  int port = kDefaultMetricsPort;
+  for (const auto& container : pod["spec"].value("containers", json::array())) {
+    for (const auto& p : container.value("ports", json::array())) {
+      if (p.value("name", "") == "metrics") port = p.value("containerPort", port);
+    }
+  }
+  const auto host = ip.find(':') != std::string::npos ? "[" + ip + "]" : ip;  // IPv6
+  return "http://" + host + ":" + std::to_string(port) + "/metrics";
+}
+
+struct Target {
+  std::string job_key;
+  PodMetrics pod;
+  pplx::task<std::string> body;
+};
+
+pplx::task<std::string> fetch(const std::string& url) {
+  web::http::client::http_client_config config;
+  config.set_timeout(kScrapeTimeout);
+  web::http::client::http_client http(utility::conversions::to_string_t(url), config);
+  return http.request(web::http::methods::GET).then([](const web::http::http_response& response) {
+    if (response.status_code() != web::http::status_codes::OK) {
+      throw std::runtime_error("HTTP " + std::to_string(response.status_code()));
+    }
+    return response.extract_utf8string(true);
+  });
+}
+
+json without_timestamp(json progress) {
+  progress.erase("updatedAt");
+  return progress;
+}
+
+}  // namespace
+
+ProgressScraper::ProgressScraper(kube::Client& client, const Informer& jobs, const Informer& pods,
+                                 std::chrono::milliseconds interval)
+    : client_(client), jobs_(jobs), pods_(pods), interval_(interval) {}
+
+void ProgressScraper::run(const std::atomic<bool>& stop) {
+  while (!stop.load()) {
+    const auto next = std::chrono::steady_clock::now() + interval_;
+    try {
+      scrape_once();
+    } catch (const std::exception& e) {
+      spdlog::warn("progress: {}", e.what());
+    }
+    while (!stop.load() && std::chrono::steady_clock::now() < next) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+}
+
+void ProgressScraper::scrape_once() {
+  std::map<std::string, json> running;  // job key -> its status
+  for (const auto& job : jobs_.list([](const json& j) {
+         return j.value("status", json::object()).value("state", "") == "Running";
+       })) {
+    running[Informer::key_of(job)] = job["status"];
+  }
+  if (running.empty()) return;
+  std::vector<Target> targets;
+  for (const auto& pod : pods_.list([](const json&) { return true; })) {
+    const auto& m = pod["metadata"];
+    const auto labels = m.value("labels", json::object());
+    const auto key = m.value("namespace", "") + "/" + labels.value("cifartrain.io/job-name", "");
+    const auto url = metrics_url(pod);
+    if (running.count(key) == 0 || url.empty()) continue;
+    Target target{key,
+                  {labels.value("cifartrain.io/replica-type", ""),
+                   std::stoi(labels.value("cifartrain.io/replica-index", "0")),
+                   {}},
+                  fetch(url)};
+    targets.push_back(std::move(target));
+  }
+  std::map<std::string, std::vector<PodMetrics>> scraped;
+  for (auto& target : targets) {
+    try {
+      target.pod.samples = parse_metric_samples(target.body.get());
+      scraped[target.job_key].push_back(std::move(target.pod));
+    } catch (const std::exception& e) {  // every task is observed, failed or not
+      spdlog::debug("progress: {} {}-{}: {}", target.job_key, target.pod.role, target.pod.index,
+                    e.what());
+    }
+  }
+  const auto now = format_time(Clock::now());
+  for (const auto& [key, pods] : scraped) {
+    const auto progress = job_progress(pods, now);
+    if (!progress) continue;
+    const auto old = running[key].value("progress", json::object());
+    if (without_timestamp(old) == without_timestamp(*progress)) continue;
+    const auto slash = key.find('/');
+    try {
+      client_.patch(
+          kube::cifartrainjobs(key.substr(0, slash)).named(key.substr(slash + 1)).sub("status"),
+          {{"status", {{"progress", *progress}}}}, kube::PatchType::kMerge);
+    } catch (const kube::ApiError& e) {
+      spdlog::warn("progress: {}: {}", key, e.what());  // the next round tries again
+    }
+  }
+}
+
+}  // namespace cifar::op

@@ -1,0 +1,72 @@
+// status.progress from the runtime's Prometheus exposition (the scraping itself runs against a
+// real cifar-train in tests/integration/operator_test.cpp).
+#include "controller/progress.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using cifar::op::job_progress;
+using cifar::op::parse_metric_samples;
+using cifar::op::PodMetrics;
+
+// As the runtime serves it (prometheus-cpp's text format).
+const char* const kMaster = R"(# HELP cifar_steps_total Optimizer steps
+# TYPE cifar_steps_total counter
+cifar_steps_total{index="0",job="j",role="master"} 220
+cifar_loss{index="0",job="j",role="master"} 1.25
+cifar_train_accuracy{index="0",job="j",role="master"} 0.5
+cifar_test_accuracy{index="0",job="j",role="master"} 0
+cifar_epoch{index="0",job="j",role="master"} 3
+cifar_images_per_second{index="0",job="j",role="master"} 100.5
+cifar_step_seconds_bucket{index="0",job="j",role="master",le="0.5"} 7
+exposer_request_latencies{quantile="0.5"} Nan
+)";
+
+PodMetrics pod(const std::string& role, int index, const std::string& text) {
+  return {role, index, parse_metric_samples(text)};
+}
+
+TEST(Progress, ParsesTheFirstSampleOfEachMetricAndSkipsCommentsAndNaN) {
+  const auto samples = parse_metric_samples(kMaster);
+  EXPECT_EQ(samples.at("cifar_steps_total"), 220);
+  EXPECT_EQ(samples.at("cifar_loss"), 1.25);
+  EXPECT_EQ(samples.at("cifar_step_seconds_bucket"), 7);
+  EXPECT_EQ(samples.count("exposer_request_latencies"), 0U);
+  EXPECT_EQ(parse_metric_samples("no_labels 4\nbroken{\n{x} 1\n").at("no_labels"), 4);
+  EXPECT_EQ(parse_metric_samples("no_labels 4\nbroken{\n{x} 1\n").size(), 1U);
+}
+
+TEST(Progress, TheChiefGivesEpochStepLossAndTrainersSumTheirImagesPerSecond) {
+  const auto progress = job_progress(
+      {pod("master", 0, kMaster), pod("worker", 0, "cifar_images_per_second 50\ncifar_epoch 9\n"),
+       pod("worker", 1, "cifar_images_per_second 25\n")},
+      "2026-11-22T10:00:00Z");
+  ASSERT_TRUE(progress);
+  EXPECT_EQ((*progress)["epoch"], 3);
+  EXPECT_EQ((*progress)["step"], 220);
+  EXPECT_EQ((*progress)["loss"], 1.25);
+  EXPECT_EQ((*progress)["trainAccuracy"], 0.5);
+  EXPECT_EQ((*progress)["imagesPerSecond"], 175.5);
+  EXPECT_EQ((*progress)["updatedAt"], "2026-11-22T10:00:00Z");
+  EXPECT_FALSE(progress->contains("testAccuracy"));  // 0: not evaluated yet
+}
+
+TEST(Progress, TestAccuracyComesFromTheEvaluatorWhenThereIsOne) {
+  const auto progress =
+      job_progress({pod("master", 0, kMaster), pod("evaluator", 0, "cifar_test_accuracy 0.75\n")},
+                   "2026-11-22T10:00:00Z");
+  ASSERT_TRUE(progress);
+  EXPECT_EQ((*progress)["testAccuracy"], 0.75);
+}
+
+TEST(Progress, WorkerZeroIsTheChiefWithoutAMasterAndNoChiefMeansNoProgress) {
+  auto progress = job_progress({pod("worker", 0, "cifar_epoch 2\ncifar_test_accuracy 0.6\n")}, "t");
+  ASSERT_TRUE(progress);
+  EXPECT_EQ((*progress)["epoch"], 2);
+  EXPECT_EQ((*progress)["testAccuracy"], 0.6);
+  EXPECT_FALSE(job_progress({pod("worker", 1, "cifar_epoch 2\n")}, "t"));
+  EXPECT_FALSE(job_progress({pod("evaluator", 0, "cifar_test_accuracy 0.6\n")}, "t"));
+}
+
+}  // namespace
