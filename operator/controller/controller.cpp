@@ -16,18 +16,28 @@ using Steady = std::chrono::steady_clock;
 
 const char* const kJobLabel = "cifartrain.io/job-name";
 
-// The job a pod or Service belongs to: its namespace and the job-name label.
+// The job a pod or Service belongs to, "namespace/job" from its job-name label ("" for none).
 std::string owner_key(const json& object) {
   const auto& m = object["metadata"];
-  const auto labels = m.value("labels", json::object());
-  if (!labels.contains(kJobLabel)) return "";
-  return m.value("namespace", "") + "/" + labels[kJobLabel].get<std::string>();
+  const auto labels = m.find("labels");
+  if (labels == m.end()) return "";
+  const auto job = labels->find(kJobLabel);
+  if (job == labels->end()) return "";
+  return m.value("namespace", "") + "/" + job->get<std::string>();
 }
 
-bool belongs_to(const json& object, const std::string& ns, const std::string& job) {
-  const auto& m = object["metadata"];
-  return m.value("namespace", "") == ns &&
-         m.value("labels", json::object()).value(kJobLabel, "") == job;
+// A pod as the controller reads it: metadata, status, and its containers' names and ports (the
+// metrics port); the rest of the spec (env with TF_CONFIG, args, resources) is what we wrote.
+void trim_pod(json& pod) {
+  Informer::strip_managed_fields(pod);
+  auto spec = pod.find("spec");
+  if (spec == pod.end()) return;
+  json containers = json::array();
+  for (auto& container : spec->value("containers", json::array())) {
+    containers.push_back({{"name", container.value("name", "")},
+                          {"ports", container.value("ports", json::array())}});
+  }
+  *spec = {{"containers", std::move(containers)}};
 }
 
 }  // namespace
@@ -42,8 +52,8 @@ JobController::JobController(kube::Client& client, ControllerOptions options,
   const kube::ListOptions owned{kJobLabel, "", ""};  // label exists
   jobs_ = std::make_unique<Informer>(client_, kube::cifartrainjobs(options_.namespace_),
                                      kube::ListOptions{}, enqueue_job);
-  pods_ =
-      std::make_unique<Informer>(client_, kube::pods(options_.namespace_), owned, enqueue_owner);
+  pods_ = std::make_unique<Informer>(client_, kube::pods(options_.namespace_), owned, enqueue_owner,
+                                     trim_pod, owner_key);
   services_ = std::make_unique<Informer>(client_, kube::services(options_.namespace_), owned,
                                          enqueue_owner);
 }
@@ -122,7 +132,10 @@ void JobController::work(const std::atomic<bool>& stop) {
 
 std::optional<std::chrono::seconds> JobController::reconcile_key(const std::string& key) {
   const auto object = jobs_->get(key);
-  if (!object) return std::nullopt;  // deleted: its pods go with it (ownerReferences)
+  if (!object) {  // deleted: its pods go with it (ownerReferences)
+    expectations_.forget(key);
+    return std::nullopt;
+  }
   const auto& metadata = (*object)["metadata"];
   if (metadata.contains("deletionTimestamp")) return std::nullopt;
   Job job;
@@ -135,8 +148,11 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
   try {
     job.spec = parse_spec(object->value("spec", json::object()));
     Observed observed;
-    observed.pods = without_deleted(
-        key, pods_->list([&](const json& p) { return belongs_to(p, job.namespace_, job.name); }));
+    observed.pods = pods_->indexed(key);
+    if (const auto wait = expectations_.pending(key, observed.pods)) {
+      // Our own creates or deletes are not in the cache yet: their watch events requeue the job.
+      return std::chrono::duration_cast<std::chrono::seconds>(*wait) + std::chrono::seconds(1);
+    }
     for (const auto& pod : observed.pods) {
       pod_uids[pod["metadata"]["name"]] = pod["metadata"].value("uid", "");
     }
@@ -147,20 +163,6 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
   }
   apply(*object, job, plan, pod_uids);
   return plan.requeue_after;
-}
-
-std::vector<json> JobController::without_deleted(const std::string& key, std::vector<json> pods) {
-  const std::lock_guard lock(deleted_mu_);
-  auto& deleted = deleted_uids_[key];
-  std::set<std::string> still_cached;
-  for (auto& pod : pods) {
-    const auto uid = pod["metadata"].value("uid", "");
-    if (deleted.count(uid) == 0) continue;
-    still_cached.insert(uid);
-    pod["metadata"]["deletionTimestamp"] = format_time(Clock::now());  // gone, as far as we know
-  }
-  deleted = still_cached;
-  return pods;
 }
 
 void JobController::apply(const json& object, const Job& job, const Plan& plan,
@@ -184,6 +186,7 @@ void JobController::apply(const json& object, const Job& job, const Plan& plan,
     } catch (const kube::ApiError& e) {
       if (e.status() != 409) throw;
     }
+    expectations_.expect_created(key, name);
   }
   metrics_.add_pods_created(created);
   // The status first: a restart is counted before the failed pod that shows it is deleted, and a
@@ -208,14 +211,13 @@ void JobController::apply(const json& object, const Job& job, const Plan& plan,
   for (const auto& name : plan.delete_pods) {
     try {
       client_.remove(kube::pods(job.namespace_).named(name));
-      const std::lock_guard lock(deleted_mu_);
-      if (const auto uid = pod_uids.find(name); uid != pod_uids.end()) {
-        deleted_uids_[key].insert(uid->second);
-      }
       ++deleted;
       spdlog::info("{}: deleted pod {}", key, name);
     } catch (const kube::ApiError& e) {
       if (e.status() != 404) throw;
+    }
+    if (const auto uid = pod_uids.find(name); uid != pod_uids.end()) {
+      expectations_.expect_deleted(key, uid->second);
     }
   }
   metrics_.add_pods_deleted(deleted);
@@ -259,10 +261,10 @@ void JobController::record_event(const json& object, const EventRecord& event) {
 void JobController::update_job_counts() {
   std::map<std::string, int> counts = {{"Created", 0},   {"Running", 0}, {"Restarting", 0},
                                        {"Succeeded", 0}, {"Failed", 0},  {"Suspended", 0}};
-  for (const auto& job : jobs_->list([](const json&) { return true; })) {
-    const auto state = job.value("status", json::object()).value("state", "Created");
-    counts[state] += 1;
-  }
+  jobs_->for_each([&](const json& job) {
+    const auto status = job.find("status");
+    counts[status == job.end() ? "Created" : status->value("state", "Created")] += 1;
+  });
   for (const auto& [state, n] : counts) metrics_.set_jobs(state, n);
 }
 

@@ -2,16 +2,17 @@
 // Services feed a work queue of job keys; workers reconcile a key from the caches and apply the
 // plan through the API (creates that find the object already there, and deletes that find it
 // gone, are success: pod names are deterministic, so a restarted operator never duplicates).
+// A job waits for the cache to show its own creates and deletes before it is reconciled again
+// (expectations.h).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
 
+#include "controller/expectations.h"
 #include "controller/informer.h"
 #include "controller/operator_metrics.h"
 #include "controller/reconcile.h"
@@ -47,10 +48,6 @@ class JobController {
              const std::map<std::string, std::string>& pod_uids);
   void record_event(const nlohmann::json& object, const EventRecord& event);
   void update_job_counts();
-  // Pods this operator deleted that its cache may still show (a stale cache would count a failed
-  // pod's restart twice); dropped once the cache no longer has them.
-  std::vector<nlohmann::json> without_deleted(const std::string& key,
-                                              std::vector<nlohmann::json> pods);
 
   kube::Client& client_;
   ControllerOptions options_;
@@ -60,8 +57,7 @@ class JobController {
   std::unique_ptr<Informer> pods_;
   std::unique_ptr<Informer> services_;
   std::atomic<bool> ready_{false};
-  std::mutex deleted_mu_;
-  std::map<std::string, std::set<std::string>> deleted_uids_;  // job key -> pod UIDs
+  Expectations expectations_;
 };
 
 }  // namespace cifar::op

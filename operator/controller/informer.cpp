@@ -9,11 +9,40 @@ namespace cifar::op {
 using nlohmann::json;
 
 Informer::Informer(kube::Client& client, kube::ResourcePath path, kube::ListOptions selector,
-                   Handler on_change)
+                   Handler on_change, Transform transform, IndexFunc index)
     : client_(client),
       path_(std::move(path)),
       selector_(std::move(selector)),
-      on_change_(std::move(on_change)) {}
+      on_change_(std::move(on_change)),
+      transform_(std::move(transform)),
+      index_func_(std::move(index)) {}
+
+void Informer::strip_managed_fields(json& object) {
+  if (auto m = object.find("metadata"); m != object.end()) m->erase("managedFields");
+}
+
+void Informer::store(const std::string& key, json object) {
+  if (index_func_) {
+    if (const auto old = cache_.find(key); old != cache_.end()) {
+      if (const auto value = index_func_(old->second); !value.empty()) index_[value].erase(key);
+    }
+    if (const auto value = index_func_(object); !value.empty()) index_[value].insert(key);
+  }
+  cache_[key] = std::move(object);
+}
+
+void Informer::erase(const std::string& key) {
+  const auto old = cache_.find(key);
+  if (old == cache_.end()) return;
+  if (index_func_) {
+    if (const auto value = index_func_(old->second); !value.empty()) {
+      auto& keys = index_[value];
+      keys.erase(key);
+      if (keys.empty()) index_.erase(value);
+    }
+  }
+  cache_.erase(old);
+}
 
 Informer::~Informer() { stop(); }
 
@@ -56,10 +85,25 @@ std::vector<json> Informer::list(const std::function<bool(const json&)>& filter)
   return out;
 }
 
+std::vector<json> Informer::indexed(const std::string& value) const {
+  const std::lock_guard lock(mu_);
+  std::vector<json> out;
+  const auto keys = index_.find(value);
+  if (keys == index_.end()) return out;
+  for (const auto& key : keys->second) out.push_back(cache_.at(key));
+  return out;
+}
+
+void Informer::for_each(const std::function<void(const json&)>& visit) const {
+  const std::lock_guard lock(mu_);
+  for (const auto& [key, object] : cache_) visit(object);
+}
+
 std::string Informer::relist() {
   auto listed = client_.list(path_, selector_);
   std::map<std::string, json> fresh;
   for (auto& item : listed["items"]) {
+    if (transform_) transform_(item);
     auto key = key_of(item);  // before the move: `a = b` evaluates b first in C++17
     fresh[std::move(key)] = std::move(item);
   }
@@ -73,7 +117,9 @@ std::string Informer::relist() {
       const auto old = cache_.find(key);
       if (old == cache_.end() || old->second != object) changed.push_back(object);
     }
-    cache_ = std::move(fresh);
+    cache_.clear();
+    index_.clear();
+    for (auto& [key, object] : fresh) store(key, std::move(object));
   }
   relists_ += 1;
   synced_ = true;
@@ -96,20 +142,22 @@ void Informer::run() {
       while (!stop_.load()) {
         client_.watch(
             path_, options,
-            [&](const kube::WatchEvent& event) {
+            [&](kube::WatchEvent& event) {
               options.resource_version =
                   event.object["metadata"].value("resourceVersion", options.resource_version);
               if (event.type == "BOOKMARK") return true;
-              const auto key = key_of(event.object);
+              auto object = std::move(event.object);
+              if (transform_) transform_(object);
+              const auto key = key_of(object);
               {
                 const std::lock_guard lock(mu_);
                 if (event.type == "DELETED") {
-                  cache_.erase(key);
+                  erase(key);
                 } else {
-                  cache_[key] = event.object;
+                  store(key, object);
                 }
               }
-              on_change_(event.object);
+              on_change_(object);
               return true;
             },
             stop_, std::chrono::seconds(240));

@@ -4,6 +4,8 @@
 #include <cpprest/http_client.h>
 
 #include <boost/asio/ssl.hpp>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 namespace cifar::kube {
@@ -194,18 +196,32 @@ void Client::remove(const ResourcePath& path, const std::string& propagation) {
 }
 
 void Client::watch(const ResourcePath& path, const ListOptions& options,
-                   const std::function<bool(const WatchEvent&)>& on_event,
-                   const std::atomic<bool>& stop, std::chrono::seconds timeout) {
+                   const std::function<bool(WatchEvent&)>& on_event, const std::atomic<bool>& stop,
+                   std::chrono::seconds timeout) {
   const auto uri = path.str() + query(options, true, timeout);
   const auto what = "WATCH " + uri;
   // Its own client: a watch outlives the usual request timeout.
   http::client::http_client client(utility::conversions::to_string_t(access_.server),
                                    make_config(access_, timeout + std::chrono::seconds(30)));
   pplx::cancellation_token_source cancel;
-  // Waits for `task` unless `stop` is set first (then the request is cancelled).
+  // Waits for `task` unless `stop` is set first (then the request is cancelled). Woken by the
+  // task's continuation, not by polling: a watch delivers events as fast as they are read.
   auto wait = [&](auto& task) {
-    while (!task.is_done()) {
+    struct Done {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+    };
+    auto done = std::make_shared<Done>();
+    task.then([done](const std::decay_t<decltype(task)>&) {  // task-based: runs even on failure
+      const std::lock_guard lock(done->mu);
+      done->done = true;
+      done->cv.notify_all();
+    });
+    std::unique_lock lock(done->mu);
+    while (!done->done) {
       if (stop.load()) {
+        lock.unlock();
         cancel.cancel();
         try {
           task.wait();   // observed, or pplx aborts the process over an unobserved exception
@@ -213,7 +229,7 @@ void Client::watch(const ResourcePath& path, const ListOptions& options,
         }
         return false;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      done->cv.wait_for(lock, std::chrono::milliseconds(50));
     }
     return true;
   };
@@ -224,23 +240,35 @@ void Client::watch(const ResourcePath& path, const ListOptions& options,
     if (response.status_code() >= 400) {
       throw api_error(what, response.status_code(), response.extract_utf8string(true).get());
     }
-    auto body = response.body();
+    // Read whatever has arrived and split it into lines here: cpprest's read_line
+    // goes a character at a time through task continuations (a thread hop per character).
+    auto body = response.body().streambuf();
+    std::vector<uint8_t> chunk(64 * 1024);
+    std::string pending;  // bytes after the last complete line
     while (true) {
-      concurrency::streams::container_buffer<std::string> line;
-      auto read = body.read_line(line);
+      // What has arrived, or else one byte: getn waits until it has all it was asked for.
+      const auto available = std::min(chunk.size(), body.in_avail());
+      auto read = body.getn(chunk.data(), std::max<size_t>(available, 1));
       if (!wait(read)) return;
-      if (read.get() == 0 && body.is_eof()) return;  // the server ended the watch
-      const auto& text = line.collection();
-      if (text.empty()) continue;
-      const auto event = json::parse(text);
-      WatchEvent e{event.value("type", ""), event.value("object", json::object())};
-      if (e.type == "ERROR") {
-        const int code = e.object.value("code", 500);
-        throw ApiError(
-            code, e.object.value("reason", "Error"),
-            what + ": " + std::to_string(code) + " " + e.object.value("message", e.object.dump()));
+      const auto n = read.get();
+      if (n == 0) return;  // the server ended the watch
+      pending.append(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(n));
+      size_t start = 0;
+      for (auto end = pending.find('\n'); end != std::string::npos;
+           start = end + 1, end = pending.find('\n', start)) {
+        if (end == start) continue;
+        auto event = json::parse(pending.begin() + static_cast<std::ptrdiff_t>(start),
+                                 pending.begin() + static_cast<std::ptrdiff_t>(end));
+        WatchEvent e{event.value("type", ""), std::move(event["object"])};
+        if (e.type == "ERROR") {
+          const int code = e.object.value("code", 500);
+          throw ApiError(code, e.object.value("reason", "Error"),
+                         what + ": " + std::to_string(code) + " " +
+                             e.object.value("message", e.object.dump()));
+        }
+        if (!on_event(e)) return;
       }
-      if (!on_event(e)) return;
+      pending.erase(0, start);
     }
   } catch (const http::http_exception& e) {
     if (stop.load()) return;

@@ -84,9 +84,10 @@ class Client {
 
   // Streams watch events after options.resource_version (with bookmarks) to `on_event` until
   // the server ends the watch (after about `timeout`), `on_event` returns false, or `stop` is
-  // set. Throws ApiError: 410 Gone when that version is too old (relist and watch again).
+  // set. `on_event` may move from the event. Throws ApiError: 410 Gone when that version is too old
+  // (relist and watch again).
   void watch(const ResourcePath& path, const ListOptions& options,
-             const std::function<bool(const WatchEvent&)>& on_event, const std::atomic<bool>& stop,
+             const std::function<bool(WatchEvent&)>& on_event, const std::atomic<bool>& stop,
              std::chrono::seconds timeout = std::chrono::seconds(300));
 
   [[nodiscard]] const ClusterAccess& access() const { return access_; }

@@ -1,0 +1,197 @@
+// One operator, many jobs: submits N jobs of 1 PS, 1 master, 4 workers and 1 evaluator (as
+// CifarTrainJobs, or as Kubeflow TFJobs of the same shape) into an empty namespace, watches the
+// pods appear, and reports the time from the first submission to the last pod created, and the
+// operator's CPU seconds (from the first submission until it goes idle) and peak RSS from /proc.
+// bench/operator_scale.sh starts the control plane and the operators around it.
+//   bench-operator-scale --kubeconfig K --namespace NS --kind cifar|tfjob --operator-pid PID
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
+
+namespace {
+
+using nlohmann::json;
+using Steady = std::chrono::steady_clock;
+
+constexpr int kPodsPerJob = 7;  // 1 PS, 1 master, 4 workers, 1 evaluator
+
+json cifar_job(const std::string& name) {
+  return {{"apiVersion", "cifartrain.io/v1alpha1"},
+          {"kind", "CifarTrainJob"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"image", "cifar-train:bench"},
+            {"model", {{"name", "resnet20"}}},
+            {"dataset", {{"name", "synthetic"}}},
+            {"strategy", {{"type", "ParameterServer"}, {"parameterServer", {{"mode", "sync"}}}}},
+            {"replicaSpecs",
+             {{"PS", {{"replicas", 1}}},
+              {"Master", {{"replicas", 1}}},
+              {"Worker", {{"replicas", 4}}},
+              {"Evaluator", {{"replicas", 1}}}}}}}};
+}
+
+json tf_replica(int replicas) {
+  const json container = {{"name", "tensorflow"},
+                          {"image", "cifar-train:bench"},
+                          {"args", json::array({"-m", "resnet20"})}};
+  return {{"replicas", replicas},
+          {"restartPolicy", "OnFailure"},
+          {"template", {{"spec", {{"containers", json::array({container})}}}}}};
+}
+
+json tf_job(const std::string& name) {
+  return {{"apiVersion", "kubeflow.org/v1"},
+          {"kind", "TFJob"},
+          {"metadata", {{"name", name}}},
+          {"spec",
+           {{"tfReplicaSpecs",
+             {{"PS", tf_replica(1)},
+              {"Master", tf_replica(1)},
+              {"Worker", tf_replica(4)},
+              {"Evaluator", tf_replica(1)}}}}}};
+}
+
+// utime + stime of a process, in seconds.
+double cpu_seconds(pid_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (stat.empty()) throw std::runtime_error("no process " + std::to_string(pid));
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // after "pid (comm) "
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(field);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// VmHWM: the peak resident set, in MiB.
+double peak_rss_mib(pid_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(file, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  throw std::runtime_error("no VmHWM for process " + std::to_string(pid));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("bench-operator-scale: time for an operator to create the pods of many jobs");
+  std::string kubeconfig;
+  std::string ns;
+  std::string kind = "cifar";
+  int jobs = 100;
+  int submitters = 4;
+  int pid = 0;
+  app.add_option("--kubeconfig", kubeconfig)->required();
+  app.add_option("--namespace", ns, "An empty namespace, created if missing")->required();
+  app.add_option("--kind", kind)->check(CLI::IsMember({"cifar", "tfjob"}))->capture_default_str();
+  app.add_option("--jobs", jobs)->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--submitters", submitters, "Threads creating the jobs")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--operator-pid", pid, "The operator's process, for CPU and RSS")->required();
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    cifar::kube::Client client(cifar::kube::load_kubeconfig(kubeconfig), "bench");
+    try {
+      client.create({"", "v1", "namespaces", "", "", ""},
+                    {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+    } catch (const cifar::kube::ApiError& e) {
+      if (e.status() != 409) throw;
+    }
+    const auto pods = cifar::kube::pods(ns);
+    const auto listed = client.list(pods);
+    if (!listed["items"].empty()) throw std::runtime_error("namespace " + ns + " has pods already");
+
+    // Every pod as it is created, from a watch that starts before the first submission.
+    const size_t expected = static_cast<size_t>(jobs) * kPodsPerJob;
+    std::mutex mu;
+    std::set<std::string> seen;
+    Steady::time_point all_created{};
+    std::atomic<bool> done{false};
+    std::thread watcher([&] {
+      auto version = listed["metadata"].value("resourceVersion", "");
+      while (!done.load()) {
+        client.watch(
+            pods, {"", "", version},
+            [&](const cifar::kube::WatchEvent& event) {
+              version = event.object["metadata"].value("resourceVersion", version);
+              if (event.type != "ADDED") return true;
+              const std::lock_guard lock(mu);
+              seen.insert(event.object["metadata"]["name"].get<std::string>());
+              if (seen.size() == expected) {
+                all_created = Steady::now();
+                done = true;
+              }
+              return !done.load();
+            },
+            done, std::chrono::seconds(60));
+      }
+    });
+
+    const double cpu_before = cpu_seconds(pid);
+    const auto start = Steady::now();
+    std::atomic<int> next{0};
+    std::vector<std::thread> threads;
+    const auto path = kind == "cifar"
+                          ? cifar::kube::cifartrainjobs(ns)
+                          : cifar::kube::ResourcePath{"kubeflow.org", "v1", "tfjobs", ns, "", ""};
+    for (int t = 0; t < submitters; ++t) {
+      threads.emplace_back([&] {
+        for (int i = next++; i < jobs; i = next++) {
+          const auto name = "job-" + std::to_string(i);
+          client.create(path, kind == "cifar" ? cifar_job(name) : tf_job(name));
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    const auto submitted = Steady::now();
+
+    const auto deadline = start + std::chrono::minutes(10);
+    while (!done.load() && Steady::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!done.load()) {
+      done = true;
+      watcher.join();
+      throw std::runtime_error("only " + std::to_string(seen.size()) + " of " +
+                               std::to_string(expected) + " pods after 10 minutes");
+    }
+    watcher.join();
+    // CPU until the operator is idle: its status writes and services come after the pods.
+    double cpu = cpu_seconds(pid);
+    for (int i = 0; i < 120; ++i) {
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      const double now = cpu_seconds(pid);
+      const bool idle = now - cpu < 0.02;
+      cpu = now;
+      if (idle) break;
+    }
+    const auto seconds = [&](Steady::time_point t) {
+      return std::chrono::duration<double>(t - start).count();
+    };
+    std::cout << kind << " jobs=" << jobs << " pods=" << expected
+              << " submit_s=" << seconds(submitted) << " all_pods_s=" << seconds(all_created)
+              << " cpu_s=" << cpu - cpu_before << " peak_rss_mib=" << peak_rss_mib(pid) << "\n";
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "bench-operator-scale: " << e.what() << "\n";
+    return 1;
+  }
+}
