@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
   int jobs = 100;
   int submitters = 4;
   int pid = 0;
+  bool submit_only = false;
   app.add_option("--kubeconfig", kubeconfig)->required();
   app.add_option("--namespace", ns, "An empty namespace, created if missing")->required();
   app.add_option("--kind", kind)->check(CLI::IsMember({"cifar", "tfjob"}))->capture_default_str();
@@ -104,8 +105,14 @@ int main(int argc, char** argv) {
   app.add_option("--submitters", submitters, "Threads creating the jobs")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--operator-pid", pid, "The operator's process, for CPU and RSS")->required();
+  auto* pid_option =
+      app.add_option("--operator-pid", pid, "The operator's process, for CPU and RSS");
+  app.add_flag("--submit-only", submit_only, "Only create the jobs (a warm-up), measure nothing");
   CLI11_PARSE(app, argc, argv);
+  if (!submit_only && pid_option->count() == 0) {
+    std::cerr << "bench-operator-scale: --operator-pid is required\n";
+    return 2;
+  }
 
   try {
     cifar::kube::Client client(cifar::kube::load_kubeconfig(kubeconfig), "bench");
@@ -145,7 +152,7 @@ int main(int argc, char** argv) {
       }
     });
 
-    const double cpu_before = cpu_seconds(pid);
+    const double cpu_before = submit_only ? 0 : cpu_seconds(pid);
     const auto start = Steady::now();
     std::atomic<int> next{0};
     std::vector<std::thread> threads;
@@ -162,6 +169,11 @@ int main(int argc, char** argv) {
     }
     for (auto& t : threads) t.join();
     const auto submitted = Steady::now();
+    if (submit_only) {
+      done = true;
+      watcher.join();
+      return 0;
+    }
 
     const auto deadline = start + std::chrono::minutes(10);
     while (!done.load() && Steady::now() < deadline) {

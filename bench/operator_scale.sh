@@ -56,13 +56,15 @@ start_cifar() {  # namespace
   operator_pid=$!
   wait_ready "http://127.0.0.1:$health/readyz" 60
 }
-# The training-operator's webhook server reads its certificate from a directory that, in a pod,
-# is the Secret its cert rotator fills: here we play the kubelet and copy the Secret there.
+# The training-operator waits for its cert rotator's Secret to appear as files in
+# /tmp/k8s-webhook-server/serving-certs (a path it does not let us choose), where a pod mounts the
+# Secret: here we play the kubelet and copy the Secret there. One benchmark per machine at a time.
 start_kubeflow() {  # namespace, qps, burst
-  local health certs=$work/kubeflow-tmp/k8s-webhook-server/serving-certs
+  local health certs=/tmp/k8s-webhook-server/serving-certs
   health=$(free_port)
+  rm -rf "$certs"
   mkdir -p "$certs"
-  TMPDIR=$work/kubeflow-tmp MY_POD_NAMESPACE=kubeflow "$kubeflow_bin" --kubeconfig "$kubeconfig" \
+  MY_POD_NAMESPACE=kubeflow "$kubeflow_bin" --kubeconfig "$kubeconfig" \
     --namespace "$1" --enable-scheme=tfjob --kube-api-qps "$2" --kube-api-burst "$3" \
     --metrics-bind-address "127.0.0.1:$(free_port)" --health-probe-bind-address "127.0.0.1:$health" \
     --webhook-server-port "$(free_port)" --zap-devel=false >"$log" 2>&1 &
@@ -71,8 +73,9 @@ start_kubeflow() {  # namespace, qps, burst
     k -n kubeflow get secret training-operator-webhook-cert -o jsonpath='{.data.ca\.crt}' | grep -q . && break
     sleep 0.1
   done
-  for f in tls.crt tls.key ca.crt; do
-    k -n kubeflow get secret training-operator-webhook-cert -o jsonpath="{.data.${f//./\\.}}" | base64 -d >"$certs/$f"
+  for f in tls.crt tls.key ca.crt; do  # each file whole or not at all: the operator polls them
+    k -n kubeflow get secret training-operator-webhook-cert -o jsonpath="{.data.${f//./\\.}}" | base64 -d >"$certs/.$f"
+    mv "$certs/.$f" "$certs/$f"
   done
   wait_ready "http://127.0.0.1:$health/readyz" 60
 }
@@ -84,6 +87,14 @@ stop_operator() {
 clear_namespace() {
   k -n "$1" delete cifartrainjobs,tfjobs,pods,services --all --wait=false >/dev/null
 }
+
+# Warm-up, no operator running: the API server's first objects of a kind are slow (schema and
+# CEL compilation), which would otherwise count against whichever operator runs first.
+"$root/$build/bin/bench-operator-scale" --kubeconfig "$kubeconfig" --namespace bench-warm-up \
+  --kind cifar --jobs 20 --submit-only >/dev/null
+"$root/$build/bin/bench-operator-scale" --kubeconfig "$kubeconfig" --namespace bench-warm-up \
+  --kind tfjob --jobs 20 --submit-only >/dev/null
+clear_namespace bench-warm-up
 
 results=$work/results.txt
 for round in $(seq "$rounds"); do

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark of docs/BENCHMARKS.md in turn (about 60 minutes on 2 cores).
+# Runs every benchmark of docs/BENCHMARKS.md in turn (about 75 minutes on 2 cores).
 # Usage: bench/run_all.sh [build-dir]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,3 +12,4 @@ echo; echo "## 5. Parameter server: images/s per mode"; bash "$here/ps_modes.sh"
 echo; echo "## 6. Parameter server: Fashion-MNIST accuracy per mode"; bash "$here/ps_accuracy.sh" "$build" 0.01
 echo; echo "## 7. All-reduce: two-rank step time"; bash "$here/allreduce_step.sh" "$build" 20
 echo; echo "## 8. All-reduce bus bandwidth"; "$build/bin/bench-allreduce-busbw" 2
+echo; echo "## 9. Operator: 100 jobs against Kubeflow's training-operator"; bash "$here/operator_scale.sh" "$build" 100 2>/dev/null

@@ -126,7 +126,11 @@ int run(int argc, char** argv) {
           options.namespace_.empty() ? client.access().namespace_ : options.namespace_;
     }
     election.identity = cifar::op::default_identity();
-    cifar::op::LeaderElector elector(client, election);
+    // Its own client, whose requests time out early enough for two tries of a read and a
+    // write to fit in the renew deadline.
+    cifar::kube::Client election_client(client.access(), "cifar-operator",
+                                        election.renew_deadline / 4);
+    cifar::op::LeaderElector elector(election_client, election);
     const auto outcome = elector.run(
         stop, [&](const std::atomic<bool>& stop_leading) { controller.run(stop_leading); },
         [&](bool leading) {

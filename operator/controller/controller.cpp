@@ -82,8 +82,12 @@ void JobController::run(const std::atomic<bool>& stop) {
         [&] { ProgressScraper(client_, *jobs_, *pods_, options_.progress_interval).run(stop); });
   }
   while (!stop.load()) {
-    metrics_.set_queue_depth(static_cast<double>(queue_.depth()));
-    update_job_counts();
+    try {
+      metrics_.set_queue_depth(static_cast<double>(queue_.depth()));
+      update_job_counts();
+    } catch (const std::exception& e) {  // the threads above must still be joined
+      spdlog::warn("job metrics: {}", e.what());
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   queue_.shut_down();

@@ -119,6 +119,9 @@ bool LeaderElector::try_acquire_or_renew() {
     if (e.status() == 409) return false;  // another candidate wrote first
     spdlog::warn("leader election: lease {}/{}: {}", config_.namespace_, config_.name, e.what());
     return false;
+  } catch (const std::exception& e) {  // a malformed Lease: a failed round, not a crash
+    spdlog::warn("leader election: lease {}/{}: {}", config_.namespace_, config_.name, e.what());
+    return false;
   }
 }
 
@@ -159,33 +162,49 @@ LeaderElector::Outcome LeaderElector::run(
                config_.namespace_, config_.name, observed_spec_.value("leaseTransitions", 0));
   on_state(true);
 
+  // The renewer keeps the Lease until lead() has returned (in-flight reconciles finish under
+  // it), and stops leading when `stop` is set or the Lease is lost.
   std::atomic<bool> stop_leading{false};
+  std::atomic<bool> lead_returned{false};
   std::atomic<bool> lost{false};
   std::thread renewer([&] {
-    auto last_renewed = Steady::now();
-    while (!stop.load() && !stop_leading.load()) {
-      sleep_unless(stop, config_.retry_period);
-      if (stop.load()) break;
+    auto last_renewed = Steady::now();  // when the last successful round was sent
+    auto next_round = last_renewed + config_.retry_period;
+    while (!lead_returned.load()) {
+      if (stop.load()) stop_leading = true;
+      if (Steady::now() < next_round) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        continue;
+      }
+      const auto attempt = Steady::now();
+      next_round = attempt + config_.retry_period;
       if (try_acquire_or_renew()) {
-        last_renewed = Steady::now();
+        last_renewed = attempt;
         continue;
       }
       const auto holder = observed_spec_.value("holderIdentity", "");
       if (holder != config_.identity) {
         spdlog::error("leader election: lease {}/{} was taken over by {}", config_.namespace_,
                       config_.name, holder);
-        lost = true;
       } else if (Steady::now() - last_renewed >= config_.renew_deadline) {
         spdlog::error("leader election: could not renew lease {}/{} for {} ms", config_.namespace_,
                       config_.name, config_.renew_deadline.count());
-        lost = true;
+      } else {
+        continue;
       }
-      if (lost.load()) break;
+      lost = true;
+      stop_leading = true;
+      break;
     }
-    stop_leading = true;
   });
-  lead(stop_leading);
-  stop_leading = true;
+  try {
+    lead(stop_leading);
+  } catch (...) {
+    lead_returned = true;
+    renewer.join();
+    throw;
+  }
+  lead_returned = true;
   renewer.join();
   on_state(false);
   if (lost.load()) return Outcome::kLostLease;

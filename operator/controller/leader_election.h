@@ -50,9 +50,11 @@ class LeaderElector {
   LeaderElector(kube::Client& client, ElectionConfig config);
 
   // Waits until this process holds the Lease (or `stop`), then calls lead(stop_leading) on this
-  // thread while a second thread renews. stop_leading is set when `stop` is set or the Lease could
-  // not be renewed within renew_deadline; lead() must return soon after. A graceful stop releases
-  // the Lease. `on_state(leading)` reports the transitions (metrics, readiness).
+  // thread while a second thread renews until lead() returns. stop_leading is set when `stop` is
+  // set or the Lease could not be renewed within renew_deadline; lead() must return soon after.
+  // A graceful stop releases the Lease. `on_state(leading)` reports the transitions. `client`
+  // should time out well within renew_deadline (a renewal blocked past it would let a standby
+  // take over while this process still leads).
   Outcome run(const std::atomic<bool>& stop,
               const std::function<void(const std::atomic<bool>& stop_leading)>& lead,
               const std::function<void(bool leading)>& on_state);

@@ -46,9 +46,9 @@ MetricSamples parse_metric_samples(const std::string& exposition) {
   return samples;
 }
 
-std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const std::string& now) {
-  const auto* chief = find(pods, "master", 0);
-  if (chief == nullptr) chief = find(pods, "worker", 0);
+std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const JobPods& job,
+                                 const std::string& now) {
+  const auto* chief = find(pods, job.has_master ? "master" : "worker", 0);
   if (chief == nullptr) return std::nullopt;
   json progress = {{"updatedAt", now}};
   if (const auto epoch = sample(chief, "cifar_epoch")) progress["epoch"] = std::llround(*epoch);
@@ -67,9 +67,8 @@ std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const std:
     }
   }
   if (any_trainer) progress["imagesPerSecond"] = images_per_second;
-  const auto* evaluator = find(pods, "evaluator", 0);
   const auto test_accuracy =
-      sample(evaluator != nullptr ? evaluator : chief, "cifar_test_accuracy");
+      sample(job.has_evaluator ? find(pods, "evaluator", 0) : chief, "cifar_test_accuracy");
   if (test_accuracy && *test_accuracy > 0) progress["testAccuracy"] = *test_accuracy;
   return progress;
 }

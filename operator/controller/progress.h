@@ -24,11 +24,18 @@ struct PodMetrics {
   MetricSamples samples;
 };
 
-// status.progress: epoch, step, loss and train accuracy from the chief (the master, else worker
-// 0), images/s summed over every trainer (master and workers), test accuracy from the evaluator
-// when there is one, else from the chief. nullopt when the chief was not scraped. A test accuracy
-// of 0 means "not evaluated yet" to the runtime and is left out.
-std::optional<nlohmann::json> job_progress(const std::vector<PodMetrics>& pods,
-                                           const std::string& now);
+// Which pods a job has, from the cache (not from which scrapes succeeded): the chief is the
+// master, else worker 0.
+struct JobPods {
+  bool has_master = false;
+  bool has_evaluator = false;
+};
+
+// status.progress: epoch, step, loss and train accuracy from the chief, images/s summed over every
+// trainer scraped (master and workers), test accuracy from the evaluator when the job has one,
+// else from the chief. nullopt when the chief was not scraped (no figures from a stand-in). A test
+// accuracy of 0 means "not evaluated yet" to the runtime and is left out.
+std::optional<nlohmann::json> job_progress(const std::vector<PodMetrics>& scraped,
+                                           const JobPods& job, const std::string& now);
 
 }  // namespace cifar::op

@@ -5,6 +5,7 @@
 #include <cpprest/http_client.h>
 #include <spdlog/spdlog.h>
 
+#include <charconv>
 #include <map>
 #include <thread>
 
@@ -43,16 +44,21 @@ struct Target {
   pplx::task<std::string> body;
 };
 
+// Never throws: a failure is in the task, seen when it is waited for.
 pplx::task<std::string> fetch(const std::string& url) {
-  web::http::client::http_client_config config;
-  config.set_timeout(kScrapeTimeout);
-  web::http::client::http_client http(utility::conversions::to_string_t(url), config);
-  return http.request(web::http::methods::GET).then([](const web::http::http_response& response) {
-    if (response.status_code() != web::http::status_codes::OK) {
-      throw std::runtime_error("HTTP " + std::to_string(response.status_code()));
-    }
-    return response.extract_utf8string(true);
-  });
+  try {
+    web::http::client::http_client_config config;
+    config.set_timeout(kScrapeTimeout);
+    web::http::client::http_client http(utility::conversions::to_string_t(url), config);
+    return http.request(web::http::methods::GET).then([](const web::http::http_response& response) {
+      if (response.status_code() != web::http::status_codes::OK) {
+        throw std::runtime_error("HTTP " + std::to_string(response.status_code()));
+      }
+      return response.extract_utf8string(true);
+    });
+  } catch (...) {
+    return pplx::task_from_exception<std::string>(std::current_exception());
+  }
 }
 
 json without_timestamp(json progress) {
@@ -88,18 +94,31 @@ void ProgressScraper::scrape_once() {
     running[Informer::key_of(job)] = job["status"];
   }
   if (running.empty()) return;
-  std::vector<Target> targets;
+  // Which pods each job has, and what to scrape; the fetches start only once nothing can throw
+  // any more (a started task must be waited for).
+  std::map<std::string, JobPods> job_pods;
+  std::vector<std::pair<Target, std::string>> planned;  // target, URL
   for (const auto& pod : pods_.list([](const json&) { return true; })) {
     const auto& m = pod["metadata"];
     const auto labels = m.value("labels", json::object());
     const auto key = m.value("namespace", "") + "/" + labels.value("cifartrain.io/job-name", "");
-    const auto url = metrics_url(pod);
-    if (running.count(key) == 0 || url.empty()) continue;
-    Target target{key,
-                  {labels.value("cifartrain.io/replica-type", ""),
-                   std::stoi(labels.value("cifartrain.io/replica-index", "0")),
-                   {}},
-                  fetch(url)};
+    if (running.count(key) == 0) continue;
+    const auto role = labels.value("cifartrain.io/replica-type", "");
+    auto& roles = job_pods[key];
+    roles.has_master = roles.has_master || role == "master";
+    roles.has_evaluator = roles.has_evaluator || role == "evaluator";
+    const auto index_label = labels.value("cifartrain.io/replica-index", "");
+    int index = 0;
+    const auto parsed =
+        std::from_chars(index_label.data(), index_label.data() + index_label.size(), index);
+    auto url = metrics_url(pod);
+    if (url.empty() || parsed.ec != std::errc()) continue;
+    planned.push_back({Target{key, {role, index, {}}, {}}, std::move(url)});
+  }
+  std::vector<Target> targets;
+  targets.reserve(planned.size());
+  for (auto& [target, url] : planned) {
+    target.body = fetch(url);
     targets.push_back(std::move(target));
   }
   std::map<std::string, std::vector<PodMetrics>> scraped;
@@ -114,7 +133,7 @@ void ProgressScraper::scrape_once() {
   }
   const auto now = format_time(Clock::now());
   for (const auto& [key, pods] : scraped) {
-    const auto progress = job_progress(pods, now);
+    const auto progress = job_progress(pods, job_pods[key], now);
     if (!progress) continue;
     const auto old = running[key].value("progress", json::object());
     if (without_timestamp(old) == without_timestamp(*progress)) continue;

@@ -20,7 +20,7 @@ std::string encode(const std::string& value) {
 }
 
 http::client::http_client_config make_config(const ClusterAccess& access,
-                                             std::chrono::seconds timeout) {
+                                             std::chrono::milliseconds timeout) {
   http::client::http_client_config config;
   config.set_timeout(timeout);
   config.set_validate_certificates(!access.insecure_skip_tls_verify);
@@ -120,16 +120,16 @@ ResourcePath cifartrainjobs(const std::string& ns) {
 
 class Client::Http {
  public:
-  explicit Http(const ClusterAccess& access)
-      : client(utility::conversions::to_string_t(access.server),
-               make_config(access, std::chrono::seconds(30))) {}
+  Http(const ClusterAccess& access, std::chrono::milliseconds timeout)
+      : client(utility::conversions::to_string_t(access.server), make_config(access, timeout)) {}
   http::client::http_client client;
 };
 
-Client::Client(ClusterAccess access, std::string field_manager)
+Client::Client(ClusterAccess access, std::string field_manager, std::chrono::milliseconds timeout)
     : access_(std::move(access)),
       field_manager_(std::move(field_manager)),
-      http_(std::make_shared<Http>(access_)) {}
+      timeout_(timeout),
+      http_(std::make_shared<Http>(access_, timeout_)) {}
 
 Client::~Client() = default;
 
@@ -164,7 +164,7 @@ std::shared_ptr<Client::Http> Client::http() {
 
 void Client::renew(const std::shared_ptr<Http>& broken) {
   const std::lock_guard lock(http_mu_);
-  if (http_ == broken) http_ = std::make_shared<Http>(access_);
+  if (http_ == broken) http_ = std::make_shared<Http>(access_, timeout_);
 }
 
 json Client::get(const ResourcePath& path) { return call("GET", path.str(), "", ""); }
@@ -204,6 +204,12 @@ void Client::watch(const ResourcePath& path, const ListOptions& options,
   http::client::http_client client(utility::conversions::to_string_t(access_.server),
                                    make_config(access_, timeout + std::chrono::seconds(30)));
   pplx::cancellation_token_source cancel;
+  // However the watch ends, its connection is closed rather than left buffering until the
+  // server's timeout.
+  struct CancelOnExit {
+    pplx::cancellation_token_source& source;
+    ~CancelOnExit() { source.cancel(); }
+  } cancel_on_exit{cancel};
   // Waits for `task` unless `stop` is set first (then the request is cancelled). Woken by the
   // task's continuation, not by polling: a watch delivers events as fast as they are read.
   auto wait = [&](auto& task) {

@@ -68,7 +68,9 @@ struct WatchEvent {
 
 class Client {
  public:
-  explicit Client(ClusterAccess access, std::string field_manager = "cifar-operator");
+  // `timeout`: of one request (a failed connection is retried once on a fresh one).
+  explicit Client(ClusterAccess access, std::string field_manager = "cifar-operator",
+                  std::chrono::milliseconds timeout = std::chrono::seconds(30));
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -101,6 +103,7 @@ class Client {
 
   ClusterAccess access_;
   std::string field_manager_;
+  std::chrono::milliseconds timeout_;
   std::mutex http_mu_;
   std::shared_ptr<Http> http_;
 };

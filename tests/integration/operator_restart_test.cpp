@@ -59,8 +59,11 @@ TEST(OperatorAcrossApiserverRestart, WatchesRecoverAndNewJobsGetTheirPods) {
             0);
   cifar::testing::TempDir logs;
   cifar::testing::ChildProcess op(
+      // A renew deadline longer than the restart: the leader keeps its Lease across the outage
+      // (with the default 10 s it would step down and exit, as client-go's leaders do).
       {CIFAR_OPERATOR_BIN, "--kubeconfig", plane.kubeconfig(), "--namespace", "default",
-       "--metrics-port", "0", "--health-port", "0"},
+       "--metrics-port", "0", "--health-port", "0", "--leader-elect-lease-duration", "90",
+       "--leader-elect-renew-deadline", "80"},
       logs.path() / "operator.log");
   cifar::kube::Client client(cifar::kube::load_kubeconfig(plane.kubeconfig()));
   std::string last_error;

@@ -56,8 +56,8 @@ class Operator : public ::testing::Test {
         std::vector<std::string>{
             CIFAR_OPERATOR_BIN, "--kubeconfig", kubeconfig(), "--namespace", ns_, "--metrics-port",
             std::to_string(cifar::testing::free_port()), "--health-port",
-            std::to_string(health_port), "--leader-elect-lease-duration", "3",
-            "--leader-elect-renew-deadline", "2", "--leader-elect-retry-period", "0.5",
+            std::to_string(health_port), "--leader-elect-lease-duration", "5",
+            "--leader-elect-renew-deadline", "4", "--leader-elect-retry-period", "0.5",
             "--progress-interval", "0.5"},
         log_path(starts_++));
     EXPECT_TRUE(cifar::testing::wait_for(

@@ -7,6 +7,7 @@
 namespace {
 
 using cifar::op::job_progress;
+using cifar::op::JobPods;
 using cifar::op::parse_metric_samples;
 using cifar::op::PodMetrics;
 
@@ -41,7 +42,7 @@ TEST(Progress, TheChiefGivesEpochStepLossAndTrainersSumTheirImagesPerSecond) {
   const auto progress = job_progress(
       {pod("master", 0, kMaster), pod("worker", 0, "cifar_images_per_second 50\ncifar_epoch 9\n"),
        pod("worker", 1, "cifar_images_per_second 25\n")},
-      "2026-11-22T10:00:00Z");
+      JobPods{true, false}, "2026-11-22T10:00:00Z");
   ASSERT_TRUE(progress);
   EXPECT_EQ((*progress)["epoch"], 3);
   EXPECT_EQ((*progress)["step"], 220);
@@ -55,18 +56,29 @@ TEST(Progress, TheChiefGivesEpochStepLossAndTrainersSumTheirImagesPerSecond) {
 TEST(Progress, TestAccuracyComesFromTheEvaluatorWhenThereIsOne) {
   const auto progress =
       job_progress({pod("master", 0, kMaster), pod("evaluator", 0, "cifar_test_accuracy 0.75\n")},
-                   "2026-11-22T10:00:00Z");
+                   JobPods{true, true}, "2026-11-22T10:00:00Z");
   ASSERT_TRUE(progress);
   EXPECT_EQ((*progress)["testAccuracy"], 0.75);
 }
 
 TEST(Progress, WorkerZeroIsTheChiefWithoutAMasterAndNoChiefMeansNoProgress) {
-  auto progress = job_progress({pod("worker", 0, "cifar_epoch 2\ncifar_test_accuracy 0.6\n")}, "t");
+  auto progress =
+      job_progress({pod("worker", 0, "cifar_epoch 2\ncifar_test_accuracy 0.6\n")}, {}, "t");
   ASSERT_TRUE(progress);
   EXPECT_EQ((*progress)["epoch"], 2);
   EXPECT_EQ((*progress)["testAccuracy"], 0.6);
-  EXPECT_FALSE(job_progress({pod("worker", 1, "cifar_epoch 2\n")}, "t"));
-  EXPECT_FALSE(job_progress({pod("evaluator", 0, "cifar_test_accuracy 0.6\n")}, "t"));
+  EXPECT_FALSE(job_progress({pod("worker", 1, "cifar_epoch 2\n")}, {}, "t"));
+  EXPECT_FALSE(job_progress({pod("evaluator", 0, "cifar_test_accuracy 0.6\n")}, {}, "t"));
+}
+
+TEST(Progress, NoStandInsForPodsWhoseScrapeFailed) {
+  // The job has a master, not scraped this round: worker 0 does not stand in for it.
+  EXPECT_FALSE(job_progress({pod("worker", 0, "cifar_epoch 2\n")}, JobPods{true, false}, "t"));
+  // The job has an evaluator, not scraped: no test accuracy from the chief instead.
+  const auto progress =
+      job_progress({pod("master", 0, "cifar_test_accuracy 0.6\n")}, JobPods{true, true}, "t");
+  ASSERT_TRUE(progress);
+  EXPECT_FALSE(progress->contains("testAccuracy"));
 }
 
 }  // namespace
