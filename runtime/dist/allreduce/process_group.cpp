@@ -2,7 +2,10 @@
 
 #include <spdlog/spdlog.h>
 #include <torch/cuda.h>
+#include <torch/version.h>
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -12,6 +15,8 @@
 
 #include <chrono>
 #include <stdexcept>
+#include <type_traits>
+#include <utility>
 
 namespace cifar::allreduce {
 namespace {
@@ -19,6 +24,35 @@ namespace {
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
 }
+
+#if TORCH_VERSION_MAJOR >= 2
+// Since PyTorch 2.0 ProcessGroupGloo and ProcessGroupNCCL are c10d::Backends: a c10d::ProcessGroup
+// holds them and hands each collective to the backend registered for its tensors' device type.
+// Its constructor lost the Options argument (and gained setDefaultBackend) on the way to 2.11;
+// templates let the branch that does not apply go uncompiled.
+template <typename Group>
+c10::intrusive_ptr<Group> make_group(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                     int size, const std::string& backend,
+                                     std::chrono::milliseconds timeout) {
+  if constexpr (std::is_constructible_v<Group, const c10::intrusive_ptr<c10d::Store>&, int, int>) {
+    return c10::make_intrusive<Group>(store, rank, size);
+  } else {
+    return c10::make_intrusive<Group>(
+        store, rank, size, c10::make_intrusive<typename Group::Options>(backend, timeout));
+  }
+}
+
+template <typename Group, typename = void>
+struct has_set_default_backend : std::false_type {};
+template <typename Group>
+struct has_set_default_backend<Group, std::void_t<decltype(std::declval<Group&>().setDefaultBackend(
+                                          Group::BackendType::GLOO))>> : std::true_type {};
+
+template <typename Group>
+void set_default_backend(Group& group, typename Group::BackendType type) {
+  if constexpr (has_set_default_backend<Group>::value) group.setDefaultBackend(type);
+}
+#endif
 
 }  // namespace
 
@@ -55,6 +89,43 @@ c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const train::AllReduce
                              ": rendezvous at the c10d store " + where + " failed within " +
                              std::to_string(options.timeout_seconds) + " s: " + e.what());
   }
+  const auto make_gloo = [&](const c10::intrusive_ptr<c10d::Store>& gloo_store) {
+    auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
+    // A job on one machine talks over loopback; across machines over the interface of this
+    // host's name (the pod's address in Kubernetes).
+    gloo_options->devices.push_back(
+        is_loopback(options.master_addr)
+            ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+            : c10d::ProcessGroupGloo::createDefaultDevice());
+    gloo_options->threads = 2;
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(gloo_store, options.rank, options.world_size,
+                                                       gloo_options);
+  };
+  spdlog::info("rank {} of {}: {} process group via the c10d store at {}", options.rank,
+               options.world_size, backend, where);
+#if TORCH_VERSION_MAJOR >= 2
+  using Group = c10d::ProcessGroup;
+  auto group = make_group<Group>(store, options.rank, options.world_size, backend, timeout);
+  // CPU tensors (the resume step's broadcast, the replica digest) always take Gloo, as with
+  // torch.distributed's "cpu:gloo,cuda:nccl"; each backend rendezvouses under its own prefix.
+  auto gloo = make_gloo(c10::make_intrusive<c10d::PrefixStore>("gloo", store));
+  group->setBackend(c10::DeviceType::CPU, Group::BackendType::GLOO, gloo);
+#ifdef CIFAR_WITH_NCCL
+  if (backend == "nccl") {
+    auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+    nccl_options->timeout = timeout;
+    set_default_backend(*group, Group::BackendType::NCCL);
+    group->setBackend(c10::DeviceType::CUDA, Group::BackendType::NCCL,
+                      c10::make_intrusive<c10d::ProcessGroupNCCL>(
+                          c10::make_intrusive<c10d::PrefixStore>("nccl", store), options.rank,
+                          options.world_size, nccl_options));
+    return group;
+  }
+#endif
+  set_default_backend(*group, Group::BackendType::GLOO);
+  group->setBackend(c10::DeviceType::CUDA, Group::BackendType::GLOO, gloo);  // CUDA tensors too
+  return group;
+#else
 #ifdef CIFAR_WITH_NCCL
   if (backend == "nccl") {
     auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
@@ -63,17 +134,8 @@ c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const train::AllReduce
                                                        nccl_options);
   }
 #endif
-  auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
-  // A job on one machine talks over loopback; across machines over the interface of this host's
-  // name (the pod's address in Kubernetes).
-  gloo_options->devices.push_back(is_loopback(options.master_addr)
-                                      ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                      : c10d::ProcessGroupGloo::createDefaultDevice());
-  gloo_options->threads = 2;
-  spdlog::info("rank {} of {}: {} process group via the c10d store at {}", options.rank,
-               options.world_size, backend, where);
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, options.rank, options.world_size,
-                                                     gloo_options);
+  return make_gloo(store);
+#endif
 }
 
 }  // namespace cifar::allreduce
