@@ -38,7 +38,7 @@ format:
 tidy: deps
 	cmake -S . -B build-tidy -G Ninja -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON >/dev/null
 	cmake --build build-tidy --target cifar_proto_generate >/dev/null
-	git ls-files 'runtime/*.cpp' 'tests/*.cpp' 'bench/*.cpp' | \
+	git ls-files 'runtime/*.cpp' 'operator/*.cpp' 'tests/*.cpp' 'bench/*.cpp' | \
 	  xargs -P $(JOBS) -n 1 clang-tidy -p build-tidy --quiet
 
 clean:

@@ -89,7 +89,7 @@ double peak_rss_mib(pid_t pid) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app("bench-operator-scale: time for an operator to create the pods of many jobs");
   std::string kubeconfig;
   std::string ns;
@@ -156,6 +156,7 @@ int main(int argc, char** argv) {
     const auto start = Steady::now();
     std::atomic<int> next{0};
     std::vector<std::thread> threads;
+    threads.reserve(static_cast<size_t>(submitters));
     const auto path = kind == "cifar"
                           ? cifar::kube::cifartrainjobs(ns)
                           : cifar::kube::ResourcePath{"kubeflow.org", "v1", "tfjobs", ns, "", ""};
@@ -202,6 +203,15 @@ int main(int argc, char** argv) {
               << " submit_s=" << seconds(submitted) << " all_pods_s=" << seconds(all_created)
               << " cpu_s=" << cpu - cpu_before << " peak_rss_mib=" << peak_rss_mib(pid) << "\n";
     return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "bench-operator-scale: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "bench-operator-scale: " << e.what() << "\n";
     return 1;

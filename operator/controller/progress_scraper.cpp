@@ -1,7 +1,7 @@
 #include "controller/progress_scraper.h"
 
 // cpprest's U() macro would break fmt's templates (spdlog).
-#define _TURN_OFF_PLATFORM_STRING
+#define _TURN_OFF_PLATFORM_STRING  // NOLINT(bugprone-reserved-identifier): cpprest's switch
 #include <cpprest/http_client.h>
 #include <spdlog/spdlog.h>
 
@@ -113,7 +113,7 @@ void ProgressScraper::scrape_once() {
         std::from_chars(index_label.data(), index_label.data() + index_label.size(), index);
     auto url = metrics_url(pod);
     if (url.empty() || parsed.ec != std::errc()) continue;
-    planned.push_back({Target{key, {role, index, {}}, {}}, std::move(url)});
+    planned.emplace_back(Target{key, {role, index, {}}, {}}, std::move(url));
   }
   std::vector<Target> targets;
   targets.reserve(planned.size());

@@ -249,7 +249,7 @@ void Client::watch(const ResourcePath& path, const ListOptions& options,
     // Read whatever has arrived and split it into lines here: cpprest's read_line
     // goes a character at a time through task continuations (a thread hop per character).
     auto body = response.body().streambuf();
-    std::vector<uint8_t> chunk(64 * 1024);
+    std::vector<uint8_t> chunk(size_t{64} * 1024);
     std::string pending;  // bytes after the last complete line
     while (true) {
       // What has arrived, or else one byte: getn waits until it has all it was asked for.

@@ -58,7 +58,7 @@ void set_default_backend(Group& group, typename Group::BackendType type) {
 
 std::string resolve_backend(const std::string& requested, const std::string& device) {
   const bool cuda = device.rfind("cuda", 0) == 0;
-  const std::string backend = requested == "auto" ? (cuda ? "nccl" : "gloo") : requested;
+  std::string backend = requested == "auto" ? (cuda ? "nccl" : "gloo") : requested;
   if (backend == "nccl") {
 #ifndef CIFAR_WITH_NCCL
     throw std::invalid_argument(
