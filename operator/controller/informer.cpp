@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "controller/sleep_until.h"
+
 namespace cifar::op {
 
 using nlohmann::json;
@@ -175,10 +177,7 @@ void Informer::run() {
       spdlog::warn("watch of {} failed, listing again in {} ms: {}", path_.str(), backoff.count(),
                    e.what());
     }
-    const auto until = std::chrono::steady_clock::now() + backoff;
-    while (!stop_.load() && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    sleep_until_or_stop(stop_, std::chrono::steady_clock::now() + backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(10000));
   }
 }

@@ -9,6 +9,8 @@
 #include <random>
 #include <thread>
 
+#include "controller/sleep_until.h"
+
 namespace cifar::op {
 namespace {
 
@@ -17,15 +19,6 @@ using Steady = std::chrono::steady_clock;
 
 int lease_seconds(std::chrono::milliseconds duration) {
   return std::max(1, static_cast<int>(std::ceil(static_cast<double>(duration.count()) / 1000.0)));
-}
-
-// Sleeps `period` in short slices so that a stop is seen promptly.
-void sleep_unless(const std::atomic<bool>& stop, std::chrono::milliseconds period) {
-  const auto until = Steady::now() + period;
-  while (!stop.load() && Steady::now() < until) {
-    std::this_thread::sleep_for(
-        std::min<Steady::duration>(std::chrono::milliseconds(50), until - Steady::now()));
-  }
 }
 
 }  // namespace
@@ -155,7 +148,7 @@ LeaderElector::Outcome LeaderElector::run(
       reported_holder = holder;
     }
     on_state(false);
-    sleep_unless(stop, config_.retry_period);
+    sleep_until_or_stop(stop, Steady::now() + config_.retry_period);
     if (stop.load()) return Outcome::kStopped;
   }
   spdlog::info("leader election: {} acquired lease {}/{} (transition {})", config_.identity,

@@ -7,10 +7,10 @@
 
 #include <charconv>
 #include <map>
-#include <thread>
 
 #include "controller/progress.h"
 #include "controller/reconcile.h"
+#include "controller/sleep_until.h"
 
 namespace cifar::op {
 namespace {
@@ -80,9 +80,7 @@ void ProgressScraper::run(const std::atomic<bool>& stop) {
     } catch (const std::exception& e) {
       spdlog::warn("progress: {}", e.what());
     }
-    while (!stop.load() && std::chrono::steady_clock::now() < next) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    sleep_until_or_stop(stop, next);
   }
 }
 
@@ -98,22 +96,21 @@ void ProgressScraper::scrape_once() {
   // any more (a started task must be waited for).
   std::map<std::string, JobPods> job_pods;
   std::vector<std::pair<Target, std::string>> planned;  // target, URL
-  for (const auto& pod : pods_.list([](const json&) { return true; })) {
-    const auto& m = pod["metadata"];
-    const auto labels = m.value("labels", json::object());
-    const auto key = m.value("namespace", "") + "/" + labels.value("cifartrain.io/job-name", "");
-    if (running.count(key) == 0) continue;
-    const auto role = labels.value("cifartrain.io/replica-type", "");
+  for (const auto& [key, status] : running) {
     auto& roles = job_pods[key];
-    roles.has_master = roles.has_master || role == "master";
-    roles.has_evaluator = roles.has_evaluator || role == "evaluator";
-    const auto index_label = labels.value("cifartrain.io/replica-index", "");
-    int index = 0;
-    const auto parsed =
-        std::from_chars(index_label.data(), index_label.data() + index_label.size(), index);
-    auto url = metrics_url(pod);
-    if (url.empty() || parsed.ec != std::errc()) continue;
-    planned.emplace_back(Target{key, {role, index, {}}, {}}, std::move(url));
+    for (const auto& pod : pods_.indexed(key)) {
+      const auto labels = pod["metadata"].value("labels", json::object());
+      const auto role = labels.value("cifartrain.io/replica-type", "");
+      roles.has_master = roles.has_master || role == "master";
+      roles.has_evaluator = roles.has_evaluator || role == "evaluator";
+      const auto index_label = labels.value("cifartrain.io/replica-index", "");
+      int index = 0;
+      const auto parsed =
+          std::from_chars(index_label.data(), index_label.data() + index_label.size(), index);
+      auto url = metrics_url(pod);
+      if (url.empty() || parsed.ec != std::errc()) continue;
+      planned.emplace_back(Target{key, {role, index, {}}, {}}, std::move(url));
+    }
   }
   std::vector<Target> targets;
   targets.reserve(planned.size());

@@ -14,6 +14,7 @@ namespace cifar::op {
 
 class ProgressScraper {
  public:
+  // `pods`: indexed by "namespace/job" (the controller's pod informer).
   ProgressScraper(kube::Client& client, const Informer& jobs, const Informer& pods,
                   std::chrono::milliseconds interval);
 
