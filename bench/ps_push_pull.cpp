@@ -5,10 +5,11 @@
 // pushes every gradient piece and pulls every parameter piece back: its effective bandwidth is
 // (pushed + pulled bytes) / time, both directions being sequential.
 //
-// Usage: bench-ps-push-pull [round trips per case, default 40]
+// Usage: bench-ps-push-pull [round trips per case, default 40] [only this parameter set] [only this parameter set]
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,6 +35,14 @@ using cifar::ps::ParameterInfo;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// CPU seconds of every thread of this process (trainer, shards and gRPC's threads) so far.
+double process_cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 // Bytes per second of raw TCP doing a PS exchange's round trips: one connection per shard, all
@@ -80,6 +89,7 @@ struct Result {
   double bytes_per_second = 0;
   int64_t bytes_per_round_trip = 0;
   double tcp_round_trip_bytes_per_second = 0;  // raw TCP, same round trips, same run
+  double cores_busy = 0;                        // CPU seconds per second during the round trips
 };
 
 Result measure(const std::string& model_name, int shards, cifar::ps::proto::DType dtype,
@@ -130,6 +140,7 @@ Result measure(const std::string& model_name, int shards, cifar::ps::proto::DTyp
   for (const auto& p : params) grads.push_back(torch::randn_like(p) * 1e-3);
   for (int i = 0; i < 3; ++i) client.push_pull(0, grads, params, 1e-3);  // warm-up
   Result r;
+  const double cpu_start = process_cpu_seconds();
   const auto start = Clock::now();
   int64_t bytes = 0;
   for (int i = 0; i < rounds; ++i) {
@@ -137,6 +148,7 @@ Result measure(const std::string& model_name, int shards, cifar::ps::proto::DTyp
     bytes += e.pushed_bytes + e.pulled_bytes;
   }
   const double seconds = seconds_since(start);
+  r.cores_busy = (process_cpu_seconds() - cpu_start) / seconds;
   r.round_trips_per_second = rounds / seconds;
   r.bytes_per_second = static_cast<double>(bytes) / seconds;
   r.bytes_per_round_trip = bytes / rounds;
@@ -147,7 +159,7 @@ Result measure(const std::string& model_name, int shards, cifar::ps::proto::DTyp
     for (const auto& piece : layout.pieces(s)) elements += piece.length;
     bytes_per_shard.push_back(elements * (dtype == cifar::ps::proto::FLOAT32 ? 4 : 2));
   }
-  r.tcp_round_trip_bytes_per_second = tcp_round_trip_bandwidth(bytes_per_shard, rounds);
+  r.tcp_round_trip_bytes_per_second = getenv("NOTCP") ? 1 : tcp_round_trip_bandwidth(bytes_per_shard, rounds);
   return r;
 }
 
@@ -158,7 +170,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   cifar::train::keep_freed_memory_for_reuse();  // as cifar-train does in every role
   torch::set_num_threads(1);
-  auto tcp = [] { return cifar::bench::median_tcp_stream_bandwidth(int64_t{2} << 30, false); };
+  auto tcp = [] { if (getenv("NOTCP")) return 1.0; return cifar::bench::median_tcp_stream_bandwidth(int64_t{2} << 30, false); };
   const double tcp_before = tcp();
   struct Case {
     std::string model;
@@ -173,7 +185,12 @@ int main(int argc, char** argv) {
                                    {"resnet20", 2, cifar::ps::proto::FLOAT32, "fp32"}};
   std::vector<std::pair<Case, Result>> results;
   results.reserve(cases.size());
-  for (const auto& c : cases) results.emplace_back(c, measure(c.model, c.shards, c.dtype, rounds));
+  const std::string only = argc > 2 ? argv[2] : "";
+  for (const auto& c : cases) {
+    if (only.empty() || c.model == only) {
+      results.emplace_back(c, measure(c.model, c.shards, c.dtype, rounds));
+    }
+  }
   const double tcp_after = tcp();
   const double tcp_bandwidth = (tcp_before + tcp_after) / 2;
 
@@ -181,15 +198,15 @@ int main(int argc, char** argv) {
              tcp_bandwidth / 1e6, tcp_before / 1e6, tcp_after / 1e6);
   fmt::print(
       "| parameters | shards | wire | MB per round trip | round trips/s | push+pull MB/s "
-      "| raw TCP, same round trips, MB/s | vs raw TCP same round trips | vs one TCP stream |\n"
-      "|---|---|---|---|---|---|---|---|---|\n");
+      "| raw TCP, same round trips, MB/s | vs raw TCP same round trips | vs one TCP stream | cores busy |\n"
+      "|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& [c, r] : results) {
-    fmt::print("| {} | {} | {} | {:.2f} | {:.1f} | {:.0f} | {:.0f} | {:.0f}% | {:.0f}% |\n",
+    fmt::print("| {} | {} | {} | {:.2f} | {:.1f} | {:.0f} | {:.0f} | {:.0f}% | {:.0f}% | {:.2f} |\n",
                c.model, c.shards, c.dtype_name, static_cast<double>(r.bytes_per_round_trip) / 1e6,
                r.round_trips_per_second, r.bytes_per_second / 1e6,
                r.tcp_round_trip_bytes_per_second / 1e6,
                100 * r.bytes_per_second / r.tcp_round_trip_bytes_per_second,
-               100 * r.bytes_per_second / tcp_bandwidth);
+               100 * r.bytes_per_second / tcp_bandwidth, r.cores_busy);
   }
   return 0;
 }

@@ -212,48 +212,40 @@ struct ReceivedParams {
   int64_t bytes = 0;
 };
 
+// The elements of a contiguous float32 tensor (the model's parameters and gradients are).
+float* float_data(const torch::Tensor& t, const char* what) {
+  if (t.scalar_type() != torch::kFloat32 || !t.is_contiguous() || t.device().type() != torch::kCPU) {
+    throw std::invalid_argument(std::string(what) + " must be contiguous float32 CPU tensors");
+  }
+  return t.data_ptr<float>();
+}
+
 // Reads a shard's ParamsReply straight from gRPC's buffer into the model's parameters (float32
 // pieces land in place; fp16/bf16 ones are converted after).
 ReceivedParams read_params(const ShardLayout& layout, int shard, const grpc::ByteBuffer& buffer,
                            const std::vector<torch::Tensor>& params) {
   const auto& pieces = layout.pieces(shard);
-  const auto fail = [&](const std::string& why) {
-    return std::runtime_error("PS shard " + std::to_string(shard) + " sent a bad reply: " + why);
-  };
-  std::vector<bool> seen(pieces.size(), false);
-  std::vector<std::pair<torch::Tensor, torch::Tensor>> to_convert;  // (received, parameter view)
+  std::vector<float*> regions;
+  std::vector<int64_t> sizes;
+  regions.reserve(pieces.size());
+  sizes.reserve(pieces.size());
+  for (const auto& piece : pieces) {
+    regions.push_back(float_data(params.at(static_cast<size_t>(piece.parameter)), "parameters") +
+                      piece.offset);
+    sizes.push_back(piece.length);
+  }
+  PieceReceiver receiver("params", std::move(regions), std::move(sizes));
   ReceivedParams received;
   try {
-    received.header = read_params_reply(buffer, [&](const proto::WireTensor& t) {
-      if (t.key() >= pieces.size() || seen[t.key()]) {
-        throw fail("unexpected or repeated piece " + std::to_string(t.key()));
-      }
-      const auto& piece = pieces[t.key()];
-      if (const auto why = check_header(t, piece.length); !why.empty()) {
-        throw fail("piece " + std::to_string(t.key()) + ": " + why);
-      }
-      seen[t.key()] = true;
-      auto view = params.at(static_cast<size_t>(piece.parameter))
-                      .view({-1})
-                      .narrow(0, piece.offset, piece.length);
-      if (t.dtype() == proto::FLOAT32) {
-        received.bytes += static_cast<int64_t>(view.nbytes());
-        return view;
-      }
-      auto wire = torch::empty({piece.length}, wire_scalar_type(t.dtype()));
-      to_convert.emplace_back(wire, view);
-      received.bytes += static_cast<int64_t>(wire.nbytes());
-      return wire;
-    });
+    read_message(buffer, proto::ParamsReply::kParamsFieldNumber, &received.header,
+                 std::ref(receiver));
+    torch::NoGradGuard no_grad;  // the conversions write into parameters
+    receiver.finish();
   } catch (const std::runtime_error& e) {
-    throw fail(e.what());
+    throw std::runtime_error("PS shard " + std::to_string(shard) + " sent a bad reply: " +
+                             e.what());
   }
-  const auto pieces_seen = std::count(seen.begin(), seen.end(), true);
-  if (static_cast<size_t>(pieces_seen) != pieces.size()) {
-    throw fail(std::to_string(pieces_seen) + " pieces, expected " + std::to_string(pieces.size()));
-  }
-  torch::NoGradGuard no_grad;
-  for (const auto& [wire, view] : to_convert) view.copy_(wire);
+  received.bytes = receiver.wire_bytes();
   return received;
 }
 
@@ -286,13 +278,20 @@ Exchange PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grad
     std::vector<WirePiece> pieces;
     pieces.reserve(layout_.pieces(s).size());
     for (const auto& piece : layout_.pieces(s)) {
-      const auto grad = grads.at(static_cast<size_t>(piece.parameter))
-                            .reshape({-1})
-                            .narrow(0, piece.offset, piece.length);
-      pieces.push_back({piece.key, options_.wire_dtype, to_wire_view(grad, options_.wire_dtype)});
-      result.pushed_bytes += static_cast<int64_t>(pieces.back().data.nbytes());
+      const auto& grad = grads.at(static_cast<size_t>(piece.parameter));
+      if (options_.wire_dtype == proto::FLOAT32) {
+        // The gradient's own memory: it is sent (and maybe resent) before this returns.
+        pieces.push_back({piece.key, proto::FLOAT32, piece.length,
+                          float_data(grad, "gradients") + piece.offset, nullptr});
+      } else {
+        const auto wire =
+            to_wire(grad.reshape({-1}).narrow(0, piece.offset, piece.length), options_.wire_dtype);
+        pieces.push_back({piece.key, options_.wire_dtype, piece.length, wire.data_ptr(),
+                          std::make_shared<const torch::Tensor>(wire)});
+      }
+      result.pushed_bytes += static_cast<int64_t>(piece.length) *
+                             (options_.wire_dtype == proto::FLOAT32 ? 4 : 2);
     }
-    // The request refers to the gradients' memory; it is sent (and maybe resent) before return.
     const auto request = frame_message(header, proto::PushRequest::kGradsFieldNumber, pieces);
     grpc::ByteBuffer reply;
     auto status = shard.call(

@@ -18,9 +18,9 @@
 
 namespace cifar::ps {
 
-// PushPull, the call every training step makes, is a raw method: its reply is framed straight from
-// the parameter snapshot without copying the tensors into a protobuf message (wire_framing.h).
-// The request is parsed as usual (its bytes are needed in the shard's own tensors anyway).
+// PushPull, the call every training step makes, is a raw method: the gradient is read from gRPC's
+// slices straight into one tensor, and the reply is framed straight from the parameter snapshot,
+// without protobuf messages around the tensors (wire_framing.h).
 class ParameterServerService final : public proto::ParameterServer::WithRawCallbackMethod_PushPull<
                                          proto::ParameterServer::Service> {
  public:
@@ -71,10 +71,13 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
 
  private:
   grpc::Status push_pull(const grpc::ByteBuffer& request, grpc::ByteBuffer* response) {
-    proto::PushRequest push;
-    grpc::ByteBuffer bytes(request);  // Deserialize consumes its buffer; this shares the slices
-    if (!grpc::SerializationTraits<proto::PushRequest>::Deserialize(&bytes, &push).ok()) {
-      return {grpc::StatusCode::INVALID_ARGUMENT, "the request is not a PushRequest"};
+    if (!shard_->initialized()) return not_initialized();
+    Push push;
+    try {
+      push = read_push(request, shard_->piece_sizes());
+    } catch (const std::exception& e) {
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              std::string("the request is not a valid PushRequest: ") + e.what()};
     }
     ParamsSnapshot snapshot;
     auto status = shard_->push_pull(push, &snapshot);

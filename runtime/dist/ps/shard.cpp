@@ -21,11 +21,6 @@ grpc::Status invalid(const std::string& message) {
   return {grpc::StatusCode::INVALID_ARGUMENT, message};
 }
 
-grpc::Status not_initialized() {
-  return {grpc::StatusCode::UNAVAILABLE,
-          std::string(kNotInitialized) + ": the master has not sent the parameters yet"};
-}
-
 train::OptimizerOptions optimizer_options(const proto::OptimizerConfig& c) {
   train::OptimizerOptions o;
   o.name = c.name();
@@ -38,6 +33,11 @@ train::OptimizerOptions optimizer_options(const proto::OptimizerConfig& c) {
 }
 
 }  // namespace
+
+grpc::Status not_initialized() {
+  return {grpc::StatusCode::UNAVAILABLE,
+          std::string(kNotInitialized) + ": the master has not sent the parameters yet"};
+}
 
 Mode parse_mode(const std::string& name) {
   if (name == "sync") return Mode::kSync;
@@ -158,7 +158,9 @@ grpc::Status Shard::initialize(const proto::InitRequest& request, proto::InitRep
                    std::to_string(request.layout().pieces()));
   }
   std::vector<int64_t> sizes;
-  std::vector<torch::Tensor> params;
+  std::vector<int64_t> offsets;
+  std::vector<torch::Tensor> pieces;
+  int64_t elements = 0;
   for (int k = 0; k < request.params_size(); ++k) {
     const auto& t = request.params(k);
     if (t.key() != static_cast<uint32_t>(k) || t.shape_size() != 1) {
@@ -168,30 +170,36 @@ grpc::Status Shard::initialize(const proto::InitRequest& request, proto::InitRep
       return invalid("params[" + std::to_string(k) + "]: " + why);
     }
     sizes.push_back(t.shape(0));
-    params.push_back(decode(t).clone());
+    offsets.push_back(elements);
+    elements += t.shape(0);
+    pieces.push_back(decode(t));
   }
+  const auto flat = pieces.empty() ? torch::zeros({0}) : torch::cat(pieces);
   std::unique_ptr<ShardOptimizer> optimizer;
   try {
-    optimizer = std::make_unique<ShardOptimizer>(optimizer_options(request.optimizer()), params);
+    optimizer = std::make_unique<ShardOptimizer>(optimizer_options(request.optimizer()),
+                                                 std::vector<torch::Tensor>{flat});
   } catch (const std::invalid_argument& e) {
     return invalid(e.what());
   }
   const auto& slots = optimizer->slot_names();
   if (request.slots_size() != 0) {
-    if (static_cast<size_t>(request.slots_size()) != slots.size() * params.size()) {
+    if (static_cast<size_t>(request.slots_size()) != slots.size() * sizes.size()) {
       return invalid("optimizer state has " + std::to_string(request.slots_size()) +
-                     " tensors, expected " + std::to_string(slots.size() * params.size()));
+                     " tensors, expected " + std::to_string(slots.size() * sizes.size()));
     }
     for (const auto& t : request.slots()) {
       const auto slot = std::find(slots.begin(), slots.end(), t.slot()) - slots.begin();
-      if (static_cast<size_t>(slot) == slots.size() || t.key() >= params.size()) {
+      if (static_cast<size_t>(slot) == slots.size() || t.key() >= sizes.size()) {
         return invalid("unknown optimizer state '" + t.slot() + "' for piece " +
                        std::to_string(t.key()));
       }
       if (const auto why = check_piece(t, sizes[t.key()]); !why.empty()) {
         return invalid("optimizer state " + t.slot() + ": " + why);
       }
-      optimizer->slot(static_cast<size_t>(slot), t.key()).copy_(decode(t));
+      optimizer->slot(static_cast<size_t>(slot), 0)
+          .narrow(0, offsets[t.key()], sizes[t.key()])
+          .copy_(decode(t));
     }
     optimizer->set_steps(request.optimizer_steps());
   }
@@ -200,7 +208,7 @@ grpc::Status Shard::initialize(const proto::InitRequest& request, proto::InitRep
   trainers_ = request.trainers();
   total_updates_ = request.total_updates();
   piece_sizes_ = std::move(sizes);
-  params_ = std::move(params);
+  piece_offsets_ = std::move(offsets);
   last_snapshot_ = {};
   optimizer_ = std::move(optimizer);
   members_ = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(trainers_));
@@ -210,11 +218,9 @@ grpc::Status Shard::initialize(const proto::InitRequest& request, proto::InitRep
   told_done_.assign(static_cast<size_t>(trainers_), false);
   round_arrived_.assign(static_cast<size_t>(trainers_), false);
   clocks_.assign(static_cast<size_t>(trainers_), 0);
-  for (const auto& p : params_) round_sum_.push_back(torch::zeros_like(p));
+  round_sum_ = torch::zeros_like(flat);
   version_.store(request.version());
   initialized_.store(true);
-  int64_t elements = 0;
-  for (const auto s : piece_sizes_) elements += s;
   spdlog::info("shard {}: initialized with {} pieces ({} parameters) at version {} of {}, mode {}",
                options_.index, piece_sizes_.size(), elements, version_.load(), total_updates_,
                mode_name(options_.mode));
@@ -225,9 +231,9 @@ grpc::Status Shard::initialize(const proto::InitRequest& request, proto::InitRep
   return grpc::Status::OK;
 }
 
-grpc::Status Shard::check_push(const proto::PushRequest& request) const {
+grpc::Status Shard::check_push(const Push& push) const {
   if (!initialized_) return not_initialized();
-  const int t = request.trainer();
+  const int t = push.trainer;
   if (t < 0 || t >= trainers_) {
     return invalid("trainer " + std::to_string(t) + " is not in this job of " +
                    std::to_string(trainers_) + " trainers");
@@ -238,39 +244,32 @@ grpc::Status Shard::check_push(const proto::PushRequest& request) const {
         "trainer " + std::to_string(t) +
             " is not a member (never registered, or dropped after --ps-timeout): register again"};
   }
-  if (!std::isfinite(request.learning_rate()) || request.learning_rate() < 0) {
-    return invalid("learning rate " + std::to_string(request.learning_rate()));
+  if (!std::isfinite(push.learning_rate) || push.learning_rate < 0) {
+    return invalid("learning rate " + std::to_string(push.learning_rate));
   }
-  if (request.version() < 0) return invalid("negative gradient version");
-  if (request.version() > version_.load()) {
+  if (push.version < 0) return invalid("negative gradient version");
+  if (push.version > version_.load()) {
     // The shard went back to a checkpoint (restarted): the trainer must pull again.
-    return {grpc::StatusCode::ABORTED, "gradient version " + std::to_string(request.version()) +
+    return {grpc::StatusCode::ABORTED, "gradient version " + std::to_string(push.version) +
                                            " is ahead of the shard's " +
                                            std::to_string(version_.load()) + ": pull again"};
   }
-  if (static_cast<size_t>(request.grads_size()) != piece_sizes_.size()) {
-    return invalid(std::to_string(request.grads_size()) + " gradient pieces, the shard holds " +
-                   std::to_string(piece_sizes_.size()));
-  }
-  for (int k = 0; k < request.grads_size(); ++k) {
-    const auto& g = request.grads(k);
-    if (g.key() != static_cast<uint32_t>(k)) {
-      return invalid("grads[" + std::to_string(k) + "] has key " + std::to_string(g.key()) +
-                     "; pieces must come in key order");
-    }
-    if (const auto why = check_piece(g, piece_sizes_[static_cast<size_t>(k)]); !why.empty()) {
-      return invalid("grads[" + std::to_string(k) + "]: " + why);
-    }
+  if (!push.grad.defined() || push.grad.numel() != round_sum_.numel()) {
+    return invalid("the gradient does not cover the shard's pieces");
   }
   return grpc::Status::OK;
 }
 
-void Shard::apply(const std::vector<torch::Tensor>& grads, int64_t grad_version, double lr) {
+void Shard::apply(const torch::Tensor& grad, int64_t grad_version, double lr) {
   const int64_t staleness = std::max<int64_t>(0, version_.load() - grad_version);
   // Staleness-aware SGD (Zhang et al., 2016): a gradient k updates old counts 1/k as much.
   const double rate =
       options_.staleness_lr && staleness > 1 ? lr / static_cast<double>(staleness) : lr;
-  for (size_t k = 0; k < grads.size(); ++k) optimizer_->apply(k, grads[k], rate);
+  // Hogwild writes in place by design; every other mode updates under mu_ and replaces the
+  // tensors, so replies still being sent keep the parameters they were given.
+  const auto write = options_.mode == Mode::kHogwild ? ShardOptimizer::Write::kInPlace
+                                                     : ShardOptimizer::Write::kOutOfPlace;
+  optimizer_->apply(0, grad, rate, write);
   version_.fetch_add(1);
   if (metrics_ != nullptr) {
     metrics_->record_ps_update(staleness);
@@ -281,7 +280,7 @@ void Shard::apply(const std::vector<torch::Tensor>& grads, int64_t grad_version,
 ParamsSnapshot Shard::snapshot(proto::DType dtype) {
   if (dtype == proto::DTYPE_UNSPECIFIED) dtype = proto::FLOAT32;
   const int64_t version = version_.load();
-  const bool reusable = options_.mode != Mode::kHogwild && !last_snapshot_.params.empty() &&
+  const bool reusable = options_.mode != Mode::kHogwild && last_snapshot_.values.defined() &&
                         last_snapshot_.version == version && last_snapshot_.dtype == dtype;
   ParamsSnapshot snap;
   if (reusable) {
@@ -289,26 +288,28 @@ ParamsSnapshot Shard::snapshot(proto::DType dtype) {
   } else {
     snap.version = version;
     snap.dtype = dtype;
-    snap.params.reserve(params_.size());
-    for (const auto& p : params_) snap.params.push_back(to_wire(p, dtype));
+    const auto& params = optimizer_->params().front();
+    // Hogwild's parameters change under the reply, so it gets a copy (possibly mid-update).
+    const bool shareable = options_.mode != Mode::kHogwild && dtype == proto::FLOAT32;
+    snap.values = shareable ? params : to_wire(params, dtype);
+    snap.piece_sizes = piece_sizes_;
     if (options_.mode != Mode::kHogwild) last_snapshot_ = snap;
   }
   snap.done = done();
-  if (metrics_ != nullptr) {
-    int64_t bytes = 0;
-    for (const auto& p : snap.params) bytes += static_cast<int64_t>(p.nbytes());
-    metrics_->record_ps_traffic(0, bytes);
-  }
+  if (metrics_ != nullptr) metrics_->record_ps_traffic(0, static_cast<int64_t>(snap.values.nbytes()));
   return snap;
 }
 
 void to_proto(const ParamsSnapshot& snapshot, proto::ParamsReply* reply) {
   reply->set_version(snapshot.version);
   reply->set_done(snapshot.done);
-  for (size_t k = 0; k < snapshot.params.size(); ++k) {
+  const auto wire = snapshot.values.to(torch::kFloat32);
+  int64_t offset = 0;
+  for (size_t k = 0; k < snapshot.piece_sizes.size(); ++k) {
     auto* t = reply->add_params();
     t->set_key(static_cast<uint32_t>(k));
-    encode(snapshot.params[k], snapshot.dtype, t);
+    encode(wire.narrow(0, offset, snapshot.piece_sizes[k]), snapshot.dtype, t);
+    offset += snapshot.piece_sizes[k];
   }
 }
 
@@ -326,12 +327,8 @@ void Shard::evict(int trainer, const std::string& why) {
 }
 
 void Shard::complete_round(Lock& /*held*/) {
-  const double n = round_count_;
-  std::vector<torch::Tensor> mean;
-  mean.reserve(round_sum_.size());
-  for (auto& sum : round_sum_) mean.push_back(sum / n);
-  apply(mean, version_.load(), round_lr_);
-  for (auto& sum : round_sum_) sum.zero_();
+  apply(round_sum_ / static_cast<double>(round_count_), version_.load(), round_lr_);
+  round_sum_.zero_();
   std::fill(round_arrived_.begin(), round_arrived_.end(), false);
   round_count_ = 0;
   changed_.notify_all();
@@ -345,21 +342,15 @@ int64_t Shard::slowest_clock(int except) const {
   return slowest;
 }
 
-grpc::Status Shard::push_pull(const proto::PushRequest& request, ParamsSnapshot* reply) {
-  int64_t received = 0;
-  for (const auto& g : request.grads()) received += static_cast<int64_t>(g.data().size());
-  if (metrics_ != nullptr) metrics_->record_ps_traffic(received, 0);
-  const int t = request.trainer();
-  const auto dtype = request.reply_dtype();
+grpc::Status Shard::push_pull(const Push& push, ParamsSnapshot* reply) {
+  if (metrics_ != nullptr) metrics_->record_ps_traffic(push.wire_bytes, 0);
+  const int t = push.trainer;
+  const auto dtype = push.reply_dtype;
 
   if (options_.mode == Mode::kHogwild) {
     // Lock-free: concurrent pushes update the same memory, readers may see a mix.
-    if (auto status = check_push(request); !status.ok()) return status;
-    if (!done()) {
-      std::vector<torch::Tensor> grads;
-      for (const auto& g : request.grads()) grads.push_back(decode(g));
-      apply(grads, request.version(), request.learning_rate());
-    }
+    if (auto status = check_push(push); !status.ok()) return status;
+    if (!done()) apply(push.grad, push.version, push.learning_rate);
     *reply = snapshot(dtype);  // copied as they are, possibly mid-update
     if (reply->done) {
       const Lock lock(mu_);
@@ -369,23 +360,18 @@ grpc::Status Shard::push_pull(const proto::PushRequest& request, ParamsSnapshot*
   }
 
   Lock lock(mu_);
-  if (auto status = check_push(request); !status.ok()) return status;
+  if (auto status = check_push(push); !status.ok()) return status;
   if (done()) {
     *reply = snapshot(dtype);
     note_told(t, *reply);
     return grpc::Status::OK;
   }
-  auto decoded = [&] {
-    std::vector<torch::Tensor> grads;
-    for (const auto& g : request.grads()) grads.push_back(decode(g));
-    return grads;
-  };
 
   switch (options_.mode) {
     case Mode::kSync: {
-      if (request.version() != version_.load()) {
+      if (push.version != version_.load()) {
         return {grpc::StatusCode::ABORTED,
-                "gradient for version " + std::to_string(request.version()) +
+                "gradient for version " + std::to_string(push.version) +
                     " but the shard is at " + std::to_string(version_.load()) + ": pull again"};
       }
       const auto slot = static_cast<size_t>(t);
@@ -393,10 +379,9 @@ grpc::Status Shard::push_pull(const proto::PushRequest& request, ParamsSnapshot*
       if (!round_arrived_[slot]) {
         if (round_count_ == 0) {
           round_started_ = Clock::now();
-          round_lr_ = request.learning_rate();
+          round_lr_ = push.learning_rate;
         }
-        const auto grads = decoded();
-        for (size_t k = 0; k < grads.size(); ++k) round_sum_[k].add_(grads[k]);
+        round_sum_.add_(push.grad);
         round_arrived_[slot] = true;
         ++round_count_;
       }
@@ -426,7 +411,7 @@ grpc::Status Shard::push_pull(const proto::PushRequest& request, ParamsSnapshot*
       break;
     }
     case Mode::kAsync:
-      apply(decoded(), request.version(), request.learning_rate());
+      apply(push.grad, push.version, push.learning_rate);
       break;
     case Mode::kAsyncReply: {
       // Backpressure: a bounded queue, so a slow applier cannot grow memory without limit.
@@ -434,14 +419,13 @@ grpc::Status Shard::push_pull(const proto::PushRequest& request, ParamsSnapshot*
       changed_.wait(lock, [&] { return pending_.size() < max_pending || stopping_; });
       *reply = snapshot(dtype);
       note_told(t, *reply);
-      std::vector<torch::Tensor> grads;
-      for (const auto& g : request.grads()) grads.push_back(decode(g).clone());
-      pending_.push_back({t, request.version(), request.learning_rate(), std::move(grads)});
+      // The gradient is the push's own tensor (received into it, not into gRPC's buffers).
+      pending_.push_back({t, push.version, push.learning_rate, push.grad});
       changed_.notify_all();
       return grpc::Status::OK;
     }
     case Mode::kSsp: {
-      apply(decoded(), request.version(), request.learning_rate());
+      apply(push.grad, push.version, push.learning_rate);
       auto& clock = clocks_[static_cast<size_t>(t)];
       ++clock;
       changed_.notify_all();
@@ -474,7 +458,7 @@ void Shard::run_applier() {
     if (pending_.empty()) return;  // stopping
     const auto update = std::move(pending_.front());
     pending_.pop_front();
-    if (!done()) apply(update.grads, update.version, update.lr);
+    if (!done()) apply(update.grad, update.version, update.lr);
     changed_.notify_all();
   }
 }
@@ -494,18 +478,22 @@ grpc::Status Shard::get_state(proto::StateReply* reply) {
   if (!initialized_) return not_initialized();
   const Lock lock(mu_);
   reply->set_version(version_.load());
-  for (size_t k = 0; k < params_.size(); ++k) {
+  const auto& params = optimizer_->params().front();
+  for (size_t k = 0; k < piece_sizes_.size(); ++k) {
+    const auto piece = [&](const torch::Tensor& flat) {
+      return flat.narrow(0, piece_offsets_[k], piece_sizes_[k]);
+    };
     auto* t = reply->add_params();
     t->set_key(static_cast<uint32_t>(k));
-    encode(params_[k], proto::FLOAT32, t);
+    encode(piece(params), proto::FLOAT32, t);
     for (size_t s = 0; s < optimizer_->slot_names().size(); ++s) {
       auto* slot = reply->add_slots();
       slot->set_key(static_cast<uint32_t>(k));
       slot->set_slot(optimizer_->slot_names()[s]);
-      encode(optimizer_->slot(s, k), proto::FLOAT32, slot);
+      encode(piece(optimizer_->slot(s, 0)), proto::FLOAT32, slot);
     }
   }
-  reply->set_optimizer_steps(params_.empty() ? 0 : optimizer_->steps(0));
+  reply->set_optimizer_steps(optimizer_->steps(0));
   return grpc::Status::OK;
 }
 

@@ -38,17 +38,33 @@ enum class Mode {
 Mode parse_mode(const std::string& name);  // throws std::invalid_argument
 std::string mode_name(Mode mode);
 
-// The parameters a reply carries: immutable copies in the wire dtype, shareable between replies
-// (a sync round's trainers all get the same one) and sent without another copy.
+// The parameters a reply carries, immutable and in the wire dtype, all pieces end to end: in
+// float32 outside hogwild mode the shard's own tensor (updates replace it rather than write into
+// it), else a copy. Shareable between replies (a sync round's trainers all get the same one) and
+// sent without a copy.
 struct ParamsSnapshot {
   int64_t version = 0;
   bool done = false;
   proto::DType dtype = proto::FLOAT32;
-  std::vector<torch::Tensor> params;  // one per piece, in key order
+  torch::Tensor values;
+  std::vector<int64_t> piece_sizes;
 };
 
 // The snapshot as a protobuf message (copies the bytes; for the rarely used Pull path and tests).
 void to_proto(const ParamsSnapshot& snapshot, proto::ParamsReply* reply);
+
+// A trainer's push, its gradient pieces already received end to end into one float32 tensor.
+struct Push {
+  int trainer = 0;
+  int64_t version = 0;
+  double learning_rate = 0;
+  proto::DType reply_dtype = proto::DTYPE_UNSPECIFIED;
+  torch::Tensor grad;
+  int64_t wire_bytes = 0;  // as received, for the traffic metric
+};
+
+// The UNAVAILABLE status of a shard the master has not initialised yet.
+grpc::Status not_initialized();
 
 struct ShardOptions {
   int index = 0;
@@ -68,13 +84,16 @@ class Shard {
 
   grpc::Status register_trainer(const proto::RegisterRequest& request, proto::RegisterReply* reply);
   grpc::Status initialize(const proto::InitRequest& request, proto::InitReply* reply);
-  grpc::Status push_pull(const proto::PushRequest& request, ParamsSnapshot* reply);
+  // `push.grad` holds piece_sizes() elements (wire_framing's read_push does that).
+  grpc::Status push_pull(const Push& push, ParamsSnapshot* reply);
   grpc::Status pull(const proto::PullRequest& request, ParamsSnapshot* reply);
   grpc::Status get_state(proto::StateReply* reply);
   // The master ends the job: every later reply says done.
   void finish();
 
   [[nodiscard]] bool initialized() const { return initialized_.load(); }
+  // The elements of each piece; fixed once initialized().
+  [[nodiscard]] const std::vector<int64_t>& piece_sizes() const { return piece_sizes_; }
   [[nodiscard]] int64_t version() const { return version_.load(); }
   // Waits until the job is finished and every member has been told so, or `grace` has passed
   // since it finished (a member that died is not waited for forever).
@@ -85,16 +104,16 @@ class Shard {
     int trainer = 0;
     int64_t version = 0;
     double lr = 0;
-    std::vector<torch::Tensor> grads;
+    torch::Tensor grad;
   };
   using Lock = std::unique_lock<std::mutex>;
 
-  grpc::Status check_push(const proto::PushRequest& request) const;
+  grpc::Status check_push(const Push& push) const;
   [[nodiscard]] bool done() const;
   [[nodiscard]] bool is_member(int trainer) const;
   [[nodiscard]] int64_t member_count() const;
   void set_member(int trainer, bool member);
-  void apply(const std::vector<torch::Tensor>& grads, int64_t grad_version, double lr);
+  void apply(const torch::Tensor& grad, int64_t grad_version, double lr);
   void complete_round(Lock& lock);
   void evict(int trainer, const std::string& why);
   // The fewest pushes of any member but `except` (int64 max when there is none).
@@ -118,7 +137,10 @@ class Shard {
   int trainers_ = 0;
   int64_t total_updates_ = 0;
   std::vector<int64_t> piece_sizes_;
-  std::vector<torch::Tensor> params_;
+  std::vector<int64_t> piece_offsets_;
+  // Holds the parameters, all pieces in one flat tensor so that an update is one pass however
+  // many pieces there are; outside hogwild mode it writes them out of place, so a snapshot shares
+  // the tensor instead of copying it.
   std::unique_ptr<ShardOptimizer> optimizer_;
   // The newest snapshot, reused while the version stays (not in hogwild mode).
   ParamsSnapshot last_snapshot_;
@@ -127,7 +149,7 @@ class Shard {
   std::vector<bool> told_done_;
   std::chrono::steady_clock::time_point finished_at_;
   // sync: the open round.
-  std::vector<torch::Tensor> round_sum_;
+  torch::Tensor round_sum_;
   std::vector<bool> round_arrived_;
   int round_count_ = 0;
   double round_lr_ = 0;

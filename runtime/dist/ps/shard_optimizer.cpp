@@ -36,7 +36,7 @@ void ShardOptimizer::set_steps(int64_t steps) {
   for (auto& s : steps_) s.store(steps);
 }
 
-void ShardOptimizer::apply(size_t piece, const torch::Tensor& grad, double lr) {
+void ShardOptimizer::apply(size_t piece, const torch::Tensor& grad, double lr, Write write) {
   torch::NoGradGuard no_grad;
   auto& p = params_.at(piece);
   const double wd = options_.weight_decay;
@@ -48,7 +48,11 @@ void ShardOptimizer::apply(size_t piece, const torch::Tensor& grad, double lr) {
       d_p = options_.nesterov ? d_p.add(buf, options_.momentum) : buf;
     }
     steps_[piece].fetch_add(1);
-    p.add_(d_p, -1 * lr);
+    if (write == Write::kInPlace) {
+      p.add_(d_p, -1 * lr);
+    } else {
+      p = p.add(d_p, -1 * lr);  // the same memory traffic as in place, and no snapshot copy
+    }
     return;
   }
   // Adam
@@ -63,7 +67,11 @@ void ShardOptimizer::apply(size_t piece, const torch::Tensor& grad, double lr) {
   exp_avg.mul_(beta1).add_(g, 1 - beta1);
   exp_avg_sq.mul_(beta2).addcmul_(g, g, 1 - beta2);
   const auto denom = (exp_avg_sq.sqrt() / std::sqrt(bias_correction2)).add_(kAdamEpsilon);
-  p.addcdiv_(exp_avg, denom, -(lr / bias_correction1));
+  if (write == Write::kInPlace) {
+    p.addcdiv_(exp_avg, denom, -(lr / bias_correction1));
+  } else {
+    p = p.addcdiv(exp_avg, denom, -(lr / bias_correction1));
+  }
 }
 
 }  // namespace cifar::ps

@@ -20,9 +20,20 @@ class ShardOptimizer {
  public:
   ShardOptimizer(train::OptimizerOptions options, std::vector<torch::Tensor> params);
 
+  // How an update writes the parameters.
+  enum class Write {
+    kInPlace,     // into the piece's memory: concurrent readers may see a mix (hogwild)
+    kOutOfPlace,  // into new memory that replaces the piece: tensors handed out stay unchanged
+  };
+
   // Applies `grad` (float32, same size) to piece `piece` at learning rate `lr`. Calls for
-  // different pieces may run concurrently; calls for the same piece race, as hogwild intends.
-  void apply(size_t piece, const torch::Tensor& grad, double lr);
+  // different pieces may run concurrently; in-place calls for the same piece race, as hogwild
+  // intends.
+  void apply(size_t piece, const torch::Tensor& grad, double lr, Write write);
+
+  // The current parameters, one tensor per piece. With out-of-place writes a tensor taken from
+  // here is an immutable snapshot of its piece: later updates replace it instead of changing it.
+  [[nodiscard]] const std::vector<torch::Tensor>& params() const { return params_; }
 
   // Optimizer state by slot name ("momentum"; "exp_avg", "exp_avg_sq"), one tensor per piece.
   [[nodiscard]] const std::vector<std::string>& slot_names() const { return slot_names_; }

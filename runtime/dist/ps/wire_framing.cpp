@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "dist/ps/tensor_codec.h"
+
 namespace cifar::ps {
 namespace {
 
@@ -37,13 +39,21 @@ void append_varint(std::string& out, uint64_t value) {
 
 uint64_t tag(uint32_t field, uint32_t wire_type) { return (uint64_t{field} << 3) | wire_type; }
 
-// A slice over the tensor's memory that keeps the tensor alive until gRPC drops the slice.
-grpc::Slice tensor_slice(const torch::Tensor& t) {
-  auto owner = std::make_unique<torch::Tensor>(t);
-  void* data = owner->data_ptr();
-  return {data, static_cast<size_t>(t.nbytes()),
-          [](void* p) { std::unique_ptr<torch::Tensor>(static_cast<torch::Tensor*>(p)).reset(); },
+// A slice over `bytes` at `data`: held by `keep_alive` until gRPC drops the slice, or borrowed.
+grpc::Slice data_slice(const void* data, size_t bytes, const std::shared_ptr<const void>& keep_alive) {
+  if (!keep_alive) return {data, bytes, grpc::Slice::STATIC_SLICE};
+  auto owner = std::make_unique<std::shared_ptr<const void>>(keep_alive);
+  return {const_cast<void*>(data),  // NOLINT(cppcoreguidelines-pro-type-const-cast): gRPC only reads
+          bytes,
+          [](void* p) {
+            std::unique_ptr<std::shared_ptr<const void>>(static_cast<std::shared_ptr<const void>*>(p))
+                .reset();
+          },
           owner.release()};
+}
+
+int64_t element_bytes(proto::DType dtype) {
+  return dtype == proto::FLOAT32 || dtype == proto::DTYPE_UNSPECIFIED ? 4 : 2;
 }
 
 // Sequential reads across the slices of a received message.
@@ -115,12 +125,13 @@ class SliceReader {
     }
   }
 
- private:
   void require(size_t n) const {
     if (n > size_ - position_) {
       throw std::runtime_error("malformed message: a field runs past its end");
     }
   }
+
+ private:
   char next_byte() {
     require(1);
     const char byte = static_cast<char>(slices_[slice_].begin()[offset_]);
@@ -143,9 +154,10 @@ class SliceReader {
   size_t offset_ = 0;
 };
 
+using DestinationFn = std::function<Destination(const proto::WireTensor&)>;
+
 // One WireTensor of `length` bytes at the reader's position.
-void read_tensor(SliceReader& reader, size_t length,
-                 const std::function<torch::Tensor(const proto::WireTensor&)>& destination) {
+void read_tensor(SliceReader& reader, size_t length, const DestinationFn& destination) {
   const size_t end = reader.position() + length;
   proto::WireTensor header;
   bool has_data = false;
@@ -168,20 +180,50 @@ void read_tensor(SliceReader& reader, size_t length,
     } else if (field == kDataField && wire_type == kLengthDelimited) {
       const auto bytes = reader.varint();
       const auto into = destination(header);
-      if (!into.is_contiguous() || static_cast<uint64_t>(into.nbytes()) != bytes) {
+      if (into.bytes != bytes) {
         throw std::runtime_error("piece " + std::to_string(header.key()) + ": " +
                                  std::to_string(bytes) + " data bytes, expected " +
-                                 std::to_string(into.nbytes()));
+                                 std::to_string(into.bytes));
       }
-      reader.copy_to(into.data_ptr(), bytes);
+      reader.copy_to(into.data, bytes);
       has_data = true;
     } else {
       reader.skip_field(wire_type);
     }
   }
   if (reader.position() != end) throw std::runtime_error("malformed message: tensor overruns");
-  if (!has_data && destination(header).nbytes() != 0) {
+  if (!has_data && destination(header).bytes != 0) {
     throw std::runtime_error("piece " + std::to_string(header.key()) + " has no data");
+  }
+}
+
+// Re-encodes the field whose tag was just read, so the fields besides the tensors can be parsed
+// by protobuf itself.
+void copy_field(SliceReader& reader, uint32_t field, uint32_t wire_type, std::string& out) {
+  append_varint(out, tag(field, wire_type));
+  switch (wire_type) {
+    case kVarint:
+      append_varint(out, reader.varint());
+      return;
+    case kFixed64:
+    case kFixed32: {
+      const size_t n = wire_type == kFixed64 ? 8 : 4;
+      const size_t at = out.size();
+      out.resize(at + n);
+      reader.copy_to(out.data() + at, n);
+      return;
+    }
+    case kLengthDelimited: {
+      const auto n = reader.varint();
+      append_varint(out, n);
+      reader.require(n);
+      const size_t at = out.size();
+      out.resize(at + n);
+      reader.copy_to(out.data() + at, n);
+      return;
+    }
+    default:
+      throw std::runtime_error("malformed message: wire type " + std::to_string(wire_type));
   }
 }
 
@@ -196,9 +238,9 @@ grpc::ByteBuffer frame_message(const google::protobuf::MessageLite& header, int 
     proto::WireTensor meta;
     meta.set_key(piece.key);
     meta.set_dtype(piece.dtype);
-    meta.add_shape(piece.data.numel());
+    meta.add_shape(piece.numel);
     auto meta_bytes = meta.SerializeAsString();
-    const auto data_bytes = static_cast<uint64_t>(piece.data.nbytes());
+    const auto data_bytes = static_cast<uint64_t>(piece.numel * element_bytes(piece.dtype));
     append_varint(meta_bytes, tag(kDataField, kLengthDelimited));
     append_varint(meta_bytes, data_bytes);
     std::string envelope;
@@ -206,7 +248,7 @@ grpc::ByteBuffer frame_message(const google::protobuf::MessageLite& header, int 
     append_varint(envelope, meta_bytes.size() + data_bytes);
     envelope += meta_bytes;
     slices.emplace_back(envelope);
-    if (data_bytes > 0) slices.push_back(tensor_slice(piece.data.contiguous()));
+    if (data_bytes > 0) slices.push_back(data_slice(piece.data, data_bytes, piece.keep_alive));
   }
   return {slices.data(), slices.size()};
 }
@@ -215,32 +257,99 @@ grpc::ByteBuffer frame_params(const ParamsSnapshot& snapshot) {
   proto::ParamsReply header;
   header.set_version(snapshot.version);
   header.set_done(snapshot.done);
+  // One owner for all pieces: they are ranges of the one snapshot tensor.
+  const auto values = std::make_shared<const torch::Tensor>(snapshot.values);
+  const auto* data = static_cast<const char*>(values->data_ptr());
+  const auto element = element_bytes(snapshot.dtype);
   std::vector<WirePiece> pieces;
-  pieces.reserve(snapshot.params.size());
-  for (size_t k = 0; k < snapshot.params.size(); ++k) {
-    pieces.push_back({static_cast<uint32_t>(k), snapshot.dtype, snapshot.params[k]});
+  pieces.reserve(snapshot.piece_sizes.size());
+  int64_t offset = 0;
+  for (size_t k = 0; k < snapshot.piece_sizes.size(); ++k) {
+    const auto numel = snapshot.piece_sizes[k];
+    pieces.push_back({static_cast<uint32_t>(k), snapshot.dtype, numel, data + offset * element,
+                      values});
+    offset += numel;
   }
   return frame_message(header, static_cast<int>(kParamsField), pieces);
 }
 
-proto::ParamsReply read_params_reply(
-    const grpc::ByteBuffer& buffer,
-    const std::function<torch::Tensor(const proto::WireTensor& header)>& destination) {
+void read_message(const grpc::ByteBuffer& buffer, int field, google::protobuf::MessageLite* header,
+                  const DestinationFn& destination) {
   SliceReader reader(buffer);
-  proto::ParamsReply reply;
+  std::string other_fields;
   while (reader.position() < reader.size()) {
-    const auto [field, wire_type] = reader.field_tag();
-    if (field == kVersionField && wire_type == kVarint) {
-      reply.set_version(static_cast<int64_t>(reader.varint()));
-    } else if (field == kDoneField && wire_type == kVarint) {
-      reply.set_done(reader.varint() != 0);
-    } else if (field == kParamsField && wire_type == kLengthDelimited) {
+    const auto [number, wire_type] = reader.field_tag();
+    if (number == static_cast<uint32_t>(field) && wire_type == kLengthDelimited) {
       read_tensor(reader, reader.varint(), destination);
     } else {
-      reader.skip_field(wire_type);
+      copy_field(reader, number, wire_type, other_fields);
     }
   }
-  return reply;
+  if (!header->ParseFromString(other_fields)) {
+    throw std::runtime_error("malformed message: its fields besides the tensors do not parse");
+  }
+}
+
+PieceReceiver::PieceReceiver(std::string field, std::vector<float*> regions,
+                             std::vector<int64_t> sizes)
+    : field_(std::move(field)), regions_(std::move(regions)), sizes_(std::move(sizes)) {}
+
+Destination PieceReceiver::operator()(const proto::WireTensor& header) {
+  const size_t k = next_++;
+  const auto name = field_ + "[" + std::to_string(k) + "]";
+  if (k >= sizes_.size()) {
+    throw std::runtime_error(name + ": more pieces than the " + std::to_string(sizes_.size()) +
+                             " expected");
+  }
+  if (header.key() != k) {
+    throw std::runtime_error(name + " has key " + std::to_string(header.key()) +
+                             "; pieces must come in key order");
+  }
+  if (const auto why = check_header(header, sizes_[k]); !why.empty()) {
+    throw std::runtime_error(name + ": " + why);
+  }
+  const auto bytes = static_cast<size_t>(sizes_[k] * element_bytes(header.dtype()));
+  wire_bytes_ += static_cast<int64_t>(bytes);
+  if (header.dtype() == proto::FLOAT32) return {regions_[k], bytes};
+  auto& pending = to_convert_.emplace_back(Pending{k, header.dtype(), std::vector<char>(bytes)});
+  return {pending.bytes.data(), bytes};
+}
+
+void PieceReceiver::finish() {
+  if (next_ != sizes_.size()) {
+    throw std::runtime_error(field_ + ": " + std::to_string(next_) + " of " +
+                             std::to_string(sizes_.size()) + " pieces");
+  }
+  for (auto& p : to_convert_) {
+    const auto n = sizes_[p.piece];
+    torch::from_blob(regions_[p.piece], {n}, torch::kFloat32)
+        .copy_(torch::from_blob(p.bytes.data(), {n}, wire_scalar_type(p.dtype)));
+  }
+  to_convert_.clear();
+}
+
+Push read_push(const grpc::ByteBuffer& buffer, const std::vector<int64_t>& piece_sizes) {
+  int64_t elements = 0;
+  for (const auto n : piece_sizes) elements += n;
+  Push push;
+  push.grad = torch::empty({elements});
+  std::vector<float*> regions;
+  regions.reserve(piece_sizes.size());
+  auto* at = push.grad.data_ptr<float>();
+  for (const auto n : piece_sizes) {
+    regions.push_back(at);
+    at += n;
+  }
+  PieceReceiver receiver("grads", std::move(regions), piece_sizes);
+  proto::PushRequest header;
+  read_message(buffer, proto::PushRequest::kGradsFieldNumber, &header, std::ref(receiver));
+  receiver.finish();
+  push.trainer = header.trainer();
+  push.version = header.version();
+  push.learning_rate = header.learning_rate();
+  push.reply_dtype = header.reply_dtype();
+  push.wire_bytes = receiver.wire_bytes();
+  return push;
 }
 
 }  // namespace cifar::ps

@@ -9,24 +9,37 @@
 namespace cifar::ps {
 namespace {
 
-// Runs `steps` updates of both with the same gradients and varying learning rates.
+// Runs six updates of both with the same gradients and varying learning rates, writing the
+// shard's parameters in place and out of place.
 void expect_same_as_torch(const train::OptimizerOptions& options) {
-  torch::manual_seed(3);
-  const auto initial = torch::randn({257});
-  auto theirs = initial.clone().requires_grad_(true);
-  auto torch_optimizer = train::make_optimizer(options, 0.1, {theirs});
-  auto ours = initial.clone();
-  ShardOptimizer shard_optimizer(options, {ours});
-  for (int step = 0; step < 6; ++step) {
-    const double lr = 0.1 / (step + 1);
-    const auto grad = torch::randn({257});
-    train::set_learning_rate(*torch_optimizer, lr);
-    theirs.mutable_grad() = grad.clone();
-    torch_optimizer->step();
-    shard_optimizer.apply(0, grad, lr);
-    ASSERT_TRUE(torch::equal(ours, theirs.detach())) << options.name << " step " << step;
+  using Write = ShardOptimizer::Write;
+  for (const auto write : {Write::kInPlace, Write::kOutOfPlace}) {
+    torch::manual_seed(3);
+    const auto initial = torch::randn({257});
+    auto theirs = initial.clone().requires_grad_(true);
+    auto torch_optimizer = train::make_optimizer(options, 0.1, {theirs});
+    ShardOptimizer shard_optimizer(options, {initial.clone()});
+    for (int step = 0; step < 6; ++step) {
+      const double lr = 0.1 / (step + 1);
+      const auto grad = torch::randn({257});
+      train::set_learning_rate(*torch_optimizer, lr);
+      theirs.mutable_grad() = grad.clone();
+      torch_optimizer->step();
+      const auto before = shard_optimizer.params()[0];
+      const auto before_values = before.clone();
+      shard_optimizer.apply(0, grad, lr, write);
+      const auto& after = shard_optimizer.params()[0];
+      ASSERT_TRUE(torch::equal(after, theirs.detach())) << options.name << " step " << step;
+      if (write == Write::kOutOfPlace) {
+        // What a reply still holds is a snapshot: the update did not write into it.
+        EXPECT_TRUE(torch::equal(before, before_values)) << options.name << " step " << step;
+        EXPECT_NE(before.data_ptr(), after.data_ptr());
+      } else {
+        EXPECT_EQ(before.data_ptr(), after.data_ptr());
+      }
+    }
+    EXPECT_EQ(shard_optimizer.steps(0), 6);
   }
-  EXPECT_EQ(shard_optimizer.steps(0), 6);
 }
 
 TEST(ShardOptimizer, SgdNesterovWithWeightDecayMatchesTorch) {

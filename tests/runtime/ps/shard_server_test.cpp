@@ -149,7 +149,7 @@ TEST(ShardServer, BadPushesGetInvalidArgumentAndLeaveTheStateUnharmed) {
   bad.emplace_back("key", wrong_key);
   auto missing_piece = ServedShard::push(0, 0, 1, 1);
   missing_piece.mutable_grads()->RemoveLast();
-  bad.emplace_back("1 gradient pieces", missing_piece);
+  bad.emplace_back("grads: 1 of 2 pieces", missing_piece);
   bad.emplace_back("trainer 5", ServedShard::push(5, 0, 1, 1));
   bad.emplace_back("trainer -1", ServedShard::push(-1, 0, 1, 1));
   auto nan_lr = ServedShard::push(0, 0, 1, 1);
