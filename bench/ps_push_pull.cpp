@@ -5,11 +5,11 @@
 // pushes every gradient piece and pulls every parameter piece back: its effective bandwidth is
 // (pushed + pulled bytes) / time, both directions being sequential.
 //
-// Usage: bench-ps-push-pull [round trips per case, default 40] [only this parameter set] [only this parameter set]
+// Usage: bench-ps-push-pull [round trips per case, default 40] [only this parameter set]
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
-#include <torch/torch.h>
 #include <sys/resource.h>
+#include <torch/torch.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -89,7 +89,7 @@ struct Result {
   double bytes_per_second = 0;
   int64_t bytes_per_round_trip = 0;
   double tcp_round_trip_bytes_per_second = 0;  // raw TCP, same round trips, same run
-  double cores_busy = 0;                        // CPU seconds per second during the round trips
+  double cores_busy = 0;                       // CPU seconds per second during the round trips
 };
 
 Result measure(const std::string& model_name, int shards, cifar::ps::proto::DType dtype,
@@ -159,7 +159,7 @@ Result measure(const std::string& model_name, int shards, cifar::ps::proto::DTyp
     for (const auto& piece : layout.pieces(s)) elements += piece.length;
     bytes_per_shard.push_back(elements * (dtype == cifar::ps::proto::FLOAT32 ? 4 : 2));
   }
-  r.tcp_round_trip_bytes_per_second = getenv("NOTCP") ? 1 : tcp_round_trip_bandwidth(bytes_per_shard, rounds);
+  r.tcp_round_trip_bytes_per_second = tcp_round_trip_bandwidth(bytes_per_shard, rounds);
   return r;
 }
 
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   cifar::train::keep_freed_memory_for_reuse();  // as cifar-train does in every role
   torch::set_num_threads(1);
-  auto tcp = [] { if (getenv("NOTCP")) return 1.0; return cifar::bench::median_tcp_stream_bandwidth(int64_t{2} << 30, false); };
+  auto tcp = [] { return cifar::bench::median_tcp_stream_bandwidth(int64_t{2} << 30, false); };
   const double tcp_before = tcp();
   struct Case {
     std::string model;
@@ -198,15 +198,16 @@ int main(int argc, char** argv) {
              tcp_bandwidth / 1e6, tcp_before / 1e6, tcp_after / 1e6);
   fmt::print(
       "| parameters | shards | wire | MB per round trip | round trips/s | push+pull MB/s "
-      "| raw TCP, same round trips, MB/s | vs raw TCP same round trips | vs one TCP stream | cores busy |\n"
+      "| raw TCP, same round trips, MB/s | vs raw TCP same round trips | vs one TCP stream | cores "
+      "busy |\n"
       "|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& [c, r] : results) {
-    fmt::print("| {} | {} | {} | {:.2f} | {:.1f} | {:.0f} | {:.0f} | {:.0f}% | {:.0f}% | {:.2f} |\n",
-               c.model, c.shards, c.dtype_name, static_cast<double>(r.bytes_per_round_trip) / 1e6,
-               r.round_trips_per_second, r.bytes_per_second / 1e6,
-               r.tcp_round_trip_bytes_per_second / 1e6,
-               100 * r.bytes_per_second / r.tcp_round_trip_bytes_per_second,
-               100 * r.bytes_per_second / tcp_bandwidth, r.cores_busy);
+    fmt::print(
+        "| {} | {} | {} | {:.2f} | {:.1f} | {:.0f} | {:.0f} | {:.0f}% | {:.0f}% | {:.2f} |\n",
+        c.model, c.shards, c.dtype_name, static_cast<double>(r.bytes_per_round_trip) / 1e6,
+        r.round_trips_per_second, r.bytes_per_second / 1e6, r.tcp_round_trip_bytes_per_second / 1e6,
+        100 * r.bytes_per_second / r.tcp_round_trip_bytes_per_second,
+        100 * r.bytes_per_second / tcp_bandwidth, r.cores_busy);
   }
   return 0;
 }

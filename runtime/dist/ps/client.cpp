@@ -214,7 +214,8 @@ struct ReceivedParams {
 
 // The elements of a contiguous float32 tensor (the model's parameters and gradients are).
 float* float_data(const torch::Tensor& t, const char* what) {
-  if (t.scalar_type() != torch::kFloat32 || !t.is_contiguous() || t.device().type() != torch::kCPU) {
+  if (t.scalar_type() != torch::kFloat32 || !t.is_contiguous() ||
+      t.device().type() != torch::kCPU) {
     throw std::invalid_argument(std::string(what) + " must be contiguous float32 CPU tensors");
   }
   return t.data_ptr<float>();
@@ -242,8 +243,8 @@ ReceivedParams read_params(const ShardLayout& layout, int shard, const grpc::Byt
     torch::NoGradGuard no_grad;  // the conversions write into parameters
     receiver.finish();
   } catch (const std::runtime_error& e) {
-    throw std::runtime_error("PS shard " + std::to_string(shard) + " sent a bad reply: " +
-                             e.what());
+    throw std::runtime_error("PS shard " + std::to_string(shard) +
+                             " sent a bad reply: " + e.what());
   }
   received.bytes = receiver.wire_bytes();
   return received;
@@ -289,8 +290,8 @@ Exchange PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grad
         pieces.push_back({piece.key, options_.wire_dtype, piece.length, wire.data_ptr(),
                           std::make_shared<const torch::Tensor>(wire)});
       }
-      result.pushed_bytes += static_cast<int64_t>(piece.length) *
-                             (options_.wire_dtype == proto::FLOAT32 ? 4 : 2);
+      result.pushed_bytes +=
+          static_cast<int64_t>(piece.length) * (options_.wire_dtype == proto::FLOAT32 ? 4 : 2);
     }
     const auto request = frame_message(header, proto::PushRequest::kGradsFieldNumber, pieces);
     grpc::ByteBuffer reply;

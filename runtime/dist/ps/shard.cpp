@@ -296,7 +296,8 @@ ParamsSnapshot Shard::snapshot(proto::DType dtype) {
     if (options_.mode != Mode::kHogwild) last_snapshot_ = snap;
   }
   snap.done = done();
-  if (metrics_ != nullptr) metrics_->record_ps_traffic(0, static_cast<int64_t>(snap.values.nbytes()));
+  if (metrics_ != nullptr)
+    metrics_->record_ps_traffic(0, static_cast<int64_t>(snap.values.nbytes()));
   return snap;
 }
 
@@ -370,9 +371,9 @@ grpc::Status Shard::push_pull(const Push& push, ParamsSnapshot* reply) {
   switch (options_.mode) {
     case Mode::kSync: {
       if (push.version != version_.load()) {
-        return {grpc::StatusCode::ABORTED,
-                "gradient for version " + std::to_string(push.version) +
-                    " but the shard is at " + std::to_string(version_.load()) + ": pull again"};
+        return {grpc::StatusCode::ABORTED, "gradient for version " + std::to_string(push.version) +
+                                               " but the shard is at " +
+                                               std::to_string(version_.load()) + ": pull again"};
       }
       const auto slot = static_cast<size_t>(t);
       // A trainer that already pushed to this round is retrying: its gradient is in, it waits.

@@ -40,16 +40,18 @@ void append_varint(std::string& out, uint64_t value) {
 uint64_t tag(uint32_t field, uint32_t wire_type) { return (uint64_t{field} << 3) | wire_type; }
 
 // A slice over `bytes` at `data`: held by `keep_alive` until gRPC drops the slice, or borrowed.
-grpc::Slice data_slice(const void* data, size_t bytes, const std::shared_ptr<const void>& keep_alive) {
+grpc::Slice data_slice(const void* data, size_t bytes,
+                       const std::shared_ptr<const void>& keep_alive) {
   if (!keep_alive) return {data, bytes, grpc::Slice::STATIC_SLICE};
   auto owner = std::make_unique<std::shared_ptr<const void>>(keep_alive);
-  return {const_cast<void*>(data),  // NOLINT(cppcoreguidelines-pro-type-const-cast): gRPC only reads
-          bytes,
-          [](void* p) {
-            std::unique_ptr<std::shared_ptr<const void>>(static_cast<std::shared_ptr<const void>*>(p))
-                .reset();
-          },
-          owner.release()};
+  return {
+      const_cast<void*>(data),  // NOLINT(cppcoreguidelines-pro-type-const-cast): gRPC only reads
+      bytes,
+      [](void* p) {
+        std::unique_ptr<std::shared_ptr<const void>>(static_cast<std::shared_ptr<const void>*>(p))
+            .reset();
+      },
+      owner.release()};
 }
 
 int64_t element_bytes(proto::DType dtype) {
@@ -266,8 +268,8 @@ grpc::ByteBuffer frame_params(const ParamsSnapshot& snapshot) {
   int64_t offset = 0;
   for (size_t k = 0; k < snapshot.piece_sizes.size(); ++k) {
     const auto numel = snapshot.piece_sizes[k];
-    pieces.push_back({static_cast<uint32_t>(k), snapshot.dtype, numel, data + offset * element,
-                      values});
+    pieces.push_back(
+        {static_cast<uint32_t>(k), snapshot.dtype, numel, data + offset * element, values});
     offset += numel;
   }
   return frame_message(header, static_cast<int>(kParamsField), pieces);

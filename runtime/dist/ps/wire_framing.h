@@ -50,8 +50,7 @@ struct Destination {
 // `destination` gets the tensor's header (key, dtype, shape; no data) and says where its bytes
 // go; every other field is parsed into `header`. A size mismatch or malformed bytes throw
 // std::runtime_error.
-void read_message(const grpc::ByteBuffer& buffer, int field,
-                  google::protobuf::MessageLite* header,
+void read_message(const grpc::ByteBuffer& buffer, int field, google::protobuf::MessageLite* header,
                   const std::function<Destination(const proto::WireTensor& header)>& destination);
 
 // The destinations of a message whose tensors are the pieces 0..n-1 of a known layout, in key

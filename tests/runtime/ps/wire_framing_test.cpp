@@ -38,7 +38,8 @@ ParamsSnapshot example_snapshot(proto::DType dtype) {
   snapshot.done = true;
   snapshot.dtype = dtype;
   snapshot.values = to_wire(
-      torch::cat({torch::arange(5, torch::kFloat32), torch::randn({1000}), torch::ones({1})}), dtype);
+      torch::cat({torch::arange(5, torch::kFloat32), torch::randn({1000}), torch::ones({1})}),
+      dtype);
   snapshot.piece_sizes = {5, 1000, 1};
   return snapshot;
 }
