@@ -178,11 +178,14 @@ int main(int argc, char** argv) {
     cifar::ps::proto::DType dtype;
     const char* dtype_name;
   };
+  // Four shards in one process: four connections whose transfers and updates overlap.
   const std::vector<Case> cases = {{"alexnet", 1, cifar::ps::proto::FLOAT32, "fp32"},
                                    {"alexnet", 2, cifar::ps::proto::FLOAT32, "fp32"},
+                                   {"alexnet", 4, cifar::ps::proto::FLOAT32, "fp32"},
                                    {"alexnet", 1, cifar::ps::proto::FLOAT16, "fp16"},
                                    {"resnet20", 1, cifar::ps::proto::FLOAT32, "fp32"},
-                                   {"resnet20", 2, cifar::ps::proto::FLOAT32, "fp32"}};
+                                   {"resnet20", 2, cifar::ps::proto::FLOAT32, "fp32"},
+                                   {"resnet20", 4, cifar::ps::proto::FLOAT32, "fp32"}};
   std::vector<std::pair<Case, Result>> results;
   results.reserve(cases.size());
   const std::string only = argc > 2 ? argv[2] : "";

@@ -7,7 +7,7 @@ build=${1:-build}
 echo "## 1. Training throughput"; bash "$here/train_throughput.sh" "$build" 20
 echo; echo "## 2. Data pipeline"; bash "$here/data_pipeline.sh" "$build" 2>/dev/null
 echo; echo "## 3. Fashion-MNIST accuracy"; bash "$here/fashion_accuracy.sh" "$build" 6 2>/dev/null
-echo; echo "## 4. Parameter server: push-and-pull vs TCP loopback"; "$build/bin/bench-ps-push-pull" 40
+echo; echo "## 4. Parameter server: push-and-pull vs TCP loopback"; "$build/bin/bench-ps-push-pull" 100
 echo; echo "## 5. Parameter server: images/s per mode"; bash "$here/ps_modes.sh" "$build"
 echo; echo "## 6. Parameter server: Fashion-MNIST accuracy per mode"; bash "$here/ps_accuracy.sh" "$build" 0.01
 echo; echo "## 7. All-reduce: two-rank step time"; bash "$here/allreduce_step.sh" "$build" 20
