@@ -157,7 +157,7 @@ Result measure(const std::string& model_name, int shards, cifar::ps::proto::DTyp
   for (int s = 0; s < shards; ++s) {
     int64_t elements = 0;
     for (const auto& piece : layout.pieces(s)) elements += piece.length;
-    bytes_per_shard.push_back(elements * (dtype == cifar::ps::proto::FLOAT32 ? 4 : 2));
+    bytes_per_shard.push_back(elements * cifar::ps::wire_element_bytes(dtype));
   }
   r.tcp_round_trip_bytes_per_second = tcp_round_trip_bandwidth(bytes_per_shard, rounds);
   return r;

@@ -290,8 +290,7 @@ Exchange PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grad
         pieces.push_back({piece.key, options_.wire_dtype, piece.length, wire.data_ptr(),
                           std::make_shared<const torch::Tensor>(wire)});
       }
-      result.pushed_bytes +=
-          static_cast<int64_t>(piece.length) * (options_.wire_dtype == proto::FLOAT32 ? 4 : 2);
+      result.pushed_bytes += piece.length * wire_element_bytes(options_.wire_dtype);
     }
     const auto request = frame_message(header, proto::PushRequest::kGradsFieldNumber, pieces);
     grpc::ByteBuffer reply;

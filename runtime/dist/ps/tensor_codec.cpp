@@ -5,11 +5,9 @@
 #include <stdexcept>
 
 namespace cifar::ps {
-namespace {
-
-int64_t element_size(proto::DType dtype) { return dtype == proto::FLOAT32 ? 4 : 2; }
-
-}  // namespace
+int64_t wire_element_bytes(proto::DType dtype) {
+  return dtype == proto::FLOAT32 || dtype == proto::DTYPE_UNSPECIFIED ? 4 : 2;
+}
 
 torch::ScalarType wire_scalar_type(proto::DType dtype) {
   switch (dtype) {
@@ -49,7 +47,7 @@ void encode(const torch::Tensor& values, proto::DType dtype, proto::WireTensor* 
 
 std::string check_piece(const proto::WireTensor& t, int64_t numel) {
   if (auto why = check_header(t, numel); !why.empty()) return why;
-  const auto expected = static_cast<size_t>(numel * element_size(t.dtype()));
+  const auto expected = static_cast<size_t>(numel * wire_element_bytes(t.dtype()));
   if (t.data().size() != expected) {
     return std::to_string(t.data().size()) + " data bytes, expected " + std::to_string(expected);
   }

@@ -14,6 +14,8 @@ namespace cifar::ps {
 proto::DType wire_dtype(const std::string& name);
 
 torch::ScalarType wire_scalar_type(proto::DType dtype);  // unspecified: float32
+// Bytes per element on the wire (unspecified: float32's 4).
+int64_t wire_element_bytes(proto::DType dtype);
 
 // A contiguous copy of the float32 tensor `values` in `dtype`.
 torch::Tensor to_wire(const torch::Tensor& values, proto::DType dtype);

@@ -54,10 +54,6 @@ grpc::Slice data_slice(const void* data, size_t bytes,
       owner.release()};
 }
 
-int64_t element_bytes(proto::DType dtype) {
-  return dtype == proto::FLOAT32 || dtype == proto::DTYPE_UNSPECIFIED ? 4 : 2;
-}
-
 // Sequential reads across the slices of a received message.
 class SliceReader {
  public:
@@ -242,7 +238,7 @@ grpc::ByteBuffer frame_message(const google::protobuf::MessageLite& header, int 
     meta.set_dtype(piece.dtype);
     meta.add_shape(piece.numel);
     auto meta_bytes = meta.SerializeAsString();
-    const auto data_bytes = static_cast<uint64_t>(piece.numel * element_bytes(piece.dtype));
+    const auto data_bytes = static_cast<uint64_t>(piece.numel * wire_element_bytes(piece.dtype));
     append_varint(meta_bytes, tag(kDataField, kLengthDelimited));
     append_varint(meta_bytes, data_bytes);
     std::string envelope;
@@ -262,7 +258,7 @@ grpc::ByteBuffer frame_params(const ParamsSnapshot& snapshot) {
   // One owner for all pieces: they are ranges of the one snapshot tensor.
   const auto values = std::make_shared<const torch::Tensor>(snapshot.values);
   const auto* data = static_cast<const char*>(values->data_ptr());
-  const auto element = element_bytes(snapshot.dtype);
+  const auto element = wire_element_bytes(snapshot.dtype);
   std::vector<WirePiece> pieces;
   pieces.reserve(snapshot.piece_sizes.size());
   int64_t offset = 0;
@@ -310,7 +306,7 @@ Destination PieceReceiver::operator()(const proto::WireTensor& header) {
   if (const auto why = check_header(header, sizes_[k]); !why.empty()) {
     throw std::runtime_error(name + ": " + why);
   }
-  const auto bytes = static_cast<size_t>(sizes_[k] * element_bytes(header.dtype()));
+  const auto bytes = static_cast<size_t>(sizes_[k] * wire_element_bytes(header.dtype()));
   wire_bytes_ += static_cast<int64_t>(bytes);
   if (header.dtype() == proto::FLOAT32) return {regions_[k], bytes};
   auto& pending = to_convert_.emplace_back(Pending{k, header.dtype(), std::vector<char>(bytes)});
