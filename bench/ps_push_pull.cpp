@@ -92,8 +92,8 @@ struct Result {
   double cores_busy = 0;                       // CPU seconds per second during the round trips
 };
 
-Result measure(const std::string& model_name, int shards, cifar::ps::proto::DType dtype,
-               int rounds) {
+Result measure(const std::string& model_name, int servers, int stripes,
+               cifar::ps::proto::DType dtype, int rounds) {
   auto model = cifar::models::make_model(model_name, {});
   std::vector<ParameterInfo> infos;
   std::vector<torch::Tensor> params;
@@ -103,19 +103,24 @@ Result measure(const std::string& model_name, int shards, cifar::ps::proto::DTyp
     infos.push_back({p.key(), p.value().numel()});
     params.push_back(p.value().detach().clone());
   }
+  const int shards = servers * stripes;
   const cifar::ps::ShardLayout layout(infos, shards);
 
-  std::vector<std::unique_ptr<cifar::ps::ShardServer>> servers;
+  std::vector<std::unique_ptr<cifar::ps::ShardServer>> running;
   cifar::ps::ClientOptions options;
   options.wire_dtype = dtype;
-  for (int s = 0; s < shards; ++s) {
-    cifar::ps::ShardOptions shard_options;
-    shard_options.index = s;
-    shard_options.mode = cifar::ps::Mode::kAsync;
-    servers.push_back(std::make_unique<cifar::ps::ShardServer>(
-        std::make_shared<cifar::ps::Shard>(shard_options, nullptr), "127.0.0.1:0", "",
-        int64_t{512} << 20));
-    options.addresses.push_back("127.0.0.1:" + std::to_string(servers.back()->port()));
+  options.stripes = stripes;
+  for (int server = 0; server < servers; ++server) {
+    std::vector<std::shared_ptr<cifar::ps::Shard>> shard_stripes;
+    for (int stripe = 0; stripe < stripes; ++stripe) {
+      cifar::ps::ShardOptions shard_options;
+      shard_options.index = server * stripes + stripe;
+      shard_options.mode = cifar::ps::Mode::kAsync;
+      shard_stripes.push_back(std::make_shared<cifar::ps::Shard>(shard_options, nullptr));
+    }
+    running.push_back(std::make_unique<cifar::ps::ShardServer>(shard_stripes, "127.0.0.1:0", "",
+                                                               int64_t{512} << 20));
+    options.addresses.push_back("127.0.0.1:" + std::to_string(running.back()->port()));
   }
   cifar::ps::PsClient client(options, layout, nullptr);
   cifar::ps::JobState state;
@@ -174,24 +179,27 @@ int main(int argc, char** argv) {
   const double tcp_before = tcp();
   struct Case {
     std::string model;
-    int shards;
+    int servers;
+    int stripes;
     cifar::ps::proto::DType dtype;
     const char* dtype_name;
   };
-  // Four shards in one process: four connections whose transfers and updates overlap.
-  const std::vector<Case> cases = {{"alexnet", 1, cifar::ps::proto::FLOAT32, "fp32"},
-                                   {"alexnet", 2, cifar::ps::proto::FLOAT32, "fp32"},
-                                   {"alexnet", 4, cifar::ps::proto::FLOAT32, "fp32"},
-                                   {"alexnet", 1, cifar::ps::proto::FLOAT16, "fp16"},
-                                   {"resnet20", 1, cifar::ps::proto::FLOAT32, "fp32"},
-                                   {"resnet20", 2, cifar::ps::proto::FLOAT32, "fp32"},
-                                   {"resnet20", 4, cifar::ps::proto::FLOAT32, "fp32"}};
+  const std::vector<Case> cases = {{"alexnet", 1, 1, cifar::ps::proto::FLOAT32, "fp32"},
+                                   {"alexnet", 1, 2, cifar::ps::proto::FLOAT32, "fp32"},
+                                   {"alexnet", 1, 3, cifar::ps::proto::FLOAT32, "fp32"},
+                                   {"alexnet", 1, 4, cifar::ps::proto::FLOAT32, "fp32"},
+                                   {"alexnet", 2, 1, cifar::ps::proto::FLOAT32, "fp32"},
+                                   {"alexnet", 4, 1, cifar::ps::proto::FLOAT32, "fp32"},
+                                   {"alexnet", 1, 1, cifar::ps::proto::FLOAT16, "fp16"},
+                                   {"resnet20", 1, 1, cifar::ps::proto::FLOAT32, "fp32"},
+                                   {"resnet20", 1, 2, cifar::ps::proto::FLOAT32, "fp32"},
+                                   {"resnet20", 2, 1, cifar::ps::proto::FLOAT32, "fp32"}};
   std::vector<std::pair<Case, Result>> results;
   results.reserve(cases.size());
   const std::string only = argc > 2 ? argv[2] : "";
   for (const auto& c : cases) {
     if (only.empty() || c.model == only) {
-      results.emplace_back(c, measure(c.model, c.shards, c.dtype, rounds));
+      results.emplace_back(c, measure(c.model, c.servers, c.stripes, c.dtype, rounds));
     }
   }
   const double tcp_after = tcp();
@@ -200,15 +208,17 @@ int main(int argc, char** argv) {
   fmt::print("raw TCP loopback, one stream: {:.0f} MB/s (before {:.0f}, after {:.0f})\n\n",
              tcp_bandwidth / 1e6, tcp_before / 1e6, tcp_after / 1e6);
   fmt::print(
-      "| parameters | shards | wire | MB per round trip | round trips/s | push+pull MB/s "
+      "| parameters | PS servers | stripes each | wire | MB per round trip | round trips/s | "
+      "push+pull MB/s "
       "| raw TCP, same round trips, MB/s | vs raw TCP same round trips | vs one TCP stream | cores "
       "busy |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n");
+      "|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& [c, r] : results) {
     fmt::print(
-        "| {} | {} | {} | {:.2f} | {:.1f} | {:.0f} | {:.0f} | {:.0f}% | {:.0f}% | {:.2f} |\n",
-        c.model, c.shards, c.dtype_name, static_cast<double>(r.bytes_per_round_trip) / 1e6,
-        r.round_trips_per_second, r.bytes_per_second / 1e6, r.tcp_round_trip_bytes_per_second / 1e6,
+        "| {} | {} | {} | {} | {:.2f} | {:.1f} | {:.0f} | {:.0f} | {:.0f}% | {:.0f}% | {:.2f} |\n",
+        c.model, c.servers, c.stripes, c.dtype_name,
+        static_cast<double>(r.bytes_per_round_trip) / 1e6, r.round_trips_per_second,
+        r.bytes_per_second / 1e6, r.tcp_round_trip_bytes_per_second / 1e6,
         100 * r.bytes_per_second / r.tcp_round_trip_bytes_per_second,
         100 * r.bytes_per_second / tcp_bandwidth, r.cores_busy);
   }

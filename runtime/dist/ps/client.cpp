@@ -36,10 +36,16 @@ std::string describe(const grpc::Status& s) {
 
 class PsClient::Connection {
  public:
-  Connection(int index, std::string address, const ClientOptions& options,
+  Connection(int index, std::string address, int stripe, const ClientOptions& options,
              metrics::RuntimeMetrics* metrics)
-      : index_(index), address_(std::move(address)), options_(options), metrics_(metrics) {
+      : index_(index),
+        address_(std::move(address)),
+        stripe_(std::to_string(stripe)),
+        options_(options),
+        metrics_(metrics) {
     grpc::ChannelArguments args;
+    // A TCP connection of its own (channels to one address would share one): the point of stripes.
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     const int limit = static_cast<int>(std::min<int64_t>(options.max_message_bytes, INT32_MAX));
     args.SetMaxReceiveMessageSize(limit);
     args.SetMaxSendMessageSize(limit);
@@ -79,6 +85,7 @@ class PsClient::Connection {
           std::chrono::system_clock::now() +
           std::chrono::milliseconds(static_cast<int64_t>(options_.call_seconds * 1000)));
       if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
+      if (options_.stripes > 1) context.AddMetadata(kStripeMetadata, stripe_);
       auto status = rpc(context);
       const auto code = status.error_code();
       if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED) {
@@ -119,6 +126,7 @@ class PsClient::Connection {
  private:
   int index_;
   std::string address_;
+  std::string stripe_;
   const ClientOptions& options_;
   metrics::RuntimeMetrics* metrics_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -130,15 +138,18 @@ PsClient::PsClient(ClientOptions options, ShardLayout layout, metrics::RuntimeMe
     : options_(std::move(options)),
       layout_(std::move(layout)),
       metrics_(metrics),
-      versions_(options_.addresses.size(), 0) {
-  if (static_cast<int>(options_.addresses.size()) != layout_.shards()) {
-    throw std::invalid_argument("the cluster lists " + std::to_string(options_.addresses.size()) +
-                                " PS addresses but the layout has " +
+      versions_(static_cast<size_t>(layout_.shards()), 0) {
+  const auto servers = static_cast<int>(options_.addresses.size());
+  if (options_.stripes < 1 || servers * options_.stripes != layout_.shards()) {
+    throw std::invalid_argument("the cluster lists " + std::to_string(servers) + " PS addresses (" +
+                                std::to_string(options_.stripes) +
+                                " stripes each) but the layout has " +
                                 std::to_string(layout_.shards()) + " shards");
   }
-  for (size_t s = 0; s < options_.addresses.size(); ++s) {
-    shards_.push_back(std::make_unique<Connection>(static_cast<int>(s), options_.addresses[s],
-                                                   options_, metrics_));
+  for (int s = 0; s < layout_.shards(); ++s) {
+    shards_.push_back(std::make_unique<Connection>(
+        s, options_.addresses[static_cast<size_t>(s / options_.stripes)], s % options_.stripes,
+        options_, metrics_));
   }
 }
 
@@ -150,10 +161,11 @@ void PsClient::for_each_shard(const std::function<void(int)>& body) {
     return;
   }
   std::vector<std::future<void>> calls;
-  calls.reserve(shards_.size());
-  for (size_t s = 0; s < shards_.size(); ++s) {
+  calls.reserve(shards_.size() - 1);
+  for (size_t s = 1; s < shards_.size(); ++s) {
     calls.push_back(std::async(std::launch::async, body, static_cast<int>(s)));
   }
+  body(0);  // on this thread; should it throw, the futures' destructors wait for the others
   for (auto& c : calls) c.get();  // rethrows the first failure
 }
 
@@ -176,7 +188,7 @@ std::vector<proto::RegisterReply> PsClient::register_trainer(int trainer,
       if (reply.initialized() || !wait_until_initialized) break;
       if (Clock::now() > give_up) {
         throw std::runtime_error("PS shard " + std::to_string(s) + " (" +
-                                 options_.addresses[static_cast<size_t>(s)] +
+                                 options_.addresses[static_cast<size_t>(s / options_.stripes)] +
                                  ") got no parameters from the master within " +
                                  std::to_string(options_.retry_seconds) + " s");
       }

@@ -1,4 +1,5 @@
-// A trainer's connection to every PS shard: register, initialise, push gradients and pull
+// A trainer's connection to every PS shard (each stripe of each PS, on a connection of its own):
+// register, initialise, push gradients and pull
 // parameters in one round trip (all shards in parallel), gather state for checkpoints. Calls to
 // an unreachable or restarting shard are retried with backoff for a bounded time.
 #pragma once
@@ -26,8 +27,9 @@ class RuntimeMetrics;
 namespace cifar::ps {
 
 struct ClientOptions {
-  std::vector<std::string> addresses;  // one per shard
-  std::string token;                   // sent as "authorization: Bearer <token>" when set
+  std::vector<std::string> addresses;  // one per PS
+  int stripes = 1;    // per PS (layout.h): the layout has addresses x stripes shards
+  std::string token;  // sent as "authorization: Bearer <token>" when set
   int64_t max_message_bytes = int64_t{512} << 20;
   proto::DType wire_dtype = proto::FLOAT32;
   double retry_seconds = 120;  // give up on a shard unreachable this long

@@ -76,6 +76,14 @@ ShardLayout::ShardLayout(std::vector<ParameterInfo> parameters, int shards)
   fingerprint_ = hash.value();
 }
 
+int stripes_per_server(const std::vector<ParameterInfo>& parameters, int servers) {
+  if (servers <= 0) throw std::invalid_argument("a job needs at least one PS shard");
+  int64_t bytes = 0;
+  for (const auto& p : parameters) bytes += p.numel * static_cast<int64_t>(sizeof(float));
+  const int64_t per_server = bytes / servers;
+  return static_cast<int>(std::clamp<int64_t>(per_server / kStripeBytes, 1, kMaxStripes));
+}
+
 const std::vector<Piece>& ShardLayout::pieces(int shard) const {
   return by_shard_.at(static_cast<size_t>(shard));
 }

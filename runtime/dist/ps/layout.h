@@ -24,6 +24,16 @@ struct Piece {
   uint32_t key = 0;  // index within the shard, in (parameter, offset) order
 };
 
+// How many stripes each PS process serves its share as. A stripe is a shard of its own on a
+// connection of its own, so that one PS's transfers, updates and copies overlap instead of running
+// in sequence on one connection (gRPC handles a connection's bytes on one thread at a time): one
+// stripe per kStripeBytes of a server's share, at most kMaxStripes. The layout then has
+// `servers x stripes` shards, shard s on server s / stripes. A pure function of the sizes, so every
+// process of a job (and a PS restoring from a checkpoint) computes the same.
+constexpr int kMaxStripes = 4;
+constexpr int64_t kStripeBytes = int64_t{2} << 20;
+int stripes_per_server(const std::vector<ParameterInfo>& parameters, int servers);
+
 class ShardLayout {
  public:
   ShardLayout(std::vector<ParameterInfo> parameters, int shards);

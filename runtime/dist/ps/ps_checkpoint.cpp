@@ -168,8 +168,8 @@ proto::InitRequest make_init_request(const ShardLayout& layout, int shard, const
   return request;
 }
 
-std::optional<proto::InitRequest> init_request_from_checkpoints(
-    const std::vector<std::filesystem::path>& files, int shard, int shards,
+std::vector<proto::InitRequest> init_requests_from_checkpoints(
+    const std::vector<std::filesystem::path>& files, int server, int servers,
     const train::OptimizerOptions& optimizer) {
   for (auto it = files.rbegin(); it != files.rend(); ++it) {
     try {
@@ -179,17 +179,24 @@ std::optional<proto::InitRequest> init_request_from_checkpoints(
       if (!archive.try_read(kParameters, parameters)) {
         throw std::runtime_error("not a parameter-server checkpoint");
       }
-      const ShardLayout layout(parse_parameters(parameters.toStringRef()), shards);
+      auto infos = parse_parameters(parameters.toStringRef());
+      const int stripes = stripes_per_server(infos, servers);
+      const ShardLayout layout(std::move(infos), servers * stripes);
       const auto state = read_job_state(archive, layout);
-      spdlog::info("shard {}: restoring from {} (version {})", shard, it->string(), state.version);
-      return make_init_request(layout, shard, state, optimizer);
+      spdlog::info("ps {}: restoring its {} stripe(s) from {} (version {})", server, stripes,
+                   it->string(), state.version);
+      std::vector<proto::InitRequest> requests;
+      for (int stripe = 0; stripe < stripes; ++stripe) {
+        requests.push_back(make_init_request(layout, server * stripes + stripe, state, optimizer));
+      }
+      return requests;
     } catch (const std::exception& e) {
       const std::string what = e.what();
-      spdlog::warn("shard {}: cannot restore from {}: {}", shard, it->string(),
+      spdlog::warn("ps {}: cannot restore from {}: {}", server, it->string(),
                    what.substr(0, what.find('\n')));
     }
   }
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace cifar::ps

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <utility>
@@ -21,91 +22,129 @@ namespace cifar::ps {
 // PushPull, the call every training step makes, is a raw method: the gradient is read from gRPC's
 // slices straight into one tensor, and the reply is framed straight from the parameter snapshot,
 // without protobuf messages around the tensors (wire_framing.h).
+// Every call names its stripe in the "cifar-ps-stripe" metadata (none: stripe 0, as a one-stripe
+// trainer or a plain gRPC client sends); the stripe's Shard answers it.
 class ParameterServerService final : public proto::ParameterServer::WithRawCallbackMethod_PushPull<
                                          proto::ParameterServer::Service> {
  public:
-  ParameterServerService(std::shared_ptr<Shard> shard, std::string token)
-      : shard_(std::move(shard)), token_(std::move(token)) {}
+  ParameterServerService(std::vector<std::shared_ptr<Shard>> stripes, std::string token)
+      : stripes_(std::move(stripes)), token_(std::move(token)) {}
 
   grpc::Status Register(grpc::ServerContext* context, const proto::RegisterRequest* request,
                         proto::RegisterReply* reply) override {
-    if (auto s = authorize(*context); !s.ok()) return s;
-    return shard_->register_trainer(*request, reply);
+    Shard* shard = nullptr;
+    if (auto s = admit(*context, &shard); !s.ok()) return s;
+    return shard->register_trainer(*request, reply);
   }
   grpc::Status Initialize(grpc::ServerContext* context, const proto::InitRequest* request,
                           proto::InitReply* reply) override {
-    if (auto s = authorize(*context); !s.ok()) return s;
-    return shard_->initialize(*request, reply);
+    Shard* shard = nullptr;
+    if (auto s = admit(*context, &shard); !s.ok()) return s;
+    return shard->initialize(*request, reply);
   }
   grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* request,
                                      grpc::ByteBuffer* response) override {
     auto* reactor = context->DefaultReactor();
-    if (auto s = authorize(*context); !s.ok()) {
+    Shard* shard = nullptr;
+    if (auto s = admit(*context, &shard); !s.ok()) {
       reactor->Finish(s);
       return reactor;
     }
-    calls_.run(
-        [this, request, response, reactor] { reactor->Finish(push_pull(*request, response)); });
+    calls_.run([shard, request, response, reactor] {
+      reactor->Finish(push_pull(*shard, *request, response));
+    });
     return reactor;
   }
   grpc::Status Pull(grpc::ServerContext* context, const proto::PullRequest* request,
                     proto::ParamsReply* reply) override {
-    if (auto s = authorize(*context); !s.ok()) return s;
+    Shard* shard = nullptr;
+    if (auto s = admit(*context, &shard); !s.ok()) return s;
     ParamsSnapshot snapshot;
-    auto status = shard_->pull(*request, &snapshot);
+    auto status = shard->pull(*request, &snapshot);
     if (status.ok()) to_proto(snapshot, reply);
     return status;
   }
   grpc::Status GetState(grpc::ServerContext* context, const proto::StateRequest* /*request*/,
                         proto::StateReply* reply) override {
-    if (auto s = authorize(*context); !s.ok()) return s;
-    return shard_->get_state(reply);
+    Shard* shard = nullptr;
+    if (auto s = admit(*context, &shard); !s.ok()) return s;
+    return shard->get_state(reply);
   }
   grpc::Status Finish(grpc::ServerContext* context, const proto::FinishRequest* /*request*/,
                       proto::FinishReply* /*reply*/) override {
-    if (auto s = authorize(*context); !s.ok()) return s;
-    shard_->finish();
+    Shard* shard = nullptr;
+    if (auto s = admit(*context, &shard); !s.ok()) return s;
+    shard->finish();
     return grpc::Status::OK;
   }
 
  private:
-  grpc::Status push_pull(const grpc::ByteBuffer& request, grpc::ByteBuffer* response) {
-    if (!shard_->initialized()) return not_initialized();
+  static grpc::Status push_pull(Shard& shard, const grpc::ByteBuffer& request,
+                                grpc::ByteBuffer* response) {
+    if (!shard.initialized()) return not_initialized();
     Push push;
     try {
-      push = read_push(request, shard_->piece_sizes());
+      push = read_push(request, shard.piece_sizes());
     } catch (const std::exception& e) {
       return {grpc::StatusCode::INVALID_ARGUMENT,
               std::string("the request is not a valid PushRequest: ") + e.what()};
     }
     ParamsSnapshot snapshot;
-    auto status = shard_->push_pull(push, &snapshot);
+    auto status = shard.push_pull(push, &snapshot);
     if (status.ok()) *response = frame_params(snapshot);
     return status;
   }
 
-  [[nodiscard]] grpc::Status authorize(const grpc::ServerContextBase& context) const {
-    if (token_.empty()) return grpc::Status::OK;
+  // Checks the job token and finds the call's stripe.
+  [[nodiscard]] grpc::Status admit(const grpc::ServerContextBase& context, Shard** shard) const {
     const auto& metadata = context.client_metadata();
-    const auto it = metadata.find("authorization");
-    if (it == metadata.end() ||
-        std::string(it->second.data(), it->second.size()) != "Bearer " + token_) {
-      return {grpc::StatusCode::UNAUTHENTICATED,
-              "missing or wrong job token (CIFAR_PS_TOKEN must match the PS's)"};
+    if (!token_.empty()) {
+      const auto it = metadata.find("authorization");
+      if (it == metadata.end() ||
+          std::string(it->second.data(), it->second.size()) != "Bearer " + token_) {
+        return {grpc::StatusCode::UNAUTHENTICATED,
+                "missing or wrong job token (CIFAR_PS_TOKEN must match the PS's)"};
+      }
     }
+    size_t stripe = 0;
+    if (const auto it = metadata.find(kStripeMetadata); it != metadata.end()) {
+      const std::string text(it->second.data(), it->second.size());
+      const auto parsed = parse_stripe(text);
+      if (!parsed || *parsed >= stripes_.size()) {
+        return {grpc::StatusCode::INVALID_ARGUMENT,
+                "stripe '" + text + "' is not one of this PS's " + std::to_string(stripes_.size()) +
+                    " stripes"};
+      }
+      stripe = *parsed;
+    }
+    *shard = stripes_[stripe].get();
     return grpc::Status::OK;
   }
 
-  std::shared_ptr<Shard> shard_;
+  static std::optional<size_t> parse_stripe(const std::string& text) {
+    if (text.empty() || text.size() > 3 ||
+        text.find_first_not_of("0123456789") != std::string::npos) {
+      return std::nullopt;
+    }
+    return static_cast<size_t>(std::stoul(text));
+  }
+
+  std::vector<std::shared_ptr<Shard>> stripes_;
   std::string token_;
   CallPool calls_;
 };
 
 ShardServer::ShardServer(std::shared_ptr<Shard> shard, const std::string& address,
                          std::string token, int64_t max_message_bytes)
-    : shard_(std::move(shard)),
-      service_(std::make_unique<ParameterServerService>(shard_, std::move(token))) {
+    : ShardServer(std::vector<std::shared_ptr<Shard>>{std::move(shard)}, address, std::move(token),
+                  max_message_bytes) {}
+
+ShardServer::ShardServer(std::vector<std::shared_ptr<Shard>> stripes, const std::string& address,
+                         std::string token, int64_t max_message_bytes)
+    : stripes_(std::move(stripes)),
+      service_(std::make_unique<ParameterServerService>(stripes_, std::move(token))) {
+  if (stripes_.empty()) throw std::invalid_argument("a PS serves at least one stripe");
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(service_.get());
@@ -146,37 +185,50 @@ std::string listen_address(const std::string& advertised) {
 void run_parameter_server(const train::TrainConfig& config) {
   const auto& dist = config.distributed;
   const auto& job = dist.job;
-  const int shards = static_cast<int>(job.cluster.ps.size());
+  const int servers = static_cast<int>(job.cluster.ps.size());
   // Each push is applied on a gRPC thread; a few intra-op threads per update is plenty.
   torch::set_num_threads(std::max(1, config.threads > 0 ? config.threads : 2));
 
   auto metrics = train::make_runtime_metrics(config);
-  ShardOptions options;
-  options.index = job.index;
-  options.mode = parse_mode(dist.ps.mode);
-  options.staleness = dist.ps.staleness;
-  options.staleness_lr = dist.ps.staleness_lr;
-  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(dist.ps.timeout_seconds * 1000));
-  auto shard = std::make_shared<Shard>(options, metrics.get());
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(dist.ps.timeout_seconds * 1000));
+  // How many stripes the job uses follows from the model (layout.h), which only the trainers
+  // build: the PS serves as many as a trainer may use, and uses those the master initialises.
+  std::vector<std::shared_ptr<Shard>> stripes;
+  for (int stripe = 0; stripe < kMaxStripes; ++stripe) {
+    ShardOptions options;
+    options.index = job.index;
+    options.stripe = stripe;
+    options.mode = parse_mode(dist.ps.mode);
+    options.staleness = dist.ps.staleness;
+    options.staleness_lr = dist.ps.staleness_lr;
+    options.timeout = timeout;
+    stripes.push_back(std::make_shared<Shard>(options, metrics.get()));
+  }
 
-  // A restarted PS takes its shard from the newest checkpoint; a fresh one waits for the master.
+  // A restarted PS takes its stripes from the newest checkpoint; a fresh one waits for the master.
   const train::CheckpointManager checkpoints(config.model_dir, train::run_name(config),
                                              config.keep_checkpoints);
-  if (auto init =
-          init_request_from_checkpoints(checkpoints.list(), job.index, shards, config.optimizer)) {
+  const auto restored =
+      init_requests_from_checkpoints(checkpoints.list(), job.index, servers, config.optimizer);
+  for (size_t stripe = 0; stripe < restored.size(); ++stripe) {
     proto::InitReply reply;
-    if (auto status = shard->initialize(*init, &reply); !status.ok()) {
-      throw std::runtime_error("cannot restore the shard from its checkpoint: " +
-                               status.error_message());
+    if (auto status = stripes[stripe]->initialize(restored[stripe], &reply); !status.ok()) {
+      throw std::runtime_error("cannot restore stripe " + std::to_string(stripe) +
+                               " from its checkpoint: " + status.error_message());
     }
   }
 
   const auto address = listen_address(job.cluster.ps.at(static_cast<size_t>(job.index)));
-  ShardServer server(shard, address, dist.ps.token, dist.ps.max_message_mb << 20);
-  spdlog::info("ps {}: serving shard {} of {} on {} (mode {})", job.index, job.index, shards,
+  ShardServer server(stripes, address, dist.ps.token, dist.ps.max_message_mb << 20);
+  spdlog::info("ps {}: serving shard {} of {} on {} (mode {})", job.index, job.index, servers,
                address, dist.ps.mode);
-  shard->wait_until_finished(options.timeout);
-  spdlog::info("ps {}: job finished at version {}", job.index, shard->version());
+  // The master initialises every stripe it uses before training and finishes them all at the end.
+  stripes.front()->wait_until_finished(timeout);
+  for (const auto& stripe : stripes) {
+    if (stripe->initialized()) stripe->wait_until_finished(timeout);
+  }
+  spdlog::info("ps {}: job finished at version {}", job.index, stripes.front()->version());
 }
 
 }  // namespace cifar::ps

@@ -18,10 +18,17 @@ namespace cifar::ps {
 
 class ParameterServerService;
 
-// A shard served on `address` ("host:port", port 0 picks one). `token`, when set, must come with
-// every call as "authorization: Bearer <token>". Messages over `max_message_bytes` are refused.
+// The metadata key naming the stripe (layout.h) a call is for: "0", "1", ...; none means 0.
+constexpr const char* kStripeMetadata = "cifar-ps-stripe";
+
+// A PS's stripes served on `address` ("host:port", port 0 picks one). `token`, when set, must come
+// with every call as "authorization: Bearer <token>". Messages over `max_message_bytes` are
+// refused.
 class ShardServer {
  public:
+  ShardServer(std::vector<std::shared_ptr<Shard>> stripes, const std::string& address,
+              std::string token, int64_t max_message_bytes);
+  // One stripe.
   ShardServer(std::shared_ptr<Shard> shard, const std::string& address, std::string token,
               int64_t max_message_bytes);
   ~ShardServer();
@@ -29,10 +36,10 @@ class ShardServer {
   ShardServer& operator=(const ShardServer&) = delete;
 
   [[nodiscard]] int port() const { return port_; }
-  [[nodiscard]] Shard& shard() { return *shard_; }
+  [[nodiscard]] Shard& shard(int stripe = 0) { return *stripes_.at(static_cast<size_t>(stripe)); }
 
  private:
-  std::shared_ptr<Shard> shard_;
+  std::vector<std::shared_ptr<Shard>> stripes_;
   std::unique_ptr<ParameterServerService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;

@@ -66,9 +66,10 @@ std::string mode_name(Mode mode) {
 }
 
 Shard::Shard(ShardOptions options, metrics::RuntimeMetrics* metrics)
-    : options_(options), metrics_(metrics) {
-  if (options_.mode == Mode::kAsyncReply) applier_ = std::thread([this] { run_applier(); });
-}
+    : options_(options),
+      name_("shard " + std::to_string(options.index) +
+            (options.stripe > 0 ? " stripe " + std::to_string(options.stripe) : "")),
+      metrics_(metrics) {}
 
 Shard::~Shard() {
   {
@@ -95,7 +96,7 @@ void Shard::set_member(int trainer, bool member) {
 }
 
 void Shard::publish_state() {
-  if (metrics_ != nullptr) metrics_->set_ps_state(version_.load(), member_count());
+  if (reports_progress()) metrics_->set_ps_state(version_.load(), member_count());
 }
 
 grpc::Status Shard::register_trainer(const proto::RegisterRequest& request,
@@ -124,7 +125,7 @@ grpc::Status Shard::register_trainer(const proto::RegisterRequest& request,
     clocks_[static_cast<size_t>(t)] = slowest == std::numeric_limits<int64_t>::max() ? 0 : slowest;
   }
   if (!is_member(t)) {
-    spdlog::info("shard {}: trainer {} rejoined at version {}", options_.index, t, version_.load());
+    spdlog::info("{}: trainer {} rejoined at version {}", name_, t, version_.load());
   }
   set_member(t, true);
   reply->set_initialized(true);
@@ -221,8 +222,10 @@ grpc::Status Shard::initialize(const proto::InitRequest& request, proto::InitRep
   round_sum_ = torch::zeros_like(flat);
   version_.store(request.version());
   initialized_.store(true);
-  spdlog::info("shard {}: initialized with {} pieces ({} parameters) at version {} of {}, mode {}",
-               options_.index, piece_sizes_.size(), elements, version_.load(), total_updates_,
+  // A PS holds stripes it may never use (layout.h): only a used one gets an applier thread.
+  if (options_.mode == Mode::kAsyncReply) applier_ = std::thread([this] { run_applier(); });
+  spdlog::info("{}: initialized with {} pieces ({} parameters) at version {} of {}, mode {}", name_,
+               piece_sizes_.size(), elements, version_.load(), total_updates_,
                mode_name(options_.mode));
   publish_state();
   reply->set_already_initialized(false);
@@ -271,7 +274,7 @@ void Shard::apply(const torch::Tensor& grad, int64_t grad_version, double lr) {
                                                      : ShardOptimizer::Write::kOutOfPlace;
   optimizer_->apply(0, grad, rate, write);
   version_.fetch_add(1);
-  if (metrics_ != nullptr) {
+  if (reports_progress()) {
     metrics_->record_ps_update(staleness);
     publish_state();
   }
@@ -321,10 +324,10 @@ void Shard::note_told(int trainer, const ParamsSnapshot& reply) {
 }
 
 void Shard::evict(int trainer, const std::string& why) {
-  spdlog::warn("shard {}: trainer {} dropped at version {}: {}; it rejoins when it registers again",
-               options_.index, trainer, version_.load(), why);
+  spdlog::warn("{}: trainer {} dropped at version {}: {}; it rejoins when it registers again",
+               name_, trainer, version_.load(), why);
   set_member(trainer, false);
-  if (metrics_ != nullptr) metrics_->record_ps_eviction();
+  if (reports_progress()) metrics_->record_ps_eviction();
 }
 
 void Shard::complete_round(Lock& /*held*/) {
@@ -502,8 +505,7 @@ void Shard::finish() {
   const Lock lock(mu_);
   if (!finished_.exchange(true)) {
     finished_at_ = Clock::now();
-    spdlog::info("shard {}: the master finished the job at version {}", options_.index,
-                 version_.load());
+    spdlog::info("{}: the master finished the job at version {}", name_, version_.load());
   }
   changed_.notify_all();
 }
@@ -519,9 +521,9 @@ void Shard::wait_until_finished(std::chrono::milliseconds grace) {
   };
   if (!changed_.wait_until(lock, finished_at_ + grace, everyone_told)) {
     spdlog::warn(
-        "shard {}: not every trainer has heard that the job is done after {} ms; "
+        "{}: not every trainer has heard that the job is done after {} ms; "
         "stopping anyway",
-        options_.index, grace.count());
+        name_, grace.count());
   }
 }
 

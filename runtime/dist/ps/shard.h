@@ -67,7 +67,9 @@ struct Push {
 grpc::Status not_initialized();
 
 struct ShardOptions {
-  int index = 0;
+  int index = 0;   // the PS's index in the job
+  int stripe = 0;  // of that PS (layout.h); stripe 0 reports the PS's version, members, updates
+
   Mode mode = Mode::kSync;
   int64_t staleness = 3;
   bool staleness_lr = false;
@@ -122,9 +124,14 @@ class Shard {
   [[nodiscard]] ParamsSnapshot snapshot(proto::DType dtype);
   void note_told(int trainer, const ParamsSnapshot& reply);  // under mu_
   void run_applier();
+  // Stripe 0 speaks for its PS in the progress metrics (every stripe counts its traffic).
+  [[nodiscard]] bool reports_progress() const {
+    return metrics_ != nullptr && options_.stripe == 0;
+  }
   void publish_state();
 
   ShardOptions options_;
+  std::string name_;  // "shard 1", "shard 1 stripe 2": for the log
   metrics::RuntimeMetrics* metrics_;
 
   mutable std::mutex mu_;
@@ -159,7 +166,7 @@ class Shard {
   // async-reply: gradients waiting for the applier thread.
   std::deque<PendingUpdate> pending_;
   bool stopping_ = false;
-  std::thread applier_;
+  std::thread applier_;  // async-reply, from initialisation on
 };
 
 }  // namespace cifar::ps

@@ -98,16 +98,21 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
   model->to(device);
   if (chief) model->init_from_data(train::init_sample(train_set, stats, device));
   auto trainable = trainable_parameters(*model);
-  const ShardLayout layout(trainable.infos, static_cast<int>(job.cluster.ps.size()));
+  const int servers = static_cast<int>(job.cluster.ps.size());
+  const int stripes = stripes_per_server(trainable.infos, servers);
+  const ShardLayout layout(trainable.infos, servers * stripes);
 
   auto metrics = train::make_runtime_metrics(config);
-  PsClient client(client_options(config), layout, metrics.get());
+  auto options = client_options(config);
+  options.stripes = stripes;
+  PsClient client(options, layout, metrics.get());
   const train::CheckpointManager checkpoints(config.model_dir, train::run_name(config),
                                              config.keep_checkpoints);
   const auto done_marker = train::done_marker_path(config);
-  spdlog::info("{} (trainer {} of {}): {} parameters on {} PS shards, mode {}, {} updates",
-               job.task_name(), rank, trainers, models::parameter_count(*model), layout.shards(),
-               dist.ps.mode, total_updates);
+  spdlog::info(
+      "{} (trainer {} of {}): {} parameters on {} PS ({} stripe(s) each), mode {}, {} updates",
+      job.task_name(), rank, trainers, models::parameter_count(*model), servers, stripes,
+      dist.ps.mode, total_updates);
 
   // The job's state as the chief would hand it to a shard: its own model, or the checkpoint.
   auto current_state = [&](int64_t version) {

@@ -95,6 +95,20 @@ TEST(ShardLayout, FingerprintIdentifiesNamesSizesAndShardCount) {
   EXPECT_NE(ShardLayout(params, 2).fingerprint(), ShardLayout(resized, 2).fingerprint());
 }
 
+TEST(ShardLayout, StripesGrowWithEachServersShareUpToTheCap) {
+  // alexnet: 7.0 MB, three full kStripeBytes on one server, under two per server of two.
+  EXPECT_EQ(stripes_per_server(alexnet_like(), 1), 3);
+  EXPECT_EQ(stripes_per_server(alexnet_like(), 2), 1);
+  EXPECT_EQ(stripes_per_server({{"w", 100}}, 1), 1);
+  const int64_t floats_per_stripe = kStripeBytes / 4;
+  EXPECT_EQ(stripes_per_server({{"w", 2 * floats_per_stripe - 1}}, 1), 1);
+  EXPECT_EQ(stripes_per_server({{"w", 2 * floats_per_stripe}}, 1), 2);
+  EXPECT_EQ(stripes_per_server({{"w", 100 * floats_per_stripe}}, 1), kMaxStripes);
+  EXPECT_EQ(stripes_per_server({{"w", 100 * floats_per_stripe}}, 25), kMaxStripes);
+  EXPECT_EQ(stripes_per_server({{"w", 100 * floats_per_stripe}}, 50), 2);
+  EXPECT_THROW(stripes_per_server(alexnet_like(), 0), std::invalid_argument);
+}
+
 TEST(ShardLayout, RejectsNoShardsAndEmptyParameters) {
   EXPECT_THROW(ShardLayout(alexnet_like(), 0), std::invalid_argument);
   EXPECT_THROW(ShardLayout({{"w", 0}}, 1), std::invalid_argument);

@@ -239,6 +239,10 @@ TEST_P(SyncEquivalence, EqualsSingleProcessTrainingWithTheGlobalBatch) {
   job.start_all(/*evaluator=*/false);
   job.expect_all_succeed(180s);
 
+  if (ps_count == 1) {  // alexnet's 7 MB on one PS: three stripes (layout.h)
+    EXPECT_NE(job.log("master").find("on 1 PS (3 stripe(s) each)"), std::string::npos)
+        << job.log("master");
+  }
   const auto expected = parameters_in(work.path() / "single" / "alexnet-step-0000000006.pt");
   const auto actual = parameters_in(job.model_dir() / "alexnet-step-0000000006.pt");
   cifar::testing::expect_same_training(actual, expected);
@@ -249,9 +253,9 @@ INSTANTIATE_TEST_SUITE_P(OneAndTwoShards, SyncEquivalence, ::testing::Values(1, 
 
 // A run long enough to kill something in the middle: sync, 3 trainers, 64 updates, checkpoints
 // every 8 updates, a short --ps-timeout so a dead trainer is dropped quickly.
-std::vector<std::string> fault_args() {
+std::vector<std::string> fault_args(const std::string& model = "simplecnn") {
   return {"-m",
-          "simplecnn",
+          model,
           "-d",
           "synthetic",
           "--synthetic-train-size",
@@ -281,8 +285,8 @@ std::string done_at(int trainers) {
   return "job done at version " + std::to_string(2 * (3072 / trainers / 32));
 }
 
-bool has_checkpoint(const fs::path& dir) {
-  return fs::exists(dir) && !train::CheckpointManager(dir, "simplecnn", 3).list().empty();
+bool has_checkpoint(const fs::path& dir, const std::string& model = "simplecnn") {
+  return fs::exists(dir) && !train::CheckpointManager(dir, model, 3).list().empty();
 }
 
 TEST(PsFaults, KilledWorkerIsDroppedTheJobGoesOnAndTheRestartedWorkerRejoins) {
@@ -309,10 +313,32 @@ TEST(PsFaults, KilledPsRestoresItsShardFromTheLatestCheckpoint) {
   std::this_thread::sleep_for(1s);
   job.start("ps", 1);
   job.expect_all_succeed(240s);
-  EXPECT_NE(job.log("ps", 1).find("restoring from"), std::string::npos) << job.log("ps", 1);
+  EXPECT_NE(job.log("ps", 1).find("restoring its"), std::string::npos) << job.log("ps", 1);
   EXPECT_NE(job.log("master").find("unreachable"), std::string::npos) << job.log("master");
   EXPECT_NE(job.log("master").find(done_at(2)), std::string::npos) << job.log("master");
   EXPECT_TRUE(fs::exists(job.model_dir() / "simplecnn.done"));
+}
+
+// alexnet's 7 MB make one PS serve three stripes (layout.h): a restart restores all three.
+TEST(PsFaults, KilledPsRestoresEveryStripeFromTheLatestCheckpoint) {
+  TempDir work;
+  LocalJob job(work.path(), 1, /*workers=*/1, fault_args("alexnet"));
+  job.start_all(/*evaluator=*/false);
+  ASSERT_TRUE(wait_for([&] { return has_checkpoint(job.model_dir(), "alexnet"); }, 120s))
+      << job.log("master");
+  EXPECT_NE(job.log("master").find("on 1 PS (3 stripe(s) each)"), std::string::npos)
+      << job.log("master");
+  job.process("ps").kill_hard();
+  std::this_thread::sleep_for(1s);
+  job.start("ps");
+  job.expect_all_succeed(240s);
+  EXPECT_NE(job.log("ps").find("restoring its 3 stripe(s)"), std::string::npos) << job.log("ps");
+  for (const char* stripe :
+       {"shard 0: initialized", "shard 0 stripe 1: initialized", "shard 0 stripe 2: initialized"}) {
+    EXPECT_NE(job.log("ps").find(stripe), std::string::npos) << stripe << "\n" << job.log("ps");
+  }
+  EXPECT_NE(job.log("master").find(done_at(2)), std::string::npos) << job.log("master");
+  EXPECT_TRUE(fs::exists(job.model_dir() / "alexnet.done"));
 }
 
 TEST(PsFaults, KilledMasterRestartsAndFinishesTheJob) {

@@ -35,13 +35,18 @@ std::vector<float> values_of(const proto::WireTensor& t) {
 class ServedShard {
  public:
   explicit ServedShard(Mode mode, std::string token = "", int64_t max_bytes = 1 << 20,
-                       std::chrono::milliseconds timeout = 5s, int64_t staleness = 1) {
-    ShardOptions options;
-    options.mode = mode;
-    options.timeout = timeout;
-    options.staleness = staleness;
-    server_ = std::make_unique<ShardServer>(std::make_shared<Shard>(options, nullptr),
-                                            "127.0.0.1:0", std::move(token), max_bytes);
+                       std::chrono::milliseconds timeout = 5s, int64_t staleness = 1,
+                       int stripes = 1) {
+    std::vector<std::shared_ptr<Shard>> shards;
+    for (int stripe = 0; stripe < stripes; ++stripe) {
+      ShardOptions options;
+      options.mode = mode;
+      options.stripe = stripe;
+      options.timeout = timeout;
+      options.staleness = staleness;
+      shards.push_back(std::make_shared<Shard>(options, nullptr));
+    }
+    server_ = std::make_unique<ShardServer>(shards, "127.0.0.1:0", std::move(token), max_bytes);
     channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
                                    grpc::InsecureChannelCredentials());
     stub_ = proto::ParameterServer::NewStub(channel_);
@@ -58,6 +63,7 @@ class ServedShard {
     *request.add_params() = piece(1, {5, 6, 7});
     proto::InitReply reply;
     grpc::ClientContext context;
+    name_stripe(context);
     return stub_->Initialize(&context, request, &reply);
   }
 
@@ -68,6 +74,7 @@ class ServedShard {
     request.mutable_layout()->set_pieces(2);
     proto::RegisterReply reply;
     grpc::ClientContext context;
+    name_stripe(context);
     return stub_->Register(&context, request, &reply);
   }
 
@@ -84,6 +91,7 @@ class ServedShard {
   grpc::Status push_pull(const proto::PushRequest& request, proto::ParamsReply* reply,
                          const std::string& token = "") {
     grpc::ClientContext context;
+    name_stripe(context);
     if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
     return stub_->PushPull(&context, request, reply);
   }
@@ -91,13 +99,21 @@ class ServedShard {
   proto::StateReply state() {
     proto::StateReply reply;
     grpc::ClientContext context;
+    name_stripe(context);
     EXPECT_TRUE(stub_->GetState(&context, proto::StateRequest(), &reply).ok());
     return reply;
   }
 
   std::shared_ptr<grpc::Channel> channel() { return channel_; }
+  // Later calls carry this stripe metadata ("" sends none).
+  void use_stripe(std::string stripe) { stripe_ = std::move(stripe); }
 
  private:
+  void name_stripe(grpc::ClientContext& context) const {
+    if (!stripe_.empty()) context.AddMetadata(kStripeMetadata, stripe_);
+  }
+
+  std::string stripe_;
   std::unique_ptr<ShardServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<proto::ParameterServer::Stub> stub_;
@@ -118,6 +134,37 @@ TEST(ShardServer, AnswersUnavailableUntilInitialised) {
   EXPECT_EQ(status.error_message().rfind(kNotInitialized, 0), 0U);
   ASSERT_TRUE(shard.initialize().ok());
   EXPECT_TRUE(shard.push_pull(ServedShard::push(0, 0, 1, 1), &reply).ok());
+}
+
+// A PS serving two stripes: two shards of their own, each call routed by its metadata.
+TEST(ShardServer, StripesAreSeparateShardsChosenByTheCallsMetadata) {
+  ServedShard ps(Mode::kAsync, "", 1 << 20, 5s, 1, /*stripes=*/2);
+  ps.use_stripe("1");
+  ASSERT_TRUE(ps.initialize().ok());
+  proto::ParamsReply reply;
+  ASSERT_TRUE(ps.push_pull(ServedShard::push(0, 0, 1, 1), &reply).ok());
+  expect_params(reply.params(), {0, 1, 2, 3}, {4, 5, 6});
+  EXPECT_EQ(ps.state().version(), 1);
+
+  ps.use_stripe("");  // no metadata: stripe 0, which the master has not initialised
+  auto status = ps.push_pull(ServedShard::push(0, 0, 1, 1), &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  ps.use_stripe("0");
+  EXPECT_EQ(ps.push_pull(ServedShard::push(0, 0, 1, 1), &reply).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+
+  for (const char* bad : {"2", "-1", "x", "99999"}) {
+    ps.use_stripe(bad);
+    status = ps.push_pull(ServedShard::push(0, 0, 1, 1), &reply);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_NE(status.error_message().find("is not one of this PS's 2 stripes"), std::string::npos)
+        << status.error_message();
+    EXPECT_EQ(ps.register_trainer(0).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+  }
+  ps.use_stripe("1");  // untouched by all of the above
+  EXPECT_EQ(ps.state().version(), 1);
+  ASSERT_TRUE(ps.push_pull(ServedShard::push(0, 1, 1, 1), &reply).ok());
+  expect_params(reply.params(), {-1, 0, 1, 2}, {3, 4, 5});
 }
 
 TEST(ShardServer, RefusesAnotherModelsLayout) {
