@@ -1,7 +1,8 @@
-// Threads for calls that may block for long: a sync round holds each trainer's PushPull until
-// every trainer has pushed, which must not happen on gRPC's callback threads (they would all be
-// held by the first trainers, and the last trainer's push would never be read). A call gets an
-// idle thread, or a new one when none is idle; threads are reused and joined on destruction.
+// Threads for calls that may block for long. The server runs PushPull on them: a sync round holds
+// each trainer's call until every trainer has pushed, which must not happen on gRPC's callback
+// threads (they would all be held by the first trainers, and the last trainer's push would never
+// be read). The client runs its calls to several shards on them. A call gets an idle thread, or a
+// new one when none is idle; threads are reused and joined on destruction.
 #pragma once
 
 #include <condition_variable>

@@ -156,17 +156,29 @@ PsClient::PsClient(ClientOptions options, ShardLayout layout, metrics::RuntimeMe
 PsClient::~PsClient() = default;
 
 void PsClient::for_each_shard(const std::function<void(int)>& body) {
-  if (shards_.size() == 1) {
-    body(0);
-    return;
-  }
+  // Shard 0 on this thread, the others on the pool's threads (kept from step to step).
   std::vector<std::future<void>> calls;
   calls.reserve(shards_.size() - 1);
   for (size_t s = 1; s < shards_.size(); ++s) {
-    calls.push_back(std::async(std::launch::async, body, static_cast<int>(s)));
+    auto call =
+        std::make_shared<std::packaged_task<void()>>([&body, s] { body(static_cast<int>(s)); });
+    calls.push_back(call->get_future());
+    calls_.run([call] { (*call)(); });
   }
-  body(0);  // on this thread; should it throw, the futures' destructors wait for the others
-  for (auto& c : calls) c.get();  // rethrows the first failure
+  std::exception_ptr failure;
+  try {
+    body(0);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  for (auto& c : calls) {  // every call ends before `body` goes out of scope
+    try {
+      c.get();
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 std::vector<proto::RegisterReply> PsClient::register_trainer(int trainer,

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/ps/call_pool.h"
 #include "dist/ps/layout.h"
 #include "proto/ps.pb.h"
 
@@ -88,6 +89,7 @@ class PsClient {
   std::vector<std::unique_ptr<Connection>> shards_;
   std::vector<int64_t> versions_;  // per shard: the version our parameters come from
   std::function<void(int)> on_shard_lost_;
+  CallPool calls_;  // runs the calls to shards 1.. while this thread makes shard 0's
 };
 
 }  // namespace cifar::ps

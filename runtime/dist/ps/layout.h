@@ -31,7 +31,7 @@ struct Piece {
 // `servers x stripes` shards, shard s on server s / stripes. A pure function of the sizes, so every
 // process of a job (and a PS restoring from a checkpoint) computes the same.
 constexpr int kMaxStripes = 4;
-constexpr int64_t kStripeBytes = int64_t{2} << 20;
+constexpr int64_t kStripeBytes = int64_t{512} << 10;
 int stripes_per_server(const std::vector<ParameterInfo>& parameters, int servers);
 
 class ShardLayout {

@@ -96,16 +96,18 @@ TEST(ShardLayout, FingerprintIdentifiesNamesSizesAndShardCount) {
 }
 
 TEST(ShardLayout, StripesGrowWithEachServersShareUpToTheCap) {
-  // alexnet: 7.0 MB, three full kStripeBytes on one server, under two per server of two.
-  EXPECT_EQ(stripes_per_server(alexnet_like(), 1), 3);
-  EXPECT_EQ(stripes_per_server(alexnet_like(), 2), 1);
-  EXPECT_EQ(stripes_per_server({{"w", 100}}, 1), 1);
   const int64_t floats_per_stripe = kStripeBytes / 4;
+  EXPECT_EQ(stripes_per_server({{"w", 100}}, 1), 1);
   EXPECT_EQ(stripes_per_server({{"w", 2 * floats_per_stripe - 1}}, 1), 1);
   EXPECT_EQ(stripes_per_server({{"w", 2 * floats_per_stripe}}, 1), 2);
+  EXPECT_EQ(stripes_per_server({{"w", 3 * floats_per_stripe}}, 1), 3);
   EXPECT_EQ(stripes_per_server({{"w", 100 * floats_per_stripe}}, 1), kMaxStripes);
   EXPECT_EQ(stripes_per_server({{"w", 100 * floats_per_stripe}}, 25), kMaxStripes);
   EXPECT_EQ(stripes_per_server({{"w", 100 * floats_per_stripe}}, 50), 2);
+  // alexnet's 7.0 MB: the cap on one server or two, one stripe each of eight.
+  EXPECT_EQ(stripes_per_server(alexnet_like(), 1), kMaxStripes);
+  EXPECT_EQ(stripes_per_server(alexnet_like(), 2), kMaxStripes);
+  EXPECT_EQ(stripes_per_server(alexnet_like(), 8), 1);
   EXPECT_THROW(stripes_per_server(alexnet_like(), 0), std::invalid_argument);
 }
 

@@ -239,8 +239,8 @@ TEST_P(SyncEquivalence, EqualsSingleProcessTrainingWithTheGlobalBatch) {
   job.start_all(/*evaluator=*/false);
   job.expect_all_succeed(180s);
 
-  if (ps_count == 1) {  // alexnet's 7 MB on one PS: three stripes (layout.h)
-    EXPECT_NE(job.log("master").find("on 1 PS (3 stripe(s) each)"), std::string::npos)
+  if (ps_count == 1) {  // alexnet's 7 MB on one PS: four stripes (layout.h)
+    EXPECT_NE(job.log("master").find("on 1 PS (4 stripe(s) each)"), std::string::npos)
         << job.log("master");
   }
   const auto expected = parameters_in(work.path() / "single" / "alexnet-step-0000000006.pt");
@@ -319,23 +319,29 @@ TEST(PsFaults, KilledPsRestoresItsShardFromTheLatestCheckpoint) {
   EXPECT_TRUE(fs::exists(job.model_dir() / "simplecnn.done"));
 }
 
-// alexnet's 7 MB make one PS serve three stripes (layout.h): a restart restores all three.
+// alexnet's 7 MB make one PS serve four stripes (layout.h): a restart restores all four.
 TEST(PsFaults, KilledPsRestoresEveryStripeFromTheLatestCheckpoint) {
   TempDir work;
   LocalJob job(work.path(), 1, /*workers=*/1, fault_args("alexnet"));
   job.start_all(/*evaluator=*/false);
   ASSERT_TRUE(wait_for([&] { return has_checkpoint(job.model_dir(), "alexnet"); }, 120s))
       << job.log("master");
-  EXPECT_NE(job.log("master").find("on 1 PS (3 stripe(s) each)"), std::string::npos)
+  EXPECT_NE(job.log("master").find("on 1 PS (4 stripe(s) each)"), std::string::npos)
       << job.log("master");
   job.process("ps").kill_hard();
   std::this_thread::sleep_for(1s);
   job.start("ps");
   job.expect_all_succeed(240s);
-  EXPECT_NE(job.log("ps").find("restoring its 3 stripe(s)"), std::string::npos) << job.log("ps");
-  for (const char* stripe :
-       {"shard 0: initialized", "shard 0 stripe 1: initialized", "shard 0 stripe 2: initialized"}) {
-    EXPECT_NE(job.log("ps").find(stripe), std::string::npos) << stripe << "\n" << job.log("ps");
+  const auto ps_log = job.log("ps");  // both runs
+  EXPECT_NE(ps_log.find("restoring its 4 stripe(s)"), std::string::npos) << ps_log;
+  // Each stripe initialised twice: by the master, then from the checkpoint after the restart.
+  for (const char* stripe : {"shard 0: initialized", "shard 0 stripe 1: initialized",
+                             "shard 0 stripe 2: initialized", "shard 0 stripe 3: initialized"}) {
+    size_t count = 0;
+    for (auto at = ps_log.find(stripe); at != std::string::npos; at = ps_log.find(stripe, at + 1)) {
+      ++count;
+    }
+    EXPECT_EQ(count, 2U) << stripe << "\n" << ps_log;
   }
   EXPECT_NE(job.log("master").find(done_at(2)), std::string::npos) << job.log("master");
   EXPECT_TRUE(fs::exists(job.model_dir() / "alexnet.done"));
