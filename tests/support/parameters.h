@@ -35,8 +35,8 @@ inline void expect_same_training(const std::map<std::string, torch::Tensor>& got
   std::vector<torch::Tensor> all_want;
   for (const auto& [name, w] : want) {
     const auto& g = got.at(name);
-    const double difference = (g - w).norm().item<double>();
-    const double scale = w.norm().item<double>();
+    const auto difference = (g - w).norm().item<double>();
+    const auto scale = w.norm().item<double>();
     if (scale > 1e-2) {
       EXPECT_LT(difference / scale, 1e-5) << name;
     } else {

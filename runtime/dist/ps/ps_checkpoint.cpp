@@ -186,6 +186,7 @@ std::vector<proto::InitRequest> init_requests_from_checkpoints(
       spdlog::info("ps {}: restoring its {} stripe(s) from {} (version {})", server, stripes,
                    it->string(), state.version);
       std::vector<proto::InitRequest> requests;
+      requests.reserve(static_cast<size_t>(stripes));
       for (int stripe = 0; stripe < stripes; ++stripe) {
         requests.push_back(make_init_request(layout, server * stripes + stripe, state, optimizer));
       }
