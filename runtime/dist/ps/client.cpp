@@ -41,6 +41,8 @@ class PsClient::Connection {
       : index_(index),
         address_(std::move(address)),
         stripe_(std::to_string(stripe)),
+        name_("PS shard " + std::to_string(index) + " (" + address_ +
+              (options.stripes > 1 ? ", stripe " + stripe_ : "") + ")"),
         options_(options),
         metrics_(metrics) {
     grpc::ChannelArguments args;
@@ -60,6 +62,7 @@ class PsClient::Connection {
   }
 
   Stub& stub() { return *stub_; }
+  [[nodiscard]] const std::string& name() const { return name_; }
 
   // A call whose messages are gRPC byte buffers (framed without copies, wire_framing.h).
   grpc::Status raw_call(grpc::ClientContext& context, const std::string& method,
@@ -89,7 +92,7 @@ class PsClient::Connection {
       auto status = rpc(context);
       const auto code = status.error_code();
       if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED) {
-        if (warned) spdlog::info("PS shard {} ({}) is back", index_, address_);
+        if (warned) spdlog::info("{} is back", name_);
         return status;
       }
       if (is_not_initialized(status) && lost) {
@@ -97,12 +100,12 @@ class PsClient::Connection {
         continue;
       }
       if (Clock::now() > give_up) {
-        throw std::runtime_error("PS shard " + std::to_string(index_) + " (" + address_ +
-                                 ") unreachable for " + std::to_string(options_.retry_seconds) +
-                                 " s during " + what + ": " + describe(status));
+        throw std::runtime_error(name_ + " unreachable for " +
+                                 std::to_string(options_.retry_seconds) + " s during " + what +
+                                 ": " + describe(status));
       }
       if (!warned) {
-        spdlog::warn("PS shard {} ({}) {}: {}; retrying for up to {} s", index_, address_,
+        spdlog::warn("{} {}: {}; retrying for up to {} s", name_,
                      is_not_initialized(status) ? "has no parameters yet" : "unreachable",
                      status.error_message(), options_.retry_seconds);
         warned = true;
@@ -118,8 +121,7 @@ class PsClient::Connection {
   // Throws a clear error for a failed status.
   void check(const grpc::Status& status, const char* what) const {
     if (!status.ok()) {
-      throw std::runtime_error("PS shard " + std::to_string(index_) + " (" + address_ + ") " +
-                               what + " failed: " + describe(status));
+      throw std::runtime_error(name_ + " " + what + " failed: " + describe(status));
     }
   }
 
@@ -127,6 +129,7 @@ class PsClient::Connection {
   int index_;
   std::string address_;
   std::string stripe_;
+  std::string name_;  // for messages: "PS shard 5 (host:port, stripe 1)"
   const ClientOptions& options_;
   metrics::RuntimeMetrics* metrics_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -199,9 +202,7 @@ std::vector<proto::RegisterReply> PsClient::register_trainer(int trainer,
                   "register");
       if (reply.initialized() || !wait_until_initialized) break;
       if (Clock::now() > give_up) {
-        throw std::runtime_error("PS shard " + std::to_string(s) + " (" +
-                                 options_.addresses[static_cast<size_t>(s / options_.stripes)] +
-                                 ") got no parameters from the master within " +
+        throw std::runtime_error(shard.name() + " got no parameters from the master within " +
                                  std::to_string(options_.retry_seconds) + " s");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -328,7 +329,7 @@ Exchange PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grad
     if (status.error_code() == grpc::StatusCode::ABORTED) {
       // Dropped from a round, or the shard went back to a checkpoint: rejoin and take its
       // current parameters; this step's gradient is not applied on this shard.
-      spdlog::warn("PS shard {}: {}; rejoining", s, status.error_message());
+      spdlog::warn("{}: {}; rejoining", shard.name(), status.error_message());
       const auto again = register_request(trainer, s);
       proto::RegisterReply registered;
       shard.check(shard.call("register",

@@ -21,9 +21,9 @@ namespace cifar::ps {
 
 // PushPull, the call every training step makes, is a raw method: the gradient is read from gRPC's
 // slices straight into one tensor, and the reply is framed straight from the parameter snapshot,
-// without protobuf messages around the tensors (wire_framing.h).
-// Every call names its stripe in the "cifar-ps-stripe" metadata (none: stripe 0, as a one-stripe
-// trainer or a plain gRPC client sends); the stripe's Shard answers it.
+// without protobuf messages around the tensors (wire_framing.h). Every call names its stripe in
+// the "cifar-ps-stripe" metadata (none: stripe 0, as a one-stripe trainer or a plain gRPC client
+// sends), and that stripe's Shard answers it.
 class ParameterServerService final : public proto::ParameterServer::WithRawCallbackMethod_PushPull<
                                          proto::ParameterServer::Service> {
  public:
