@@ -223,10 +223,10 @@ void run_parameter_server(const train::TrainConfig& config) {
   ShardServer server(stripes, address, dist.ps.token, dist.ps.max_message_mb << 20);
   spdlog::info("ps {}: serving shard {} of {} on {} (mode {})", job.index, job.index, servers,
                address, dist.ps.mode);
-  // The master initialises every stripe it uses before training and finishes them all at the end.
-  stripes.front()->wait_until_finished(timeout);
+  // Stripe 0 is always used; by the time the master finishes it, every other stripe it uses has
+  // been initialised (before training) and is finished too. Each stripe is waited for once.
   for (const auto& stripe : stripes) {
-    if (stripe->initialized()) stripe->wait_until_finished(timeout);
+    if (stripe == stripes.front() || stripe->initialized()) stripe->wait_until_finished(timeout);
   }
   spdlog::info("ps {}: job finished at version {}", job.index, stripes.front()->version());
 }
