@@ -3,7 +3,8 @@
 # Debian libraries scripts/gpu/stage_deps.sh carried (.gpu-carry/deps.tgz) and builds cifar-train
 # against the PyTorch wheel's CUDA LibTorch with the NCCL backend. Scratch on the device only:
 # the libraries in /tmp/gd, the build in /tmp/bc (kept while the device stays warm).
-# Log: $OUT/build.log.
+# Log: $OUT/build.log. TARGETS (default cifar-train) names what to build; naming a bench-* target
+# turns the benchmarks on (bench-ps-push-pull measures the PS on the device's 16 cores).
 set -uo pipefail
 R=$PWD; G=/tmp/gd; B=/tmp/bc
 exec > >(tee -a "${OUT:-/tmp}/build.log") 2>&1
@@ -24,14 +25,15 @@ $D/protoc --version
 # torch/include ships fmt 12, which Debian's spdlog 1.10 cannot use: put Debian's fmt 9 (and spdlog)
 # on -I, which GCC searches before every -isystem directory
 mkdir -p $D/first; ln -sfn $D/usr/include/fmt $D/first/fmt; ln -sfn $D/usr/include/spdlog $D/first/spdlog
+TARGETS=${TARGETS:-cifar-train}; BENCH=OFF; [[ $TARGETS == *bench-* ]] && BENCH=ON
 echo "== configure"; T0=$(date +%s)
 cmake -S . -B $B -G Ninja -DCMAKE_BUILD_TYPE=Release -DCIFAR_WITH_NCCL=ON \
-  -DCIFAR_BUILD_TESTS=OFF -DCIFAR_BUILD_BENCH=OFF \
+  -DCIFAR_BUILD_TESTS=OFF -DCIFAR_BUILD_BENCH=$BENCH \
   -DCMAKE_PREFIX_PATH="$TP;$D/usr;$D/stubs" -DCMAKE_CXX_FLAGS="-I$D/first" \
   -DProtobuf_PROTOC_EXECUTABLE=$D/protoc -DGRPC_CPP_PLUGIN=$D/grpc_cpp_plugin \
   -DCMAKE_EXE_LINKER_FLAGS="-L$L -Wl,-rpath-link,$L" -DCMAKE_CXX_STANDARD_LIBRARIES=-lprotobuf -DCMAKE_SHARED_LINKER_FLAGS="-Wl,-rpath-link,$L" \
   ${EXTRA_CMAKE:-} || { echo CONFIGURE FAILED; tail -50 $B/CMakeFiles/CMakeError.log 2>/dev/null; exit 1; }
 grep -E "^Protobuf_LIBRAR|^CIFAR_WITH_NCCL|^Torch_DIR" $B/CMakeCache.txt
-echo "== build"; ninja -C $B -j16 -k 0 cifar-train; rc=$?
+echo "== build"; ninja -C $B -j16 -k 0 $TARGETS; rc=$?
 echo "build rc=$rc in $(( $(date +%s) - T0 )) s"; ls -la $B/bin/ 2>/dev/null
 exit $rc
