@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine after scripts/gpu/build.sh: CUDA training per model (images/s), the device's
 # CPU for contrast, the NCCL all-reduce (world size 1: NCCL refuses two ranks on one GPU) with
-# replica checks, and two ranks on the one GPU over Gloo. Log: $OUT/runs.log.
+# replica checks, two ranks on the one GPU over Gloo, and parameter-server jobs whose trainers
+# train on the GPU (PS=0 skips those). Log: $OUT/runs.log.
 set -uo pipefail
 B=/tmp/bc; CT=$B/bin/cifar-train
 export LD_LIBRARY_PATH=/tmp/gd/usr/lib/x86_64-linux-gnu
@@ -20,4 +21,11 @@ done
 run $CT launch -n 1 --dist-backend nccl -m resnet20 $C -c cuda -e 2 --synthetic-train-size 25600 --verify-replicas-every 50 -v --model-dir /tmp/md-nccl1
 run $CT launch -n 2 --dist-backend gloo -m resnet20 $C -c cuda -e 2 --synthetic-train-size 25600 --verify-replicas-every 50 --model-dir /tmp/md-gloo2
 TMO=45 run $CT launch -n 2 --dist-backend nccl -m resnet20 $C -c cuda -e 1 --dist-timeout 20 --model-dir /tmp/md-nccl2
+if [[ ${PS:-1} == 1 ]]; then
+  # PS, master, two workers and an evaluator as processes; the three trainers share the one GPU.
+  for mode in sync async; do
+    run bash scripts/local-job.sh --bin $CT --ps 2 --workers 2 --port 7300 -- -m resnet20 $C -c cuda \
+      -e 3 --synthetic-train-size 12800 --ps-mode $mode --model-dir /tmp/md-ps-$mode
+  done
+fi
 exit 0

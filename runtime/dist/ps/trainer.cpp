@@ -30,19 +30,56 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
 
+// The model's trainable parameters, and the host tensors the PS client reads them into and sends
+// their gradients from (the client works on host memory). On the CPU those are the parameters and
+// gradients themselves; on a GPU, page-locked host copies, staged each step.
 struct Trainable {
   std::vector<ParameterInfo> infos;
   std::vector<torch::Tensor> params;
   std::vector<std::vector<int64_t>> shapes;
+  std::vector<torch::Tensor> host_params;  // the params themselves on the CPU
+  std::vector<torch::Tensor> host_grads;   // empty on the CPU
+
+  [[nodiscard]] bool staged() const { return !host_grads.empty(); }
+
+  // The gradients of the last backward, in host memory.
+  std::vector<torch::Tensor> gradients() {
+    if (!staged()) {
+      std::vector<torch::Tensor> grads;
+      grads.reserve(params.size());
+      for (const auto& p : params) grads.push_back(p.grad());
+      return grads;
+    }
+    // Blocking copies: they also wait for the last step's parameter uploads, so the client
+    // overwrites host_params only after the device has read them.
+    for (size_t i = 0; i < params.size(); ++i) host_grads[i].copy_(params[i].grad());
+    return host_grads;
+  }
+
+  // The model takes the values the client wrote into host_params.
+  void upload() {
+    if (!staged()) return;
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < params.size(); ++i)
+      params[i].copy_(host_params[i], /*non_blocking=*/true);
+  }
 };
 
 Trainable trainable_parameters(torch::nn::Module& model) {
   Trainable t;
   for (auto& p : model.named_parameters()) {
     if (!p.value().requires_grad()) continue;
-    t.infos.push_back({p.key(), p.value().numel()});
-    t.params.push_back(p.value());
-    t.shapes.push_back(p.value().sizes().vec());
+    const auto& param = p.value();
+    t.infos.push_back({p.key(), param.numel()});
+    t.params.push_back(param);
+    t.shapes.push_back(param.sizes().vec());
+    if (param.is_cpu()) {
+      t.host_params.push_back(param);
+      continue;
+    }
+    const auto pinned = torch::TensorOptions().dtype(param.dtype()).pinned_memory(param.is_cuda());
+    t.host_params.push_back(torch::empty(param.sizes(), pinned));
+    t.host_grads.push_back(torch::empty(param.sizes(), pinned));
   }
   return t;
 }
@@ -162,7 +199,8 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
   for (const auto& r : client.register_trainer(rank, /*wait_until_initialized=*/true)) {
     version = std::max(version, r.version());
   }
-  version = std::max(version, client.pull(rank, trainable.params).version);
+  version = std::max(version, client.pull(rank, trainable.host_params).version);
+  trainable.upload();
 
   // Where this trainer starts: sync steps are global, so the position follows the version.
   int64_t epoch = version / updates_per_epoch;
@@ -232,10 +270,8 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
                                " at version " + std::to_string(version) + "; lower --lr (now " +
                                std::to_string(lr) + ")");
     }
-    std::vector<torch::Tensor> grads;
-    grads.reserve(trainable.params.size());
-    for (const auto& p : trainable.params) grads.push_back(p.grad().cpu());
-    const auto exchange = client.push_pull(rank, grads, trainable.params, lr);
+    const auto exchange = client.push_pull(rank, trainable.gradients(), trainable.host_params, lr);
+    trainable.upload();
     const auto t_exchange = Clock::now();
     const int64_t previous_version = version;
     version = exchange.version;
