@@ -11,6 +11,7 @@
 
 #include "cluster/cluster.h"
 #include "cluster/ranks.h"
+#include "dist/ps/layout.h"
 #include "models/model.h"
 
 namespace cifar::cli {
@@ -129,6 +130,12 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
       ->capture_default_str();
   app.add_option("--ps-wire-dtype", ps.wire_dtype, "Gradients and parameters on the wire")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
+      ->group(group)
+      ->capture_default_str();
+  app.add_option("--ps-stripes", ps.stripes,
+                 "Connections (stripes) per PS that each trainer spreads a PS's share over; 0: "
+                 "one per 256 KiB of the share, at most 4. Every process of a job needs the same")
+      ->check(CLI::Range(0, cifar::ps::kMaxStripes))
       ->group(group)
       ->capture_default_str();
   app.add_option("--ps-max-message-mb", ps.max_message_mb, "Largest gRPC message accepted")

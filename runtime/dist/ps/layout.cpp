@@ -76,8 +76,15 @@ ShardLayout::ShardLayout(std::vector<ParameterInfo> parameters, int shards)
   fingerprint_ = hash.value();
 }
 
-int stripes_per_server(const std::vector<ParameterInfo>& parameters, int servers) {
+int stripes_per_server(const std::vector<ParameterInfo>& parameters, int servers, int requested) {
   if (servers <= 0) throw std::invalid_argument("a job needs at least one PS shard");
+  if (requested < 0 || requested > kMaxStripes) {
+    throw std::invalid_argument("--ps-stripes " + std::to_string(requested) +
+                                ": a PS serves 1 to " + std::to_string(kMaxStripes) +
+                                " stripes (0: one per " + std::to_string(kStripeBytes >> 10) +
+                                " KiB of its share)");
+  }
+  if (requested > 0) return requested;
   int64_t bytes = 0;
   for (const auto& p : parameters) bytes += p.numel * static_cast<int64_t>(sizeof(float));
   const int64_t per_server = bytes / servers;

@@ -169,7 +169,7 @@ proto::InitRequest make_init_request(const ShardLayout& layout, int shard, const
 }
 
 std::vector<proto::InitRequest> init_requests_from_checkpoints(
-    const std::vector<std::filesystem::path>& files, int server, int servers,
+    const std::vector<std::filesystem::path>& files, int server, int servers, int stripes_flag,
     const train::OptimizerOptions& optimizer) {
   for (auto it = files.rbegin(); it != files.rend(); ++it) {
     try {
@@ -180,7 +180,7 @@ std::vector<proto::InitRequest> init_requests_from_checkpoints(
         throw std::runtime_error("not a parameter-server checkpoint");
       }
       auto infos = parse_parameters(parameters.toStringRef());
-      const int stripes = stripes_per_server(infos, servers);
+      const int stripes = stripes_per_server(infos, servers, stripes_flag);
       const ShardLayout layout(std::move(infos), servers * stripes);
       const auto state = read_job_state(archive, layout);
       spdlog::info("ps {}: restoring its {} stripe(s) from {} (version {})", server, stripes,

@@ -42,11 +42,11 @@ JobState read_job_state(torch::serialize::InputArchive& archive, const ShardLayo
 proto::InitRequest make_init_request(const ShardLayout& layout, int shard, const JobState& state,
                                      const train::OptimizerOptions& optimizer);
 
-// For a restarted PS (`server` of `servers`): the Initialize requests of its stripes (layout.h),
-// in stripe order, from the newest readable checkpoint in `files` (newest last); none when there
-// is no such checkpoint.
+// For a restarted PS (`server` of `servers`, the job's --ps-stripes `stripes_flag`): the Initialize
+// requests of its stripes (layout.h), in stripe order, from the newest readable checkpoint in
+// `files` (newest last); none when there is no such checkpoint.
 std::vector<proto::InitRequest> init_requests_from_checkpoints(
-    const std::vector<std::filesystem::path>& files, int server, int servers,
+    const std::vector<std::filesystem::path>& files, int server, int servers, int stripes_flag,
     const train::OptimizerOptions& optimizer);
 
 }  // namespace cifar::ps

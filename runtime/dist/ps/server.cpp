@@ -209,8 +209,8 @@ void run_parameter_server(const train::TrainConfig& config) {
   // A restarted PS takes its stripes from the newest checkpoint; a fresh one waits for the master.
   const train::CheckpointManager checkpoints(config.model_dir, train::run_name(config),
                                              config.keep_checkpoints);
-  const auto restored =
-      init_requests_from_checkpoints(checkpoints.list(), job.index, servers, config.optimizer);
+  const auto restored = init_requests_from_checkpoints(
+      checkpoints.list(), job.index, servers, config.distributed.ps.stripes, config.optimizer);
   for (size_t stripe = 0; stripe < restored.size(); ++stripe) {
     proto::InitReply reply;
     if (auto status = stripes[stripe]->initialize(restored[stripe], &reply); !status.ok()) {

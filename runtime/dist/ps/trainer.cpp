@@ -136,7 +136,7 @@ train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
   if (chief) model->init_from_data(train::init_sample(train_set, stats, device));
   auto trainable = trainable_parameters(*model);
   const int servers = static_cast<int>(job.cluster.ps.size());
-  const int stripes = stripes_per_server(trainable.infos, servers);
+  const int stripes = stripes_per_server(trainable.infos, servers, dist.ps.stripes);
   const ShardLayout layout(trainable.infos, servers * stripes);
 
   auto metrics = train::make_runtime_metrics(config);

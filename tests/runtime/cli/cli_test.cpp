@@ -48,7 +48,7 @@ TEST(CommandLine, CudnnContextMeansCuda) {
 TEST(CommandLine, TrainingOptionsReachTheConfig) {
   const auto p = parse({"--optimizer", "adam", "--lr", "0.002", "--schedule", "onecycle",
                         "--weight-decay", "0", "--label-smoothing", "0.1", "--no-augment",
-                        "--resume", "-nc=100", "-d", "cifar100"});
+                        "--resume", "-nc=100", "-d", "cifar100", "--ps-stripes", "3"});
   ASSERT_TRUE(p.config.has_value());
   EXPECT_EQ(p.config->optimizer.name, "adam");
   EXPECT_DOUBLE_EQ(p.config->schedule.base_lr, 0.002);
@@ -57,6 +57,7 @@ TEST(CommandLine, TrainingOptionsReachTheConfig) {
   EXPECT_FALSE(p.config->augment);
   EXPECT_TRUE(p.config->resume);
   EXPECT_EQ(p.config->num_classes, 100);
+  EXPECT_EQ(p.config->distributed.ps.stripes, 3);
 }
 
 // Bad flags and values: a clear message, exit code 2, from the real binary.
@@ -86,6 +87,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadUsage{{"-m", "vgg99"}, "vgg99"}, BadUsage{{"-c", "tpu"}, "tpu"},
                       BadUsage{{"--schedule", "sawtooth"}, "sawtooth"},
                       BadUsage{{"--lr", "-1"}, "--lr"},
+                      BadUsage{{"--ps-stripes", "5"}, "--ps-stripes"},
                       BadUsage{{"-d", "fashion-mnist", "-nc", "7", "-md", "/nonexistent/x"},
                                "10 classes but -nc is 7"},
                       BadUsage{{"-d", "cifar100", "-nc", "10", "--data-dir", "/nonexistent"},

@@ -104,11 +104,19 @@ TEST(ShardLayout, StripesGrowWithEachServersShareUpToTheCap) {
   EXPECT_EQ(stripes_per_server({{"w", 100 * floats_per_stripe}}, 1), kMaxStripes);
   EXPECT_EQ(stripes_per_server({{"w", 100 * floats_per_stripe}}, 25), kMaxStripes);
   EXPECT_EQ(stripes_per_server({{"w", 100 * floats_per_stripe}}, 50), 2);
-  // alexnet's 7.0 MB: the cap on one server or two, one stripe each of eight.
+  // alexnet's 7.0 MB: the cap on one server or two, three stripes each of eight.
   EXPECT_EQ(stripes_per_server(alexnet_like(), 1), kMaxStripes);
   EXPECT_EQ(stripes_per_server(alexnet_like(), 2), kMaxStripes);
-  EXPECT_EQ(stripes_per_server(alexnet_like(), 8), 1);
+  EXPECT_EQ(stripes_per_server(alexnet_like(), 8), 3);
   EXPECT_THROW(stripes_per_server(alexnet_like(), 0), std::invalid_argument);
+}
+
+TEST(ShardLayout, RequestedStripesOverrideTheSizeRuleWithinItsBounds) {
+  EXPECT_EQ(stripes_per_server({{"w", 100}}, 1, 3), 3);
+  EXPECT_EQ(stripes_per_server(alexnet_like(), 1, 1), 1);
+  EXPECT_EQ(stripes_per_server(alexnet_like(), 8, 0), stripes_per_server(alexnet_like(), 8));
+  EXPECT_THROW(stripes_per_server(alexnet_like(), 1, kMaxStripes + 1), std::invalid_argument);
+  EXPECT_THROW(stripes_per_server(alexnet_like(), 1, -1), std::invalid_argument);
 }
 
 TEST(ShardLayout, RejectsNoShardsAndEmptyParameters) {
