@@ -60,8 +60,9 @@ struct Trainable {
   void upload() {
     if (!staged()) return;
     torch::NoGradGuard no_grad;
-    for (size_t i = 0; i < params.size(); ++i)
+    for (size_t i = 0; i < params.size(); ++i) {
       params[i].copy_(host_params[i], /*non_blocking=*/true);
+    }
   }
 };
 
@@ -69,14 +70,16 @@ Trainable trainable_parameters(torch::nn::Module& model) {
   Trainable t;
   for (auto& p : model.named_parameters()) {
     if (!p.value().requires_grad()) continue;
-    const auto& param = p.value();
-    t.infos.push_back({p.key(), param.numel()});
-    t.params.push_back(param);
-    t.shapes.push_back(param.sizes().vec());
-    if (param.is_cpu()) {
-      t.host_params.push_back(param);
-      continue;
-    }
+    t.infos.push_back({p.key(), p.value().numel()});
+    t.params.push_back(p.value());
+    t.shapes.push_back(p.value().sizes().vec());
+  }
+  const bool on_cpu = t.params.empty() || t.params.front().is_cpu();  // a model is on one device
+  if (on_cpu) {
+    t.host_params = t.params;
+    return t;
+  }
+  for (const auto& param : t.params) {
     const auto pinned = torch::TensorOptions().dtype(param.dtype()).pinned_memory(param.is_cuda());
     t.host_params.push_back(torch::empty(param.sizes(), pinned));
     t.host_grads.push_back(torch::empty(param.sizes(), pinned));
