@@ -32,6 +32,10 @@ train::OptimizerOptions optimizer_options(const proto::OptimizerConfig& c) {
   return o;
 }
 
+// What decides the layout (its fingerprint): the model and the shard count (layout.h).
+constexpr const char* kSameLayoutHint =
+    "start every process of the job with the same -m, -nc, dataset, --ps-count and --ps-stripes";
+
 }  // namespace
 
 grpc::Status not_initialized() {
@@ -116,8 +120,7 @@ grpc::Status Shard::register_trainer(const proto::RegisterRequest& request,
       request.layout().pieces() != piece_sizes_.size()) {
     return {grpc::StatusCode::FAILED_PRECONDITION,
             "trainer " + std::to_string(t) +
-                " has another model layout than this shard: start every process of the job "
-                "with the same -m, -nc, dataset and --ps-count"};
+                " has another model layout than this shard: " + kSameLayoutHint};
   }
   if (options_.mode == Mode::kSsp) {
     // A (re)joining trainer starts level with the slowest member, so nobody waits for it.
@@ -140,8 +143,7 @@ grpc::Status Shard::initialize(const proto::InitRequest& request, proto::InitRep
   if (initialized_) {
     if (request.layout().fingerprint() != fingerprint_) {
       return {grpc::StatusCode::FAILED_PRECONDITION,
-              "shard already holds another model's parameters: start every process of the job "
-              "with the same -m, -nc, dataset and --ps-count"};
+              std::string("shard already holds another model's parameters: ") + kSameLayoutHint};
     }
     reply->set_already_initialized(true);
     reply->set_version(version_.load());

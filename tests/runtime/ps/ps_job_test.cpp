@@ -394,17 +394,32 @@ TEST(PsJob, EveryRoleServesItsMetrics) {
   job.expect_all_succeed(240s);
 }
 
-TEST(PsJob, AWorkerWithAnotherModelIsRefusedWithAClearError) {
-  TempDir work;
-  LocalJob job(work.path(), 1, /*workers=*/1, quick_args("async"));
+// Runs worker 0 of a started quick async job (PS and master) with `override` added to its flags.
+cifar::testing::ProcessResult run_worker_with(const fs::path& dir,
+                                              const std::vector<std::string>& override) {
+  LocalJob job(dir, 1, /*workers=*/1, quick_args("async"));
   job.start("ps");
   job.start("master");
-  auto wrong = job.argv("worker", 0);
-  wrong.emplace_back("-m");
-  wrong.emplace_back("alexnet");
-  const auto result = cifar::testing::run_process(wrong);
+  auto argv = job.argv("worker", 0);
+  argv.insert(argv.end(), override.begin(), override.end());
+  return cifar::testing::run_process(argv);
+}
+
+TEST(PsJob, AWorkerWithAnotherModelIsRefusedWithAClearError) {
+  TempDir work;
+  const auto result = run_worker_with(work.path(), {"-m", "alexnet"});
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("another model layout"), std::string::npos) << result.output;
+}
+
+// The stripe count is part of the layout: a worker started with another --ps-stripes than the
+// rest of the job (simplecnn's default is four) is refused, and told which flags must agree.
+TEST(PsJob, AWorkerWithOtherStripesIsRefusedWithAClearError) {
+  TempDir work;
+  const auto result = run_worker_with(work.path(), {"--ps-stripes", "2"});
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  EXPECT_NE(result.output.find("another model layout"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("--ps-stripes"), std::string::npos) << result.output;
 }
 
 TEST(PsJob, BadTfConfigIsAClearUsageError) {
