@@ -4,7 +4,8 @@ BUILD_DIR ?= build
 JOBS ?= 2
 WERROR ?= ON
 
-.PHONY: all deps configure build control-plane test demo bench format tidy clean
+.PHONY: all deps configure build control-plane node images cluster cluster-stop test demo bench \
+        format tidy clean
 
 all: build
 
@@ -22,7 +23,25 @@ build: configure
 control-plane: deps
 	bash tests/integration/control-plane/build.sh
 
-test: build control-plane
+# The parts of the one-node cluster (kubelet, scheduler, controller-manager, kube-proxy, CoreDNS),
+# built like the control plane and cached beside it (~10 minutes the first time).
+node: deps
+	bash tests/integration/control-plane/build.sh node
+
+# The runtime and operator images, from this build's binaries (seconds); `scripts/build-images.sh`
+# without --prebuilt compiles inside the image instead (the Dockerfile's full multi-stage build).
+images: build
+	bash scripts/build-images.sh --prebuilt $(BUILD_DIR) --out $(BUILD_DIR)/images
+
+# A real one-node cluster with the CRD and the operator installed (root; one at a time per
+# machine); it prints how to point kubectl at it. `make cluster-stop` stops it and cleans up.
+cluster: images node
+	bash tests/e2e/cluster/start.sh $(BUILD_DIR)/cluster $(BUILD_DIR)/images
+
+cluster-stop:
+	bash tests/e2e/cluster/stop.sh $(BUILD_DIR)/cluster
+
+test: build control-plane node
 	cd $(BUILD_DIR) && ctest -j2 --output-on-failure --timeout 900
 
 demo: build

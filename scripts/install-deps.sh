@@ -20,6 +20,9 @@ APT_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   # tests
   libgtest-dev libgmock-dev googletest python3
+  # the one-node cluster of the end-to-end tests (tests/e2e/cluster): container runtime, CNI
+  # plugins, kube-proxy's iptables, and the image builder (no registry: a base from mmdebstrap)
+  containerd runc containernetworking-plugins iptables conntrack podman buildah mmdebstrap
   # real data for the demo and the accuracy benchmark
   dataset-fashion-mnist
   # the PyTorch side of side-by-side benchmarks (belongs to /usr/bin/python3)

@@ -2,10 +2,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <iomanip>
 #include <map>
+#include <random>
+#include <sstream>
 #include <thread>
 #include <vector>
 
+#include "controller/desired_state.h"
 #include "controller/progress_scraper.h"
 
 namespace cifar::op {
@@ -24,6 +28,28 @@ std::string owner_key(const json& object) {
   const auto job = labels->find(kJobLabel);
   if (job == labels->end()) return "";
   return m.value("namespace", "") + "/" + job->get<std::string>();
+}
+
+// A refusal that no retry can change: a 4xx other than conflict (a stale read) and throttling.
+bool is_permanent(const kube::ApiError& e) {
+  return e.status() >= 400 && e.status() < 500 && e.status() != 409 && e.status() != 429;
+}
+
+// The job's token: 32 random bytes, hex.
+std::string random_token() {
+  std::random_device random;  // the kernel's CSPRNG on Linux
+  std::ostringstream hex;
+  for (int i = 0; i < 8; ++i) hex << std::hex << std::setw(8) << std::setfill('0') << random();
+  return hex.str();
+}
+
+// Creates `object`; one that is already there is success (our cache lagged our own create).
+void create_once(kube::Client& client, const kube::ResourcePath& path, const json& object) {
+  try {
+    client.create(path, object);
+  } catch (const kube::ApiError& e) {
+    if (e.status() != 409) throw;
+  }
 }
 
 // A pod as the controller reads it: metadata, status, and its containers' names and ports (the
@@ -163,22 +189,36 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
     observed.service_exists = services_->get(job.namespace_ + "/" + job.name).has_value();
     plan = reconcile(job, status, observed, Clock::now());
   } catch (const InvalidSpec& e) {
-    plan = reconcile_invalid(status, e, Clock::now());
+    plan = reconcile_failed(status, "InvalidSpec", e.what(), Clock::now());
   }
-  apply(*object, job, plan, pod_uids);
+  try {
+    apply(*object, job, plan, pod_uids);
+  } catch (const kube::ApiError& e) {
+    if (!is_permanent(e)) throw;
+    // The server will refuse this object however often it is sent (an invalid name, a rejected
+    // field): say so in the job's status and an Event instead of retrying forever.
+    spdlog::warn("{}: the API server refused an object for good: {}", key, e.what());
+    apply(*object, job,
+          reconcile_failed(status, "CreateRejected",
+                           "the API server refused an object of the job: " + std::string(e.what()),
+                           Clock::now()),
+          {});
+  }
   return plan.requeue_after;
 }
 
 void JobController::apply(const json& object, const Job& job, const Plan& plan,
                           const std::map<std::string, std::string>& pod_uids) {
   const auto key = job.namespace_ + "/" + job.name;
+  if (plan.create_token_secret) {
+    create_once(client_, kube::secrets(job.namespace_), desired_token_secret(job, random_token()));
+  }
+  if (plan.create_network_policy) {
+    create_once(client_, kube::network_policies(job.namespace_), *plan.create_network_policy);
+  }
   if (plan.create_service) {
-    try {
-      client_.create(kube::services(job.namespace_), *plan.create_service);
-      spdlog::info("{}: created Service {}", key, job.name);
-    } catch (const kube::ApiError& e) {
-      if (e.status() != 409) throw;  // already there: a cache that lags our own create
-    }
+    create_once(client_, kube::services(job.namespace_), *plan.create_service);
+    spdlog::info("{}: created Service {}, its token Secret and NetworkPolicy", key, job.name);
   }
   int created = 0;
   for (const auto& pod : plan.create_pods) {

@@ -22,6 +22,14 @@ json owner_reference(const Job& job) {
           {"blockOwnerDeletion", true}};
 }
 
+// The metadata of an object the job owns (Service, Secret, NetworkPolicy): garbage-collected with it.
+json owned_metadata(const Job& job, const std::string& name) {
+  return {{"name", name},
+          {"namespace", job.namespace_},
+          {"labels", job_labels(job)},
+          {"ownerReferences", json::array({owner_reference(job)})}};
+}
+
 json env_var(const std::string& name, const std::string& value) {
   return {{"name", name}, {"value", value}};
 }
@@ -136,11 +144,7 @@ json replica_labels(const Job& job, Role role, int index) {
 json desired_service(const Job& job) {
   return {{"apiVersion", "v1"},
           {"kind", "Service"},
-          {"metadata",
-           {{"name", job.name},
-            {"namespace", job.namespace_},
-            {"labels", job_labels(job)},
-            {"ownerReferences", json::array({owner_reference(job)})}}},
+          {"metadata", owned_metadata(job, job.name)},
           {"spec",
            {{"clusterIP", "None"},
             {"publishNotReadyAddresses", true},
@@ -150,6 +154,30 @@ json desired_service(const Job& job) {
                                    {{"name", "metrics"}, {"port", kMetricsPort}}})}}}};
 }
 
+std::string token_secret_name(const Job& job) { return job.name + "-token"; }
+
+json desired_token_secret(const Job& job, const std::string& token) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"metadata", owned_metadata(job, token_secret_name(job))},
+          {"type", "Opaque"},
+          {"stringData", {{"token", token}}}};
+}
+
+json desired_network_policy(const Job& job) {
+  return {{"apiVersion", "networking.k8s.io/v1"},
+          {"kind", "NetworkPolicy"},
+          {"metadata", owned_metadata(job, job.name)},
+          {"spec",
+           {{"podSelector", {{"matchLabels", job_labels(job)}}},
+            {"policyTypes", json::array({"Ingress"})},
+            {"ingress",
+             json::array({{{"from", json::array({{{"podSelector",
+                                                   {{"matchLabels", job_labels(job)}}}}})}},
+                          {{"ports", json::array({{{"protocol", "TCP"},
+                                                   {"port", kMetricsPort}}})}}})}}}};
+}
+
 json desired_pod(const Job& job, Role role, int index) {
   const auto& s = job.spec;
   const auto& replica = s.replicas.at(role);
@@ -157,7 +185,10 @@ json desired_pod(const Job& job, Role role, int index) {
       {env_var("TF_CONFIG", tf_config(job, role, index)),
        env_var("CIFAR_JOB_NAME", job.name),
        env_var("CIFAR_NAMESPACE", job.namespace_),
-       {{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}}});
+       {{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
+       {{"name", "CIFAR_PS_TOKEN"},
+        {"valueFrom",
+         {{"secretKeyRef", {{"name", token_secret_name(job)}, {"key", "token"}}}}}}});
   if (!s.parameter_server && is_trainer(role)) {
     const auto first = s.count(Role::kMaster) > 0 ? Role::kMaster : Role::kWorker;
     env.push_back(env_var("MASTER_ADDR", pod_host(job, first, 0)));
@@ -178,7 +209,19 @@ json desired_pod(const Job& job, Role role, int index) {
                              {{"name", "metrics"}, {"containerPort", kMetricsPort}}})},
       {"resources", replica.resources},
       {"volumeMounts", json::array({{{"name", "checkpoints"}, {"mountPath", checkpoint_path(s)}},
-                                    {{"name", "data"}, {"mountPath", data_path(s)}}})}};
+                                    {{"name", "data"}, {"mountPath", data_path(s)}},
+                                    {{"name", "tmp"}, {"mountPath", "/tmp"}}})},
+      // Ready once the process serves its metrics: after its arguments and TF_CONFIG were read.
+      {"readinessProbe",
+       {{"tcpSocket", {{"port", "metrics"}}}, {"periodSeconds", 2}, {"failureThreshold", 3}}},
+      // The restricted Pod Security Standard; the root filesystem is read-only, the volumes
+      // (data, checkpoints, /tmp) are where the runtime writes.
+      {"securityContext",
+       {{"allowPrivilegeEscalation", false},
+        {"readOnlyRootFilesystem", true},
+        {"runAsNonRoot", true},
+        {"capabilities", {{"drop", json::array({"ALL"})}}},
+        {"seccompProfile", {{"type", "RuntimeDefault"}}}}}};
   json volumes = json::array();
   volumes.push_back(
       s.checkpoint_volume
@@ -190,6 +233,7 @@ json desired_pod(const Job& job, Role role, int index) {
                                {"persistentVolumeClaim",
                                 {{"claimName", s.dataset_volume->claim_name}, {"readOnly", true}}}}
                         : json{{"name", "data"}, {"emptyDir", json::object()}});
+  volumes.push_back({{"name", "tmp"}, {"emptyDir", json::object()}});
 
   // The template first, the job's own fields over it: names, labels, env and the container are
   // what the other replicas rely on, so a template cannot change them.
@@ -208,6 +252,14 @@ json desired_pod(const Job& job, Role role, int index) {
   // The kubelet restarts in place only for OnFailure; Never and ExitCode pods are recreated
   // (or not) by the operator, which counts them against backoffLimit.
   spec["restartPolicy"] = s.restart_policy == "OnFailure" ? "OnFailure" : "Never";
+  // Non-root by default (the images' user); a template may name another non-root user.
+  if (!spec.contains("securityContext")) {
+    spec["securityContext"] = {{"runAsNonRoot", true},
+                               {"runAsUser", kRuntimeUser},
+                               {"runAsGroup", kRuntimeUser},
+                               {"fsGroup", kRuntimeUser},
+                               {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+  }
   if (!s.scheduler_name.empty()) spec["schedulerName"] = s.scheduler_name;
   if (!s.priority_class.empty()) spec["priorityClassName"] = s.priority_class;
   spec["containers"] = json::array({container});

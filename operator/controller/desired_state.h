@@ -14,6 +14,8 @@ namespace cifar::op {
 inline constexpr int kGrpcPort = 2222;
 inline constexpr int kStorePort = 29500;  // c10d TCPStore on the all-reduce master
 inline constexpr int kMetricsPort = 9464;
+// The non-root user of the runtime image (Dockerfile): pods run as it unless a template says.
+inline constexpr int kRuntimeUser = 65532;
 
 // "<job>-<role>-<index>", the pod's name and hostname.
 std::string pod_name(const Job& job, Role role, int index);
@@ -32,6 +34,13 @@ nlohmann::json job_labels(const Job& job);
 nlohmann::json replica_labels(const Job& job, Role role, int index);
 
 nlohmann::json desired_service(const Job& job);
+// "<job>-token": the Secret (key `token`) whose value every pod gets as CIFAR_PS_TOKEN, so that
+// only the job's own pods can call its parameter servers. The token is the caller's (random).
+std::string token_secret_name(const Job& job);
+nlohmann::json desired_token_secret(const Job& job, const std::string& token);
+// Admits the job's own pods to every port of its pods (gRPC, the c10d store, and Gloo's pair
+// connections on ephemeral ports), and anyone to the metrics port (Prometheus, the operator).
+nlohmann::json desired_network_policy(const Job& job);
 nlohmann::json desired_pod(const Job& job, Role role, int index);
 // Every replica's pod, PS first, then master, workers, evaluator.
 std::vector<nlohmann::json> desired_pods(const Job& job);

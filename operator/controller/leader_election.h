@@ -66,7 +66,9 @@ class LeaderElector {
  private:
   kube::Client& client_;
   ElectionConfig config_;
-  nlohmann::json observed_spec_;  // the record as last read, and when it last changed
+  // The record as last read (empty until a read succeeds: the API may not answer at first),
+  // and when it last changed.
+  nlohmann::json observed_spec_ = nlohmann::json::object();
   std::chrono::steady_clock::time_point observed_at_;
 };
 

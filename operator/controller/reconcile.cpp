@@ -140,13 +140,14 @@ Clock::time_point parse_time(const std::string& text) {
   return Clock::from_time_t(timegm(&utc));
 }
 
-Plan reconcile_invalid(const json& status, const InvalidSpec& error, Clock::time_point now) {
+Plan reconcile_failed(const json& status, const std::string& reason, const std::string& message,
+                      Clock::time_point now) {
   Plan plan;
   plan.status = status.is_object() ? status : json::object();
   if (!condition_true(plan.status, "Failed")) {
-    set_state(plan.status, "Failed", "InvalidSpec", error.what(), now);
+    set_state(plan.status, "Failed", reason, message, now);
     plan.status["completionTime"] = format_time(now);
-    plan.events.push_back({"Warning", "InvalidSpec", error.what()});
+    plan.events.push_back({"Warning", reason, message});
   }
   return plan;
 }
@@ -205,7 +206,11 @@ Plan reconcile(const Job& job, const json& status, const Observed& observed,
         std::chrono::duration_cast<std::chrono::seconds>(deadline - now) + std::chrono::seconds(1);
   }
 
-  if (!observed.service_exists) plan.create_service = desired_service(job);
+  if (!observed.service_exists) {
+    plan.create_token_secret = true;
+    plan.create_network_policy = desired_network_policy(job);
+    plan.create_service = desired_service(job);
+  }
 
   int64_t restarts = plan.status.value("restarts", int64_t{0});
   int64_t in_place = 0;

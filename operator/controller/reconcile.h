@@ -41,6 +41,11 @@ struct EventRecord {
 };
 
 struct Plan {
+  // The job's own objects, made once, before its pods: the token Secret (its random value is the
+  // apply layer's), the NetworkPolicy, then the headless Service, whose existence says all three
+  // were made.
+  bool create_token_secret = false;
+  std::optional<nlohmann::json> create_network_policy;
   std::optional<nlohmann::json> create_service;
   std::vector<nlohmann::json> create_pods;
   std::vector<std::string> delete_pods;  // names
@@ -53,9 +58,12 @@ struct Plan {
 Plan reconcile(const Job& job, const nlohmann::json& status, const Observed& observed,
                Clock::time_point now);
 
-// A spec that parse_spec refused: condition Failed, reason InvalidSpec; nothing is created.
-Plan reconcile_invalid(const nlohmann::json& status, const InvalidSpec& error,
-                       Clock::time_point now);
+// A job that cannot run: condition Failed with `reason` and `message`, a Warning Event, nothing
+// created. For a spec that parse_spec refused (reason InvalidSpec), and for an object that the
+// API server refused for good (a 4xx other than conflict and throttling: reason
+// CreateRejected, the server's message), which retrying could never change.
+Plan reconcile_failed(const nlohmann::json& status, const std::string& reason,
+                      const std::string& message, Clock::time_point now);
 
 // RFC 3339 in UTC, as the API stores times ("2026-11-22T15:04:05Z"); parse accepts that form.
 std::string format_time(Clock::time_point t);

@@ -110,6 +110,10 @@ std::string ResourcePath::str() const {
 
 ResourcePath pods(const std::string& ns) { return {"", "v1", "pods", ns, "", ""}; }
 ResourcePath services(const std::string& ns) { return {"", "v1", "services", ns, "", ""}; }
+ResourcePath secrets(const std::string& ns) { return {"", "v1", "secrets", ns, "", ""}; }
+ResourcePath network_policies(const std::string& ns) {
+  return {"networking.k8s.io", "v1", "networkpolicies", ns, "", ""};
+}
 ResourcePath events(const std::string& ns) { return {"", "v1", "events", ns, "", ""}; }
 ResourcePath leases(const std::string& ns) {
   return {"coordination.k8s.io", "v1", "leases", ns, "", ""};

@@ -35,6 +35,8 @@ struct ResourcePath {
 
 ResourcePath pods(const std::string& ns = "");
 ResourcePath services(const std::string& ns = "");
+ResourcePath secrets(const std::string& ns = "");
+ResourcePath network_policies(const std::string& ns = "");
 ResourcePath events(const std::string& ns = "");
 ResourcePath leases(const std::string& ns = "");
 ResourcePath cifartrainjobs(const std::string& ns = "");

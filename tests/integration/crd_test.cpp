@@ -184,6 +184,44 @@ TEST_F(CifarTrainJobCrd, InvalidSpecsAreRefusedWithAMessageNamingTheProblem) {
   }
 }
 
+TEST_F(CifarTrainJobCrd, NamesThatCannotNameAServiceOrFitAHostnameAreRefused) {
+  // A dot: a valid object name, but no Service (DNS-1035 label) can carry it.
+  const auto dotted = apply(job("my.job", kValidSpec));
+  EXPECT_NE(dotted.exit_code, 0);
+  EXPECT_NE(dotted.output.find("metadata.name must be a DNS-1035 label"), std::string::npos)
+      << dotted.output;
+  // 52 characters: <name>-worker-1023 would be 64.
+  const std::string long_name(52, 'a');
+  const auto too_long = apply(job(long_name, kValidSpec));
+  EXPECT_NE(too_long.exit_code, 0);
+  EXPECT_NE(too_long.output.find("metadata.name must be at most 51 characters"),
+            std::string::npos)
+      << too_long.output;
+  EXPECT_NE(kubectl({"get", "ctj", long_name, "-n", namespace_}).exit_code, 0);
+  // 51 is the longest that fits.
+  const auto longest = apply(job(std::string(51, 'a'), kValidSpec));
+  EXPECT_EQ(longest.exit_code, 0) << longest.output;
+}
+
+TEST_F(CifarTrainJobCrd, AJobsSizeCannotChangeButOtherFieldsCan) {
+  ASSERT_EQ(apply(job("sized", kValidSpec)).exit_code, 0);
+  auto resized = kValidSpec;
+  resized.replace(resized.find("replicas: 2"), 11, "replicas: 3");
+  const auto refused = apply(job("sized", resized));
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.output.find("replicas cannot change after the job is created"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_EQ(get("sized")["spec"]["replicaSpecs"]["Worker"]["replicas"], 2);
+  // A role added later changes the size too.
+  const auto added = apply(job("sized", kValidSpec + "    Evaluator: {replicas: 1}\n"));
+  EXPECT_NE(added.exit_code, 0) << added.output;
+  // Anything else may change (suspend, for instance).
+  const auto suspended = apply(job("sized", kValidSpec + "  runPolicy: {suspend: true}\n"));
+  EXPECT_EQ(suspended.exit_code, 0) << suspended.output;
+  EXPECT_EQ(get("sized")["spec"]["runPolicy"]["suspend"], true);
+}
+
 TEST_F(CifarTrainJobCrd, WholeGpusAreAcceptedAsNumbersOrStrings) {
   const auto spec = [](const std::string& gpus) {
     return "  model: {name: resnet20}\n  dataset: {name: synthetic}\n  strategy: {type: "

@@ -170,6 +170,12 @@ TEST_F(Operator, AJobGetsExactlyItsServiceAndPods) {
               json({{"index", 1}, {"type", "worker"}}));
     EXPECT_EQ(pod["spec"]["subdomain"], "j");
   }
+  // The job's token Secret and NetworkPolicy, owned by it like the Service.
+  const auto secret = client_.get(cifar::kube::secrets(ns_).named("j-token"));
+  EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["kind"], "CifarTrainJob");
+  EXPECT_EQ(secret["data"]["token"].get<std::string>().size(), 88U);  // 64 hex digits, base64
+  const auto policy = client_.get(cifar::kube::network_policies(ns_).named("j"));
+  EXPECT_EQ(policy["spec"]["podSelector"]["matchLabels"]["cifartrain.io/job-name"], "j");
   EXPECT_TRUE(wait_for_state("j", "Created")) << job_status("j").dump();
   std::this_thread::sleep_for(std::chrono::seconds(1));  // a few more rounds: still exactly these
   EXPECT_EQ(pods_of("j").size(), kPsJobPods.size());
@@ -240,6 +246,31 @@ TEST_F(Operator, AnInvalidSpecIsReportedAndNothingIsCreated) {
   EXPECT_NE(condition["message"].get<std::string>().find("spec.strategy.allReduce.backend"),
             std::string::npos);
   EXPECT_TRUE(pods_of("bad").empty());
+}
+
+TEST_F(Operator, AnObjectTheServerRefusesFailsTheJobWithItsMessageInsteadOfRetrying) {
+  // The CRD cannot check a template's contents: this label key makes every pod invalid (422).
+  auto spec = ps_spec();
+  spec["replicaSpecs"]["Worker"]["template"] = {{"metadata", {{"labels", {{"bad key!", "x"}}}}}};
+  submit("refused", spec);
+  EXPECT_TRUE(wait_for_state("refused", "Failed")) << log();
+  const auto condition = job_status("refused")["conditions"].back();
+  EXPECT_EQ(condition["reason"], "CreateRejected");
+  const auto message = condition["message"].get<std::string>();
+  EXPECT_NE(message.find("bad key!"), std::string::npos) << message;  // the server's own words
+  // A Warning Event says the same, once.
+  const auto events = client_.list(cifar::kube::events(ns_),
+                                   {"", "involvedObject.name=refused,reason=CreateRejected", ""});
+  ASSERT_EQ(events["items"].size(), 1U) << events.dump();
+  EXPECT_EQ(events["items"][0]["type"], "Warning");
+  // No hot loop: the operator stops trying (no worker pod ever appears, no second event).
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  for (const auto& name : pod_names("refused")) EXPECT_EQ(name.find("worker"), std::string::npos);
+  EXPECT_EQ(client_
+                .list(cifar::kube::events(ns_),
+                      {"", "involvedObject.name=refused,reason=CreateRejected", ""})["items"]
+                .size(),
+            1U);
 }
 
 TEST_F(Operator, KilledAndRestartedMidReconcileItCreatesNoDuplicatesAndLosesNothing) {

@@ -194,7 +194,62 @@ TEST(DesiredState, ATemplateAddsToThePodButCannotChangeItsIdentity) {
   EXPECT_EQ(pod["spec"]["hostname"], "mnist-worker-0");
   std::vector<std::string> volumes;
   for (const auto& v : pod["spec"]["volumes"]) volumes.push_back(v["name"]);
-  EXPECT_EQ(volumes, (std::vector<std::string>{"extra", "checkpoints", "data"}));
+  EXPECT_EQ(volumes, (std::vector<std::string>{"extra", "checkpoints", "data", "tmp"}));
+}
+
+TEST(DesiredState, EveryPodGetsTheJobsTokenFromItsSecret) {
+  const auto job = ps_job();
+  const auto secret = desired_token_secret(job, "s3cret");
+  EXPECT_EQ(secret["metadata"]["name"], "mnist-token");
+  EXPECT_EQ(secret["metadata"]["namespace"], "team");
+  EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+  EXPECT_EQ(secret["stringData"]["token"], "s3cret");
+  for (const auto& pod : desired_pods(job)) {
+    json token;
+    for (const auto& e : pod["spec"]["containers"][0]["env"]) {
+      if (e["name"] == "CIFAR_PS_TOKEN") token = e;
+    }
+    EXPECT_EQ(token["valueFrom"]["secretKeyRef"],
+              json({{"name", "mnist-token"}, {"key", "token"}}))
+        << pod["metadata"]["name"];
+  }
+}
+
+TEST(DesiredState, PodsRunRestrictedAndReportReadiness) {
+  const auto pod = desired_pod(ps_job(), Role::kPS, 0);
+  const auto& security = pod["spec"]["securityContext"];
+  EXPECT_EQ(security["runAsNonRoot"], true);
+  EXPECT_EQ(security["runAsUser"], kRuntimeUser);
+  EXPECT_EQ(security["seccompProfile"]["type"], "RuntimeDefault");
+  const auto& container = pod["spec"]["containers"][0];
+  EXPECT_EQ(container["securityContext"]["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(container["securityContext"]["readOnlyRootFilesystem"], true);
+  EXPECT_EQ(container["securityContext"]["capabilities"]["drop"], json::array({"ALL"}));
+  EXPECT_EQ(container["readinessProbe"]["tcpSocket"]["port"], "metrics");
+  // A read-only root: /tmp is a volume.
+  bool tmp_mounted = false;
+  for (const auto& m : container["volumeMounts"]) tmp_mounted |= m["mountPath"] == "/tmp";
+  EXPECT_TRUE(tmp_mounted);
+  // A template's own pod security context is kept (e.g. another non-root user).
+  auto job = make_job(json::parse(R"({"strategy": {"type": "AllReduce"},
+    "replicaSpecs": {"Worker": {"replicas": 1, "template": {"spec": {"securityContext": {"runAsUser": 1000}}}}}})"));
+  EXPECT_EQ(desired_pod(job, Role::kWorker, 0)["spec"]["securityContext"],
+            json({{"runAsUser", 1000}}));
+}
+
+TEST(DesiredState, TheNetworkPolicyAdmitsTheJobsPodsAndScrapesOfMetrics) {
+  const auto policy = desired_network_policy(ps_job());
+  EXPECT_EQ(policy["metadata"]["name"], "mnist");
+  EXPECT_EQ(policy["metadata"]["ownerReferences"][0]["uid"], "uid-1");
+  const json job_pods = {{"matchLabels", {{"cifartrain.io/job-name", "mnist"}}}};
+  EXPECT_EQ(policy["spec"]["podSelector"], job_pods);
+  EXPECT_EQ(policy["spec"]["policyTypes"], json::array({"Ingress"}));
+  const auto& ingress = policy["spec"]["ingress"];
+  ASSERT_EQ(ingress.size(), 2U);
+  // From the job's own pods: every port (gRPC, c10d store, Gloo's ephemeral pair ports).
+  EXPECT_EQ(ingress[0], json({{"from", json::array({{{"podSelector", job_pods}}})}}));
+  // From anywhere: the metrics port only.
+  EXPECT_EQ(ingress[1], json({{"ports", json::array({{{"protocol", "TCP"}, {"port", 9464}}})}}));
 }
 
 }  // namespace

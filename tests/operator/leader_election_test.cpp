@@ -4,6 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
+#include "kube/client.h"
+#include "tests/support/process.h"
+
 namespace {
 
 using cifar::op::ElectionConfig;
@@ -70,6 +76,35 @@ TEST(LeaderElection, AReleasedLeaseIsFreeAtOnce) {
 TEST(LeaderElection, MicroTimeIsUtcWithSixFractionalDigits) {
   const auto t = std::chrono::system_clock::from_time_t(1795348800) + std::chrono::microseconds(42);
   EXPECT_EQ(cifar::op::format_micro_time(t), "2026-11-22T12:00:00.000042Z");
+}
+
+}  // namespace
+
+namespace {
+
+// Regression: a candidate whose first rounds get no answer (in a pod, before kube-proxy has
+// programmed the Service) has read no Lease yet; it must keep standing by, not crash on it.
+TEST(LeaderElection, AnApiServerThatDoesNotAnswerYetIsWaitedFor) {
+  cifar::kube::ClusterAccess nowhere;
+  nowhere.server = "https://127.0.0.1:" + std::to_string(cifar::testing::free_port());
+  cifar::kube::Client client(nowhere, "test", std::chrono::milliseconds(200));
+  auto config = me();
+  config.retry_period = std::chrono::milliseconds(50);
+  cifar::op::LeaderElector elector(client, config);
+  std::atomic<bool> stop{false};
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    stop = true;
+  });
+  bool led = false;
+  int standing_by = 0;
+  const auto outcome = elector.run(
+      stop, [&](const std::atomic<bool>&) { led = true; },
+      [&](bool leading) { standing_by += leading ? 0 : 1; });
+  stopper.join();
+  EXPECT_EQ(outcome, cifar::op::LeaderElector::Outcome::kStopped);
+  EXPECT_FALSE(led);
+  EXPECT_GE(standing_by, 2);  // several rounds, each reported as standing by
 }
 
 }  // namespace

@@ -67,12 +67,16 @@ TEST(Reconcile, ANewJobCreatesItsServiceAndEveryPodOnce) {
   const auto job = make_job("OnFailure");
   const auto plan = reconcile(job, json(), Observed{}, kT0);
   ASSERT_TRUE(plan.create_service.has_value());
+  EXPECT_TRUE(plan.create_token_secret);
+  ASSERT_TRUE(plan.create_network_policy.has_value());
   EXPECT_EQ(plan.create_pods.size(), 5U);
   EXPECT_EQ(reason_of(plan.status, "Created"), "JobCreated");
   EXPECT_EQ(plan.status["startTime"], "2026-11-22T12:00:00Z");
   // The next round sees them: nothing more to create, and all running means Running.
   const auto next = reconcile(job, plan.status, running(job), kT0 + seconds(5));
   EXPECT_FALSE(next.create_service.has_value());
+  EXPECT_FALSE(next.create_token_secret);
+  EXPECT_FALSE(next.create_network_policy.has_value());
   EXPECT_TRUE(next.create_pods.empty());
   EXPECT_TRUE(next.delete_pods.empty());
   EXPECT_EQ(next.status["state"], "Running");
@@ -254,14 +258,18 @@ TEST(Reconcile, SuspendDeletesThePodsAndResumeCreatesThemAnew) {
 }
 
 TEST(Reconcile, AnInvalidSpecFailsTheJobAndCreatesNothing) {
-  const auto plan = reconcile_invalid(json(), InvalidSpec("replicaSpecs.PS", "needs a PS"), kT0);
+  const auto plan = reconcile_failed(
+      json(), "InvalidSpec", InvalidSpec("replicaSpecs.PS", "needs a PS").what(), kT0);
   EXPECT_EQ(reason_of(plan.status, "Failed"), "InvalidSpec");
   EXPECT_EQ(plan.status["conditions"].back()["message"], "spec.replicaSpecs.PS: needs a PS");
   EXPECT_FALSE(plan.create_service.has_value());
+  EXPECT_FALSE(plan.create_token_secret);
   EXPECT_TRUE(plan.create_pods.empty());
   ASSERT_EQ(plan.events.size(), 1U);
-  // Once failed, no new event every round.
-  EXPECT_TRUE(reconcile_invalid(plan.status, InvalidSpec("x", "y"), kT0).events.empty());
+  EXPECT_EQ(plan.events[0].type, "Warning");
+  // Once failed, no new event every round, whatever fails next.
+  EXPECT_TRUE(reconcile_failed(plan.status, "CreateRejected", "y", kT0).events.empty());
+  EXPECT_EQ(reason_of(plan.status, "Failed"), "InvalidSpec");
 }
 
 TEST(Reconcile, TimesAreRfc3339Utc) {

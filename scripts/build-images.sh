@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Builds cifartrain's images with podman (no Docker engine or registry here) and writes each as a
+# docker-archive tar that `ctr -n k8s.io images import` or `kind load image-archive` loads.
+#   scripts/build-images.sh [--prebuilt BUILD_DIR] [--out DIR] [TARGET...]
+# TARGETs: runtime, operator (default: both); runtime-gpu (large, see the Dockerfile).
+#  --prebuilt BUILD_DIR  take BUILD_DIR/bin's binaries (this machine's build) instead of compiling
+#                        in the image: what the tests do, seconds instead of a full compile.
+#  --out DIR             where the tars go (default ~/.cache/cifartrain/images)
+# Without --prebuilt, the compile stage needs a Debian 12 base: made here with mmdebstrap (cached
+# in the output directory) and imported into podman as localhost/debian:bookworm, since no
+# registry can be reached. With a registry, `docker build --target runtime .` is all it takes.
+# Images are tagged localhost/cifartrain/<target>:dev (a non-latest tag: kubelets do not pull).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+out=${CIFAR_IMAGE_CACHE:-$HOME/.cache/cifartrain/images}
+prebuilt=""
+targets=()
+while (($#)); do
+  case $1 in
+    --prebuilt) prebuilt=$(cd "$2" && pwd); shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -*) echo "build-images.sh: unknown option $1" >&2; exit 2 ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+((${#targets[@]})) || targets=(runtime operator)
+mkdir -p "$out"
+for tool in podman; do
+  command -v "$tool" >/dev/null || { echo "build-images.sh: $tool is missing (scripts/install-deps.sh)" >&2; exit 1; }
+done
+
+args=()
+context=$here
+if [ -n "$prebuilt" ]; then
+  # A context of two root filesystems, laid out from the test build's binaries on this machine.
+  context=$(mktemp -d)
+  trap 'rm -rf "$context"' EXIT
+  "$here/deploy/images/collect-rootfs.sh" "$context/rootfs/runtime" "$prebuilt/bin/cifar-train"
+  "$here/deploy/images/collect-rootfs.sh" "$context/rootfs/operator" "$prebuilt/bin/cifar-operator"
+  args+=(--build-arg BINARIES=prebuilt)
+else
+  base_tar="$out/debian-bookworm-minbase.tar"
+  if ! podman image exists localhost/debian:bookworm; then
+    if [ ! -f "$base_tar" ]; then
+      command -v mmdebstrap >/dev/null || { echo "build-images.sh: mmdebstrap is missing" >&2; exit 1; }
+      mmdebstrap --variant=minbase bookworm "$base_tar.partial"
+      mv "$base_tar.partial" "$base_tar"
+    fi
+    podman import "$base_tar" localhost/debian:bookworm
+  fi
+  args+=(--build-arg BASE=localhost/debian:bookworm)
+fi
+
+for target in "${targets[@]}"; do
+  tag="localhost/cifartrain/$target:dev"
+  start=$(date +%s)
+  podman build --quiet -f "$here/Dockerfile" "${args[@]}" --target "$target" -t "$tag" "$context" >/dev/null
+  rm -f "$out/$target.tar"
+  podman save --quiet --format docker-archive -o "$out/$target.tar" "$tag"
+  size=$(podman image inspect --format '{{.Size}}' "$tag")
+  echo "$tag: $((size / 1000000)) MB, $out/$target.tar ($(($(date +%s) - start)) s)" >&2
+done
+echo "$out"

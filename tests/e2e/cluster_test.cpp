@@ -1,0 +1,325 @@
+// End to end on a real one-node cluster (tests/e2e/cluster: kubelet, containerd, CoreDNS, the
+// operator as a Deployment from its image): CifarTrainJobs applied with kubectl run as real pods
+// from the runtime image on a slice of real CIFAR-10, find each other by the DNS names the
+// operator injects, and reach Succeeded; faults are made for real (a pod deleted, a process
+// killed, the operator killed) and the job's policy is asserted. A failing test prints the job's
+// status, its Events and its pods' logs.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
+#include "tests/integration/test_namespace.h"
+#include "tests/support/process.h"
+
+namespace {
+
+using cifar::kube::Client;
+using cifar::testing::run_process;
+using cifar::testing::wait_for;
+using nlohmann::json;
+using std::chrono::seconds;
+
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) throw std::runtime_error(std::string(name) + " is not set (ctest sets it)");
+  return value;
+}
+
+// What the ctest fixtures made: build/e2e/{cluster,cifar10-slice,volumes}.
+std::filesystem::path e2e_dir() { return env("CIFAR_E2E_DIR"); }
+std::string cluster_file(const std::string& name) { return (e2e_dir() / "cluster" / name).string(); }
+
+const std::string kImage = "localhost/cifartrain/runtime:dev";
+
+class Cluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ns_ = cifar::testing::create_test_namespace(client_, "e2e");
+    // The namespace's default ServiceAccount (the controller-manager's) must exist before pods.
+    ASSERT_TRUE(wait_for(
+        [&] {
+          return kubectl({"get", "serviceaccount", "default", "-n", ns_}).exit_code == 0;
+        },
+        seconds(30)));
+    volumes_ = e2e_dir() / "volumes" / ns_;
+    std::filesystem::create_directories(volumes_);
+  }
+
+  void TearDown() override {
+    if (HasFailure()) {
+      for (const auto& job : jobs_) std::cerr << diagnose(job);
+    }
+    kubectl({"delete", "namespace", ns_, "--wait=false"});
+    for (const auto& pv : persistent_volumes_) kubectl({"delete", "pv", pv, "--wait=false"});
+  }
+
+  cifar::testing::ProcessResult kubectl(std::vector<std::string> args) {
+    args.insert(args.begin(), {"kubectl", "--kubeconfig", cluster_file("kubeconfig")});
+    return run_process(args);
+  }
+
+  // `kubectl apply -f` of a manifest written to a file, as a user would.
+  void apply(const std::string& manifest) {
+    const auto path = volumes_ / ("manifest-" + std::to_string(manifests_++) + ".yaml");
+    std::ofstream(path) << manifest;
+    const auto applied = kubectl({"apply", "-n", ns_, "-f", path.string()});
+    ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  }
+
+  // A PersistentVolumeClaim `name` bound to a hostPath PersistentVolume at `path`.
+  void host_volume(const std::string& name, const std::filesystem::path& path, bool read_only) {
+    const auto pv = ns_ + "-" + name;
+    persistent_volumes_.push_back(pv);
+    const std::string mode = read_only ? "ReadOnlyMany" : "ReadWriteMany";
+    apply("apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: " + pv +
+          "}\nspec:\n  capacity: {storage: 1Gi}\n  accessModes: [" + mode +
+          "]\n  storageClassName: ''\n  persistentVolumeReclaimPolicy: Retain\n"
+          "  hostPath: {path: " +
+          path.string() + ", type: Directory}\n  claimRef: {namespace: " + ns_ +
+          ", name: " + name +
+          "}\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: " + name +
+          "}\nspec:\n  accessModes: [" + mode +
+          "]\n  storageClassName: ''\n  volumeName: " + pv +
+          "\n  resources: {requests: {storage: 1Gi}}\n");
+  }
+
+  // The slice of CIFAR-10 (read-only) and a fresh shared checkpoint directory, as claims.
+  void data_and_checkpoint_volumes() {
+    host_volume("cifar10", e2e_dir() / "cifar10-slice", true);
+    const auto checkpoints = volumes_ / "checkpoints";
+    std::filesystem::create_directories(checkpoints);
+    ::chmod(checkpoints.c_str(), 0777);  // the pods' user (65532) writes there
+    host_volume("checkpoints", checkpoints, false);
+  }
+
+  // A CifarTrainJob on the CIFAR-10 slice; `strategy` and `replicas` are YAML lines.
+  void submit(const std::string& name, const std::string& strategy, const std::string& replicas,
+              const std::string& extra = "", const std::string& dataset = "cifar10") {
+    jobs_.push_back(name);
+    apply("apiVersion: cifartrain.io/v1alpha1\nkind: CifarTrainJob\nmetadata: {name: " + name +
+          "}\nspec:\n  image: " + kImage +
+          "\n  model: {name: simplecnn}\n"
+          "  dataset: {name: " + dataset + ", volume: {claimName: cifar10}}\n"
+          "  training: {epochs: 1, batchSize: 32, learningRate: {base: 0.02, schedule: "
+          "constant}}\n"
+          "  checkpoint: {volume: {claimName: checkpoints}, everySteps: 4}\n" +
+          strategy + "  replicaSpecs:\n" + replicas + extra);
+  }
+
+  json job(const std::string& name) {
+    return client_.get(cifar::kube::cifartrainjobs(ns_).named(name));
+  }
+  std::string state(const std::string& name) {
+    return job(name).value("status", json::object()).value("state", "");
+  }
+  bool wait_for_state(const std::string& name, const std::string& wanted, seconds timeout) {
+    return wait_for([&] { return state(name) == wanted; }, timeout);
+  }
+
+  std::vector<json> pods_of(const std::string& name) {
+    return client_.list(cifar::kube::pods(ns_),
+                        {"cifartrain.io/job-name=" + name, "", ""})["items"];
+  }
+  json pod(const std::string& name) { return client_.get(cifar::kube::pods(ns_).named(name)); }
+  std::string phase(const std::string& name) {
+    try {
+      return pod(name)["status"].value("phase", "");
+    } catch (const cifar::kube::ApiError&) {
+      return "";
+    }
+  }
+
+  // The host PID of the pod's container, from containerd (the test runs on the node).
+  int container_pid(const std::string& pod_name) { return pid_of_container(pod(pod_name)); }
+  static int pid_of_container(const json& pod_object) {
+    const auto id = pod_object["status"]["containerStatuses"][0].value("containerID", "");
+    if (id.find("://") == std::string::npos) return 0;  // not started yet
+    const auto bare = id.substr(id.find("://") + 3);
+    const auto tasks = run_process({"ctr", "--address", cluster_file("containerd.sock"),
+                                    "-n", "k8s.io", "tasks", "ls"});
+    std::istringstream lines(tasks.output);
+    std::string task;
+    int pid = 0;
+    std::string rest;
+    std::getline(lines, rest);  // TASK PID STATUS
+    while (lines >> task >> pid) {
+      std::getline(lines, rest);
+      if (task == bare) return pid;
+    }
+    return 0;
+  }
+
+  std::string diagnose(const std::string& name) {
+    std::string out = "---- job " + name + " status:\n";
+    out += kubectl({"get", "ctj", name, "-n", ns_, "-o", "jsonpath={.status}"}).output;
+    out += "\n---- events:\n" + kubectl({"get", "events", "-n", ns_, "--sort-by=.lastTimestamp"}).output;
+    out += "---- pods:\n" + kubectl({"get", "pods", "-n", ns_, "-o", "wide"}).output;
+    for (const auto& p : pods_of(name)) {
+      const auto pod_name = p["metadata"]["name"].get<std::string>();
+      out += "---- logs of " + pod_name + ":\n" +
+             kubectl({"logs", pod_name, "-n", ns_, "--tail=40"}).output;
+    }
+    out += "---- operator:\n" +
+           kubectl({"logs", "-n", "cifartrain-system", "deployment/cifar-operator", "--tail=40"})
+               .output;
+    return out;
+  }
+
+  Client client_{cifar::kube::load_kubeconfig(cluster_file("kubeconfig"))};
+  std::string ns_;
+  std::filesystem::path volumes_;
+  std::vector<std::string> jobs_;
+  std::vector<std::string> persistent_volumes_;
+  int manifests_ = 0;
+};
+
+const std::string kPsSync = "  strategy: {type: ParameterServer, parameterServer: {mode: sync}}\n";
+const std::string kPsAsync = "  strategy: {type: ParameterServer, parameterServer: {mode: async}}\n";
+const std::string kPsReplicas =
+    "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 2}\n"
+    "    Evaluator: {replicas: 1}\n";
+
+TEST_F(Cluster, AParameterServerJobRunsToSucceededAndReportsItsProgress) {
+  data_and_checkpoint_volumes();
+  submit("ps", kPsSync, kPsReplicas);
+  // `kubectl get ctj` fills its progress columns while the job runs: epoch, accuracy (from the
+  // evaluator), images/s.
+  std::string table;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        table = kubectl({"get", "ctj", "ps", "-n", ns_, "--no-headers"}).output;
+        const auto progress = job("ps")["status"].value("progress", json::object());
+        return progress.contains("testAccuracy") && progress.contains("imagesPerSecond") &&
+               table.find("<none>") == std::string::npos;
+      },
+      seconds(240)))
+      << table;
+  EXPECT_NE(table.find("Running"), std::string::npos) << table;
+  ASSERT_TRUE(wait_for_state("ps", "Succeeded", seconds(300))) << state("ps");
+  const auto status = job("ps")["status"];
+  const double accuracy = status["progress"]["testAccuracy"];
+  EXPECT_GT(accuracy, 0.0);
+  EXPECT_LE(accuracy, 1.0);
+  EXPECT_EQ(status.value("restarts", 0), 0);
+  // Every peer was reached by the DNS name in TF_CONFIG (the runtime knows no other address).
+  const auto master = pod("ps-master-0");
+  const auto tf_config = json::parse(master["spec"]["containers"][0]["env"][0]["value"].get<std::string>());
+  EXPECT_EQ(tf_config["cluster"]["ps"][0], "ps-ps-0.ps." + ns_ + ".svc:2222");
+  EXPECT_EQ(phase("ps-master-0"), "Succeeded");
+}
+
+TEST_F(Cluster, AnAllReduceJobWithTwoRanksRunsToSucceeded) {
+  data_and_checkpoint_volumes();
+  submit("ar", "  strategy: {type: AllReduce, allReduce: {backend: gloo}}\n",
+         "    Worker: {replicas: 2}\n");
+  ASSERT_TRUE(wait_for_state("ar", "Succeeded", seconds(300))) << state("ar");
+  EXPECT_EQ(phase("ar-worker-0"), "Succeeded");
+  // Rank 1 finished its share too (it is not deleted: it ended before the job did).
+  EXPECT_EQ(phase("ar-worker-1"), "Succeeded");
+  const auto log = kubectl({"logs", "ar-worker-0", "-n", ns_}).output;
+  EXPECT_NE(log.find("rank 0 of 2"), std::string::npos) << log;
+}
+
+TEST_F(Cluster, AWorkerPodDeletedMidRunIsRecreatedAndTheJobStillSucceeds) {
+  data_and_checkpoint_volumes();
+  submit("del", kPsAsync, kPsReplicas, "  runPolicy: {restartPolicy: OnFailure}\n");
+  ASSERT_TRUE(wait_for([&] { return phase("del-worker-1") == "Running"; }, seconds(120)));
+  const auto first_uid = pod("del-worker-1")["metadata"]["uid"].get<std::string>();
+  const auto deleted = kubectl({"delete", "pod", "del-worker-1", "-n", ns_, "--wait=false"});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        try {
+          const auto p = pod("del-worker-1");
+          return p["metadata"]["uid"] != first_uid && p["status"].value("phase", "") == "Running";
+        } catch (const cifar::kube::ApiError&) {
+          return false;
+        }
+      },
+      seconds(120)));
+  ASSERT_TRUE(wait_for_state("del", "Succeeded", seconds(300))) << state("del");
+}
+
+TEST_F(Cluster, UnderExitCodeAKilledProcessIsRestartedAndAPermanentCodeFailsTheJob) {
+  data_and_checkpoint_volumes();
+  submit("code", kPsAsync, kPsReplicas, "  runPolicy: {restartPolicy: ExitCode, backoffLimit: 2}\n");
+  ASSERT_TRUE(wait_for([&] { return phase("code-worker-0") == "Running"; }, seconds(120)));
+  int pid = 0;
+  ASSERT_TRUE(wait_for([&] { return (pid = container_pid("code-worker-0")) > 0; }, seconds(30)));
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);  // exit code 137: retryable
+  EXPECT_TRUE(wait_for([&] { return job("code")["status"].value("restarts", 0) == 1; },
+                       seconds(60)));
+  ASSERT_TRUE(wait_for_state("code", "Succeeded", seconds(300))) << state("code");
+
+  // A permanent code: CIFAR-100 asked of a CIFAR-10 volume, the runtime exits 1 (no such file).
+  submit("bad", kPsAsync, "    PS: {replicas: 1}\n    Master: {replicas: 1}\n",
+         "  runPolicy: {restartPolicy: ExitCode}\n", "cifar100");
+  ASSERT_TRUE(wait_for_state("bad", "Failed", seconds(180))) << state("bad");
+  const auto condition = job("bad")["status"]["conditions"].back();
+  EXPECT_EQ(condition["reason"], "PodFailed");
+  EXPECT_NE(condition["message"].get<std::string>().find("exit code"), std::string::npos)
+      << condition.dump();
+}
+
+TEST_F(Cluster, TheOperatorKilledMidRunResumesWhereItWas) {
+  data_and_checkpoint_volumes();
+  submit("op", kPsAsync, kPsReplicas);
+  ASSERT_TRUE(wait_for_state("op", "Running", seconds(120)));
+  std::map<std::string, std::string> uids;
+  for (const auto& p : pods_of("op")) uids[p["metadata"]["name"]] = p["metadata"]["uid"];
+  const auto operators = client_.list(cifar::kube::pods("cifartrain-system"),
+                                      {"app.kubernetes.io/name=cifar-operator", "", ""})["items"];
+  ASSERT_EQ(operators.size(), 1U);
+  const auto operator_pod = operators[0]["metadata"]["name"].get<std::string>();
+  const int restarts_before = operators[0]["status"]["containerStatuses"][0].value("restartCount", 0);
+  const auto status_path = cifar::kube::pods("cifartrain-system").named(operator_pod);
+  const int pid = pid_of_container(client_.get(status_path));
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  // The kubelet restarts it; the new instance takes the job up from the API.
+  EXPECT_TRUE(wait_for(
+      [&] {
+        const auto s = client_.get(status_path)["status"]["containerStatuses"][0];
+        return s.value("restartCount", 0) > restarts_before && s.value("ready", false);
+      },
+      seconds(120)));
+  ASSERT_TRUE(wait_for_state("op", "Succeeded", seconds(300))) << state("op");
+  // Nothing was recreated or duplicated: the same pods (those still there) as before the kill.
+  for (const auto& p : pods_of("op")) {
+    const auto name = p["metadata"]["name"].get<std::string>();
+    ASSERT_TRUE(uids.count(name)) << "new pod " << name;
+    EXPECT_EQ(uids[name], p["metadata"]["uid"]) << name;
+  }
+  EXPECT_EQ(job("op")["status"].value("restarts", 0), 0);
+}
+
+TEST_F(Cluster, DeletingAJobRemovesItsPodsServiceSecretAndPolicy) {
+  data_and_checkpoint_volumes();
+  submit("gc", kPsAsync, kPsReplicas);
+  ASSERT_TRUE(wait_for([&] { return pods_of("gc").size() == 5U; }, seconds(60)));
+  ASSERT_EQ(kubectl({"get", "service/gc", "secret/gc-token", "networkpolicy/gc", "-n", ns_}).exit_code, 0);
+  const auto deleted = kubectl({"delete", "ctj", "gc", "-n", ns_, "--wait=true"});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
+  jobs_.clear();
+  // The garbage collector (kube-controller-manager) follows the ownerReferences.
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return pods_of("gc").empty() &&
+               kubectl({"get", "service/gc", "-n", ns_}).exit_code != 0 &&
+               kubectl({"get", "secret/gc-token", "-n", ns_}).exit_code != 0 &&
+               kubectl({"get", "networkpolicy/gc", "-n", ns_}).exit_code != 0;
+      },
+      seconds(120)))
+      << kubectl({"get", "all,secrets,networkpolicies", "-n", ns_}).output;
+}
+
+}  // namespace
