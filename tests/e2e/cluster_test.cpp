@@ -236,6 +236,7 @@ TEST_F(Cluster, AWorkerPodDeletedMidRunIsRecreatedAndTheJobStillSucceeds) {
   const auto first_uid = pod("del-worker-1")["metadata"]["uid"].get<std::string>();
   const auto deleted = kubectl({"delete", "pod", "del-worker-1", "-n", ns_, "--wait=false"});
   ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
+  ASSERT_EQ(phase("del-master-0"), "Running");  // mid-run: the chief is still training
   EXPECT_TRUE(wait_for(
       [&] {
         try {
@@ -256,6 +257,7 @@ TEST_F(Cluster, UnderExitCodeAKilledProcessIsRestartedAndAPermanentCodeFailsTheJ
   int pid = 0;
   ASSERT_TRUE(wait_for([&] { return (pid = container_pid("code-worker-0")) > 0; }, seconds(30)));
   ASSERT_EQ(::kill(pid, SIGKILL), 0);  // exit code 137: retryable
+  ASSERT_EQ(phase("code-master-0"), "Running");
   EXPECT_TRUE(wait_for([&] { return job("code")["status"].value("restarts", 0) == 1; },
                        seconds(60)));
   ASSERT_TRUE(wait_for_state("code", "Succeeded", seconds(300))) << state("code");
@@ -285,6 +287,7 @@ TEST_F(Cluster, TheOperatorKilledMidRunResumesWhereItWas) {
   const int pid = pid_of_container(client_.get(status_path));
   ASSERT_GT(pid, 0);
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  ASSERT_EQ(phase("op-master-0"), "Running");  // mid-run: only a new operator can end the job
   // The kubelet restarts it; the new instance takes the job up from the API.
   EXPECT_TRUE(wait_for(
       [&] {
@@ -300,6 +303,46 @@ TEST_F(Cluster, TheOperatorKilledMidRunResumesWhereItWas) {
     EXPECT_EQ(uids[name], p["metadata"]["uid"]) << name;
   }
   EXPECT_EQ(job("op")["status"].value("restarts", 0), 0);
+}
+
+// The bridge CNI plugin enforces no NetworkPolicy, so the job token is what keeps other pods
+// from pushing gradients: a pod that is the job's own worker in everything but the token is
+// refused by the PS, and the job goes on.
+TEST_F(Cluster, APodWithoutTheJobsTokenIsRefusedByItsParameterServer) {
+  data_and_checkpoint_volumes();
+  submit("tok", kPsAsync, kPsReplicas);
+  ASSERT_TRUE(wait_for([&] { return phase("tok-worker-0") == "Running"; }, seconds(120)));
+  auto intruder = pod("tok-worker-0");
+  json copy = {{"apiVersion", "v1"},
+               {"kind", "Pod"},
+               {"metadata", {{"name", "intruder"}, {"labels", {{"app", "intruder"}}}}},
+               {"spec", intruder["spec"]}};
+  auto& spec = copy["spec"];
+  for (const auto* field : {"nodeName", "hostname", "subdomain", "priority"}) spec.erase(field);
+  spec["restartPolicy"] = "Never";
+  auto& container = spec["containers"][0];
+  json env = json::array();
+  for (const auto& e : container["env"]) {
+    if (e["name"] != "CIFAR_PS_TOKEN") env.push_back(e);
+  }
+  container["env"] = env;
+  // the service account token volume is the API server's to add again
+  json volumes = json::array();
+  for (const auto& v : spec["volumes"]) {
+    if (!v.contains("projected")) volumes.push_back(v);
+  }
+  spec["volumes"] = volumes;
+  json mounts = json::array();
+  for (const auto& m : container["volumeMounts"]) {
+    if (m["mountPath"] != "/var/run/secrets/kubernetes.io/serviceaccount") mounts.push_back(m);
+  }
+  container["volumeMounts"] = mounts;
+  client_.create(cifar::kube::pods(ns_), copy);
+  ASSERT_TRUE(wait_for([&] { return phase("intruder") == "Failed"; }, seconds(120)))
+      << phase("intruder");
+  const auto log = kubectl({"logs", "intruder", "-n", ns_}).output;
+  EXPECT_NE(log.find("missing or wrong job token"), std::string::npos) << log;
+  ASSERT_TRUE(wait_for_state("tok", "Succeeded", seconds(300))) << state("tok");
 }
 
 TEST_F(Cluster, DeletingAJobRemovesItsPodsServiceSecretAndPolicy) {

@@ -82,15 +82,16 @@ TEST_F(CifarTrainJobCrd, ExamplesAreStoredWithTheSchemaDefaults) {
         kubectl({"apply", "-n", namespace_, "-f", kSource + "/deploy/examples/" + example});
     EXPECT_EQ(applied.exit_code, 0) << example << ": " << applied.output;
   }
-  const auto ps = get("resnet20-ps");
-  EXPECT_EQ(ps["spec"]["training"]["epochs"], 30);                // given
+  const auto ps = get("cifar10-ps");
+  EXPECT_EQ(ps["spec"]["training"]["epochs"], 2);                 // given
   EXPECT_EQ(ps["spec"]["training"]["optimizer"]["name"], "sgd");  // defaults
-  EXPECT_EQ(ps["spec"]["training"]["learningRate"]["schedule"], "cosine");
+  EXPECT_EQ(ps["spec"]["training"]["learningRate"]["schedule"], "onecycle");
   EXPECT_EQ(ps["spec"]["runPolicy"]["restartPolicy"], "OnFailure");
   EXPECT_EQ(ps["spec"]["runPolicy"]["backoffLimit"], 3);
   EXPECT_EQ(ps["spec"]["checkpoint"]["keep"], 3);
-  EXPECT_EQ(ps["spec"]["strategy"]["parameterServer"]["mode"], "async");
-  EXPECT_FALSE(ps["spec"]["image"].get<std::string>().empty());
+  EXPECT_EQ(ps["spec"]["strategy"]["parameterServer"]["mode"], "sync");
+  // the image scripts/build-images.sh makes
+  EXPECT_EQ(ps["spec"]["image"], "localhost/cifartrain/runtime:dev");
   const auto ar = get("alexnet-allreduce");
   EXPECT_EQ(ar["spec"]["strategy"]["allReduce"]["overlap"], true);
   EXPECT_EQ(ar["spec"]["replicaSpecs"]["Worker"]["resources"]["limits"]["nvidia.com/gpu"], 1);
