@@ -44,7 +44,7 @@ else
   if ! podman image exists localhost/debian:bookworm; then
     if [ ! -f "$base_tar" ]; then
       command -v mmdebstrap >/dev/null || { echo "build-images.sh: mmdebstrap is missing" >&2; exit 1; }
-      mmdebstrap --variant=minbase bookworm "$base_tar.partial"
+      mmdebstrap --variant=minbase --format=tar bookworm "$base_tar.partial"
       mv "$base_tar.partial" "$base_tar"
     fi
     podman import "$base_tar" localhost/debian:bookworm
