@@ -49,7 +49,9 @@ else
     fi
     podman import "$base_tar" localhost/debian:bookworm
   fi
-  args+=(--build-arg BASE=localhost/debian:bookworm)
+  # BINARIES named although it is the default: buildah resolves a stage named by an ARG only
+  # from --build-arg, not from the ARG's default
+  args+=(--build-arg BASE=localhost/debian:bookworm --build-arg BINARIES=compiled)
 fi
 
 for target in "${targets[@]}"; do
