@@ -22,7 +22,8 @@ json owner_reference(const Job& job) {
           {"blockOwnerDeletion", true}};
 }
 
-// The metadata of an object the job owns (Service, Secret, NetworkPolicy): garbage-collected with it.
+// The metadata of an object the job owns (Service, Secret, NetworkPolicy): garbage-collected with
+// it.
 json owned_metadata(const Job& job, const std::string& name) {
   return {{"name", name},
           {"namespace", job.namespace_},
@@ -172,10 +173,9 @@ json desired_network_policy(const Job& job) {
            {{"podSelector", {{"matchLabels", job_labels(job)}}},
             {"policyTypes", json::array({"Ingress"})},
             {"ingress",
-             json::array({{{"from", json::array({{{"podSelector",
-                                                   {{"matchLabels", job_labels(job)}}}}})}},
-                          {{"ports", json::array({{{"protocol", "TCP"},
-                                                   {"port", kMetricsPort}}})}}})}}}};
+             json::array(
+                 {{{"from", json::array({{{"podSelector", {{"matchLabels", job_labels(job)}}}}})}},
+                  {{"ports", json::array({{{"protocol", "TCP"}, {"port", kMetricsPort}}})}}})}}}};
 }
 
 json desired_pod(const Job& job, Role role, int index) {
@@ -187,8 +187,7 @@ json desired_pod(const Job& job, Role role, int index) {
        env_var("CIFAR_NAMESPACE", job.namespace_),
        {{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
        {{"name", "CIFAR_PS_TOKEN"},
-        {"valueFrom",
-         {{"secretKeyRef", {{"name", token_secret_name(job)}, {"key", "token"}}}}}}});
+        {"valueFrom", {{"secretKeyRef", {{"name", token_secret_name(job)}, {"key", "token"}}}}}}});
   if (!s.parameter_server && is_trainer(role)) {
     const auto first = s.count(Role::kMaster) > 0 ? Role::kMaster : Role::kWorker;
     env.push_back(env_var("MASTER_ADDR", pod_host(job, first, 0)));

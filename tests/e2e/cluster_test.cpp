@@ -36,7 +36,9 @@ std::string env(const char* name) {
 
 // What the ctest fixtures made: build/e2e/{cluster,cifar10-slice,volumes}.
 std::filesystem::path e2e_dir() { return env("CIFAR_E2E_DIR"); }
-std::string cluster_file(const std::string& name) { return (e2e_dir() / "cluster" / name).string(); }
+std::string cluster_file(const std::string& name) {
+  return (e2e_dir() / "cluster" / name).string();
+}
 
 const std::string kImage = "localhost/cifartrain/runtime:dev";
 
@@ -84,11 +86,9 @@ class Cluster : public ::testing::Test {
           "}\nspec:\n  capacity: {storage: 1Gi}\n  accessModes: [" + mode +
           "]\n  storageClassName: ''\n  persistentVolumeReclaimPolicy: Retain\n"
           "  hostPath: {path: " +
-          path.string() + ", type: Directory}\n  claimRef: {namespace: " + ns_ +
-          ", name: " + name +
+          path.string() + ", type: Directory}\n  claimRef: {namespace: " + ns_ + ", name: " + name +
           "}\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: " + name +
-          "}\nspec:\n  accessModes: [" + mode +
-          "]\n  storageClassName: ''\n  volumeName: " + pv +
+          "}\nspec:\n  accessModes: [" + mode + "]\n  storageClassName: ''\n  volumeName: " + pv +
           "\n  resources: {requests: {storage: 1Gi}}\n");
   }
 
@@ -108,7 +108,9 @@ class Cluster : public ::testing::Test {
     apply("apiVersion: cifartrain.io/v1alpha1\nkind: CifarTrainJob\nmetadata: {name: " + name +
           "}\nspec:\n  image: " + kImage +
           "\n  model: {name: simplecnn}\n"
-          "  dataset: {name: " + dataset + ", volume: {claimName: cifar10}}\n"
+          "  dataset: {name: " +
+          dataset +
+          ", volume: {claimName: cifar10}}\n"
           "  training: {epochs: 1, batchSize: 32, learningRate: {base: 0.02, schedule: "
           "constant}}\n"
           "  checkpoint: {volume: {claimName: checkpoints}, everySteps: 4}\n" +
@@ -144,8 +146,8 @@ class Cluster : public ::testing::Test {
     const auto id = pod_object["status"]["containerStatuses"][0].value("containerID", "");
     if (id.find("://") == std::string::npos) return 0;  // not started yet
     const auto bare = id.substr(id.find("://") + 3);
-    const auto tasks = run_process({"ctr", "--address", cluster_file("containerd.sock"),
-                                    "-n", "k8s.io", "tasks", "ls"});
+    const auto tasks = run_process(
+        {"ctr", "--address", cluster_file("containerd.sock"), "-n", "k8s.io", "tasks", "ls"});
     std::istringstream lines(tasks.output);
     std::string task;
     int pid = 0;
@@ -161,7 +163,8 @@ class Cluster : public ::testing::Test {
   std::string diagnose(const std::string& name) {
     std::string out = "---- job " + name + " status:\n";
     out += kubectl({"get", "ctj", name, "-n", ns_, "-o", "jsonpath={.status}"}).output;
-    out += "\n---- events:\n" + kubectl({"get", "events", "-n", ns_, "--sort-by=.lastTimestamp"}).output;
+    out += "\n---- events:\n" +
+           kubectl({"get", "events", "-n", ns_, "--sort-by=.lastTimestamp"}).output;
     out += "---- pods:\n" + kubectl({"get", "pods", "-n", ns_, "-o", "wide"}).output;
     for (const auto& p : pods_of(name)) {
       const auto pod_name = p["metadata"]["name"].get<std::string>();
@@ -183,7 +186,8 @@ class Cluster : public ::testing::Test {
 };
 
 const std::string kPsSync = "  strategy: {type: ParameterServer, parameterServer: {mode: sync}}\n";
-const std::string kPsAsync = "  strategy: {type: ParameterServer, parameterServer: {mode: async}}\n";
+const std::string kPsAsync =
+    "  strategy: {type: ParameterServer, parameterServer: {mode: async}}\n";
 const std::string kPsReplicas =
     "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 2}\n"
     "    Evaluator: {replicas: 1}\n";
@@ -212,7 +216,8 @@ TEST_F(Cluster, AParameterServerJobRunsToSucceededAndReportsItsProgress) {
   EXPECT_EQ(status.value("restarts", 0), 0);
   // Every peer was reached by the DNS name in TF_CONFIG (the runtime knows no other address).
   const auto master = pod("ps-master-0");
-  const auto tf_config = json::parse(master["spec"]["containers"][0]["env"][0]["value"].get<std::string>());
+  const auto tf_config =
+      json::parse(master["spec"]["containers"][0]["env"][0]["value"].get<std::string>());
   EXPECT_EQ(tf_config["cluster"]["ps"][0], "ps-ps-0.ps." + ns_ + ".svc:2222");
   EXPECT_EQ(phase("ps-master-0"), "Succeeded");
 }
@@ -252,14 +257,15 @@ TEST_F(Cluster, AWorkerPodDeletedMidRunIsRecreatedAndTheJobStillSucceeds) {
 
 TEST_F(Cluster, UnderExitCodeAKilledProcessIsRestartedAndAPermanentCodeFailsTheJob) {
   data_and_checkpoint_volumes();
-  submit("code", kPsAsync, kPsReplicas, "  runPolicy: {restartPolicy: ExitCode, backoffLimit: 2}\n");
+  submit("code", kPsAsync, kPsReplicas,
+         "  runPolicy: {restartPolicy: ExitCode, backoffLimit: 2}\n");
   ASSERT_TRUE(wait_for([&] { return phase("code-worker-0") == "Running"; }, seconds(120)));
   int pid = 0;
   ASSERT_TRUE(wait_for([&] { return (pid = container_pid("code-worker-0")) > 0; }, seconds(30)));
   ASSERT_EQ(::kill(pid, SIGKILL), 0);  // exit code 137: retryable
   ASSERT_EQ(phase("code-master-0"), "Running");
-  EXPECT_TRUE(wait_for([&] { return job("code")["status"].value("restarts", 0) == 1; },
-                       seconds(60)));
+  EXPECT_TRUE(
+      wait_for([&] { return job("code")["status"].value("restarts", 0) == 1; }, seconds(60)));
   ASSERT_TRUE(wait_for_state("code", "Succeeded", seconds(300))) << state("code");
 
   // A permanent code: CIFAR-100 asked of a CIFAR-10 volume, the runtime exits 1 (no such file).
@@ -282,7 +288,8 @@ TEST_F(Cluster, TheOperatorKilledMidRunResumesWhereItWas) {
                                       {"app.kubernetes.io/name=cifar-operator", "", ""})["items"];
   ASSERT_EQ(operators.size(), 1U);
   const auto operator_pod = operators[0]["metadata"]["name"].get<std::string>();
-  const int restarts_before = operators[0]["status"]["containerStatuses"][0].value("restartCount", 0);
+  const int restarts_before =
+      operators[0]["status"]["containerStatuses"][0].value("restartCount", 0);
   const auto status_path = cifar::kube::pods("cifartrain-system").named(operator_pod);
   const int pid = pid_of_container(client_.get(status_path));
   ASSERT_GT(pid, 0);
@@ -349,15 +356,16 @@ TEST_F(Cluster, DeletingAJobRemovesItsPodsServiceSecretAndPolicy) {
   data_and_checkpoint_volumes();
   submit("gc", kPsAsync, kPsReplicas);
   ASSERT_TRUE(wait_for([&] { return pods_of("gc").size() == 5U; }, seconds(60)));
-  ASSERT_EQ(kubectl({"get", "service/gc", "secret/gc-token", "networkpolicy/gc", "-n", ns_}).exit_code, 0);
+  ASSERT_EQ(
+      kubectl({"get", "service/gc", "secret/gc-token", "networkpolicy/gc", "-n", ns_}).exit_code,
+      0);
   const auto deleted = kubectl({"delete", "ctj", "gc", "-n", ns_, "--wait=true"});
   ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
   jobs_.clear();
   // The garbage collector (kube-controller-manager) follows the ownerReferences.
   EXPECT_TRUE(wait_for(
       [&] {
-        return pods_of("gc").empty() &&
-               kubectl({"get", "service/gc", "-n", ns_}).exit_code != 0 &&
+        return pods_of("gc").empty() && kubectl({"get", "service/gc", "-n", ns_}).exit_code != 0 &&
                kubectl({"get", "secret/gc-token", "-n", ns_}).exit_code != 0 &&
                kubectl({"get", "networkpolicy/gc", "-n", ns_}).exit_code != 0;
       },

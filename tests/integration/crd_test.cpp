@@ -195,8 +195,7 @@ TEST_F(CifarTrainJobCrd, NamesThatCannotNameAServiceOrFitAHostnameAreRefused) {
   const std::string long_name(52, 'a');
   const auto too_long = apply(job(long_name, kValidSpec));
   EXPECT_NE(too_long.exit_code, 0);
-  EXPECT_NE(too_long.output.find("metadata.name must be at most 51 characters"),
-            std::string::npos)
+  EXPECT_NE(too_long.output.find("metadata.name must be at most 51 characters"), std::string::npos)
       << too_long.output;
   EXPECT_NE(kubectl({"get", "ctj", long_name, "-n", namespace_}).exit_code, 0);
   // 51 is the longest that fits.

@@ -209,8 +209,7 @@ TEST(DesiredState, EveryPodGetsTheJobsTokenFromItsSecret) {
     for (const auto& e : pod["spec"]["containers"][0]["env"]) {
       if (e["name"] == "CIFAR_PS_TOKEN") token = e;
     }
-    EXPECT_EQ(token["valueFrom"]["secretKeyRef"],
-              json({{"name", "mnist-token"}, {"key", "token"}}))
+    EXPECT_EQ(token["valueFrom"]["secretKeyRef"], json({{"name", "mnist-token"}, {"key", "token"}}))
         << pod["metadata"]["name"];
   }
 }

@@ -258,8 +258,8 @@ TEST(Reconcile, SuspendDeletesThePodsAndResumeCreatesThemAnew) {
 }
 
 TEST(Reconcile, AnInvalidSpecFailsTheJobAndCreatesNothing) {
-  const auto plan = reconcile_failed(
-      json(), "InvalidSpec", InvalidSpec("replicaSpecs.PS", "needs a PS").what(), kT0);
+  const auto plan = reconcile_failed(json(), "InvalidSpec",
+                                     InvalidSpec("replicaSpecs.PS", "needs a PS").what(), kT0);
   EXPECT_EQ(reason_of(plan.status, "Failed"), "InvalidSpec");
   EXPECT_EQ(plan.status["conditions"].back()["message"], "spec.replicaSpecs.PS: needs a PS");
   EXPECT_FALSE(plan.create_service.has_value());
