@@ -64,39 +64,15 @@ spawn() {  # name, command...: runs in the background, logs to logs/NAME.log, pi
 } >"$dir/host-before"
 
 # --- certificates: one CA; every component uses the admin identity (a test cluster) -----------
+"$repo/tests/integration/control-plane/certs.sh" "$dir" "https://$gateway:$api_port" \
+  "IP:$gateway,IP:10.96.0.1,IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" \
+  cifartrain
 (
-  cd "$dir/pki"
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 30 -subj "/CN=cifartrain-cluster-ca"
-  openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr -subj "/CN=kube-apiserver"
-  printf 'subjectAltName=IP:%s,IP:10.96.0.1,IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local\nextendedKeyUsage=serverAuth\n' "$gateway" >server.ext
-  openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -extfile server.ext -out apiserver.crt
+  cd "$dir/pki"  # the kubelet's serving certificate
   openssl req -newkey rsa:2048 -nodes -keyout kubelet.key -out kubelet.csr -subj "/CN=$node"
   printf 'subjectAltName=IP:%s,DNS:%s\nextendedKeyUsage=serverAuth\n' "$gateway" "$node" >kubelet.ext
   openssl x509 -req -in kubelet.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -extfile kubelet.ext -out kubelet.crt
-  openssl req -newkey rsa:2048 -nodes -keyout admin.key -out admin.csr -subj "/O=system:masters/CN=cifartrain-admin"
-  printf 'extendedKeyUsage=clientAuth\n' >client.ext
-  openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -extfile client.ext -out admin.crt
-  openssl genrsa -out service-account.key 2048
-) >"$dir/logs/pki.log" 2>&1
-
-cat >"$dir/kubeconfig" <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters:
-- name: cifartrain
-  cluster:
-    server: https://$gateway:$api_port
-    certificate-authority: $dir/pki/ca.crt
-users:
-- name: admin
-  user:
-    client-certificate: $dir/pki/admin.crt
-    client-key: $dir/pki/admin.key
-contexts:
-- name: cifartrain
-  context: {cluster: cifartrain, user: admin, namespace: default}
-current-context: cifartrain
-KUBECONFIG
+) >>"$dir/logs/pki.log" 2>&1
 kubectl=(kubectl --kubeconfig "$dir/kubeconfig")
 
 # --- the pods' bridge, made before the API server binds its gateway address --------------------

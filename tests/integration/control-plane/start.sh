@@ -27,17 +27,9 @@ wait_for() {  # what, seconds, command...
   exit 1
 }
 
-(
-  cd "$dir/pki"
-  openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 30 -subj "/CN=cifartrain-test-ca"
-  openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr -subj "/CN=kube-apiserver"
-  printf 'subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n' >server.ext
-  openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -extfile server.ext -out apiserver.crt
-  openssl req -newkey rsa:2048 -nodes -keyout admin.key -out admin.csr -subj "/O=system:masters/CN=cifartrain-admin"
-  printf 'extendedKeyUsage=clientAuth\n' >client.ext
-  openssl x509 -req -in admin.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 30 -extfile client.ext -out admin.crt
-  openssl genrsa -out service-account.key 2048
-) >"$dir/pki.log" 2>&1
+api_port=$(free_port)
+"$here/certs.sh" "$dir" "https://127.0.0.1:$api_port" \
+  IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes.default.svc test
 
 etcd_port=$(free_port)
 peer_port=$(free_port)
@@ -49,7 +41,6 @@ peer_port=$(free_port)
 echo "$!" >>"$dir/pids"
 wait_for etcd 30 curl -fs "http://127.0.0.1:$etcd_port/health"
 
-api_port=$(free_port)
 # Kept in DIR so that restart-apiserver.sh can start the same apiserver again.
 cat >"$dir/kube-apiserver.sh" <<COMMAND
 exec "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" \\
@@ -69,22 +60,4 @@ echo "$!" >>"$dir/pids"
 wait_for kube-apiserver 120 curl -fs --cacert "$dir/pki/ca.crt" --cert "$dir/pki/admin.crt" \
   --key "$dir/pki/admin.key" "https://127.0.0.1:$api_port/readyz"
 
-cat >"$dir/kubeconfig" <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters:
-- name: test
-  cluster:
-    server: https://127.0.0.1:$api_port
-    certificate-authority: $dir/pki/ca.crt
-users:
-- name: admin
-  user:
-    client-certificate: $dir/pki/admin.crt
-    client-key: $dir/pki/admin.key
-contexts:
-- name: test
-  context: {cluster: test, user: admin, namespace: default}
-current-context: test
-KUBECONFIG
 echo "$dir/kubeconfig"
