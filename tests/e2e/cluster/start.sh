@@ -35,17 +35,8 @@ fi
 rm -rf "$dir" && mkdir -p "$dir"/{pki,etcd,containerd,cni/net.d,cni/ipam,kubelet,pod-logs,logs}
 : >"$dir/pids"
 log() { echo "start.sh: $*" >&2; }
-wait_for() {  # what, seconds, command...
-  local what=$1 seconds=$2
-  shift 2
-  for _ in $(seq $((seconds * 5))); do
-    "$@" >/dev/null 2>&1 && return
-    sleep 0.2
-  done
-  log "$what did not come up within ${seconds}s; the end of its log:"
-  tail -30 "$dir/logs/$what.log" >&2 || true
-  exit 1
-}
+log_dir=$dir/logs
+source "$repo/tests/integration/control-plane/lib.sh"
 spawn() {  # name, command...: runs in the background, logs to logs/NAME.log, pid saved for stop.sh
   local name=$1
   shift
@@ -84,7 +75,6 @@ echo 1 >/proc/sys/net/ipv4/ip_forward
 echo 1 >/proc/sys/net/bridge/bridge-nf-call-iptables
 
 # --- control plane ------------------------------------------------------------------------------
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 etcd_port=$(free_port)
 peer_port=$(free_port)
 spawn etcd "$bin/etcd" --name=cluster --data-dir="$dir/etcd" \

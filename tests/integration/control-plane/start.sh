@@ -14,18 +14,8 @@ rm -rf "$dir/pki" "$dir/etcd" "$dir/apiserver-certs" "$dir/kubeconfig"
 mkdir -p "$dir/pki" "$dir/etcd"
 : >"$dir/pids"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_for() {  # what, seconds, command...
-  local what=$1 seconds=$2
-  shift 2
-  for _ in $(seq $((seconds * 5))); do
-    "$@" >/dev/null 2>&1 && return
-    sleep 0.2
-  done
-  echo "start.sh: $what did not come up within ${seconds}s; its log:" >&2
-  tail -20 "$dir/$what.log" >&2
-  exit 1
-}
+log_dir=$dir
+source "$here/lib.sh"
 
 api_port=$(free_port)
 "$here/certs.sh" "$dir" "https://127.0.0.1:$api_port" \
