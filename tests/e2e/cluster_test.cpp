@@ -103,7 +103,8 @@ class Cluster : public ::testing::Test {
 
   // A CifarTrainJob on the CIFAR-10 slice; `strategy` and `replicas` are YAML lines.
   void submit(const std::string& name, const std::string& strategy, const std::string& replicas,
-              const std::string& extra = "", const std::string& dataset = "cifar10") {
+              const std::string& extra = "", const std::string& dataset = "cifar10",
+              int epochs = 1) {
     jobs_.push_back(name);
     apply("apiVersion: cifartrain.io/v1alpha1\nkind: CifarTrainJob\nmetadata: {name: " + name +
           "}\nspec:\n  image: " + kImage +
@@ -111,7 +112,9 @@ class Cluster : public ::testing::Test {
           "  dataset: {name: " +
           dataset +
           ", volume: {claimName: cifar10}}\n"
-          "  training: {epochs: 1, batchSize: 32, learningRate: {base: 0.02, schedule: "
+          "  training: {epochs: " +
+          std::to_string(epochs) +
+          ", batchSize: 32, learningRate: {base: 0.02, schedule: "
           "constant}}\n"
           "  checkpoint: {volume: {claimName: checkpoints}, everySteps: 4}\n" +
           strategy + "  replicaSpecs:\n" + replicas + extra);
@@ -194,7 +197,8 @@ const std::string kPsReplicas =
 
 TEST_F(Cluster, AParameterServerJobRunsToSucceededAndReportsItsProgress) {
   data_and_checkpoint_volumes();
-  submit("ps", kPsSync, kPsReplicas);
+  // Three epochs (~40 s): time for the evaluator to evaluate and the operator to read it.
+  submit("ps", kPsSync, kPsReplicas, "", "cifar10", 3);
   // `kubectl get ctj` fills its progress columns while the job runs: epoch, accuracy (from the
   // evaluator), images/s.
   std::string table;
@@ -228,8 +232,8 @@ TEST_F(Cluster, AnAllReduceJobWithTwoRanksRunsToSucceeded) {
          "    Worker: {replicas: 2}\n");
   ASSERT_TRUE(wait_for_state("ar", "Succeeded", seconds(300))) << state("ar");
   EXPECT_EQ(phase("ar-worker-0"), "Succeeded");
-  // Rank 1 finished its share too (it is not deleted: it ended before the job did).
-  EXPECT_EQ(phase("ar-worker-1"), "Succeeded");
+  // Rank 0 trained in a world of two: every step's all-reduce needed rank 1. (Rank 1 may still be
+  // finishing when the chief's success ends the job: cleanPodPolicy Running deletes it then.)
   const auto log = kubectl({"logs", "ar-worker-0", "-n", ns_}).output;
   EXPECT_NE(log.find("rank 0 of 2"), std::string::npos) << log;
 }
