@@ -1,8 +1,7 @@
 # cifartrain's images. Targets:
-#   runtime      cifar-train (CPU LibTorch) and the shared libraries it loads, nothing else
-#   runtime-gpu  cifar-train against the CUDA LibTorch of the PyTorch wheel (NCCL on); needs a GPU
-#                to run, not to build
+#   runtime      cifar-train (Debian's CPU LibTorch) and the shared libraries it loads, nothing else
 #   operator     cifar-operator and its libraries
+# (A CUDA flavour of the runtime is built on GPU machines by scripts/gpu/; no image of it yet.)
 # Both CPU images are distroless in shape: a root filesystem laid out by
 # deploy/images/collect-rootfs.sh (the binary, ldd's closure, the CA bundle), run as UID 65532.
 #

@@ -2,7 +2,7 @@
 # Builds cifartrain's images with podman (no Docker engine or registry here) and writes each as a
 # docker-archive tar that `ctr -n k8s.io images import` or `kind load image-archive` loads.
 #   scripts/build-images.sh [--prebuilt BUILD_DIR] [--out DIR] [TARGET...]
-# TARGETs: runtime, operator (default: both); runtime-gpu (large, see the Dockerfile).
+# TARGETs: runtime, operator (default: both).
 #  --prebuilt BUILD_DIR  take BUILD_DIR/bin's binaries (this machine's build) instead of compiling
 #                        in the image: what the tests do, seconds instead of a full compile.
 #  --out DIR             where the tars go (default ~/.cache/cifartrain/images)
