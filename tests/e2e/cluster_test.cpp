@@ -191,6 +191,9 @@ class Cluster : public ::testing::Test {
 const std::string kPsSync = "  strategy: {type: ParameterServer, parameterServer: {mode: sync}}\n";
 const std::string kPsAsync =
     "  strategy: {type: ParameterServer, parameterServer: {mode: async}}\n";
+// Epochs of a job that a fault interrupts: long enough (~45 s) that the replacement pod runs
+// before the job ends (a deleted pod takes its grace period to go, its replacement starts after).
+constexpr int kLongEnoughToInterrupt = 3;
 const std::string kPsReplicas =
     "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 2}\n"
     "    Evaluator: {replicas: 1}\n";
@@ -240,7 +243,8 @@ TEST_F(Cluster, AnAllReduceJobWithTwoRanksRunsToSucceeded) {
 
 TEST_F(Cluster, AWorkerPodDeletedMidRunIsRecreatedAndTheJobStillSucceeds) {
   data_and_checkpoint_volumes();
-  submit("del", kPsAsync, kPsReplicas, "  runPolicy: {restartPolicy: OnFailure}\n");
+  submit("del", kPsAsync, kPsReplicas, "  runPolicy: {restartPolicy: OnFailure}\n", "cifar10",
+         kLongEnoughToInterrupt);
   ASSERT_TRUE(wait_for([&] { return phase("del-worker-1") == "Running"; }, seconds(120)));
   const auto first_uid = pod("del-worker-1")["metadata"]["uid"].get<std::string>();
   const auto deleted = kubectl({"delete", "pod", "del-worker-1", "-n", ns_, "--wait=false"});
@@ -261,8 +265,8 @@ TEST_F(Cluster, AWorkerPodDeletedMidRunIsRecreatedAndTheJobStillSucceeds) {
 
 TEST_F(Cluster, UnderExitCodeAKilledProcessIsRestartedAndAPermanentCodeFailsTheJob) {
   data_and_checkpoint_volumes();
-  submit("code", kPsAsync, kPsReplicas,
-         "  runPolicy: {restartPolicy: ExitCode, backoffLimit: 2}\n");
+  submit("code", kPsAsync, kPsReplicas, "  runPolicy: {restartPolicy: ExitCode, backoffLimit: 2}\n",
+         "cifar10", kLongEnoughToInterrupt);
   ASSERT_TRUE(wait_for([&] { return phase("code-worker-0") == "Running"; }, seconds(120)));
   int pid = 0;
   ASSERT_TRUE(wait_for([&] { return (pid = container_pid("code-worker-0")) > 0; }, seconds(30)));
@@ -284,7 +288,7 @@ TEST_F(Cluster, UnderExitCodeAKilledProcessIsRestartedAndAPermanentCodeFailsTheJ
 
 TEST_F(Cluster, TheOperatorKilledMidRunResumesWhereItWas) {
   data_and_checkpoint_volumes();
-  submit("op", kPsAsync, kPsReplicas);
+  submit("op", kPsAsync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt);
   ASSERT_TRUE(wait_for_state("op", "Running", seconds(120)));
   std::map<std::string, std::string> uids;
   for (const auto& p : pods_of("op")) uids[p["metadata"]["name"]] = p["metadata"]["uid"];
@@ -321,7 +325,7 @@ TEST_F(Cluster, TheOperatorKilledMidRunResumesWhereItWas) {
 // refused by the PS, and the job goes on.
 TEST_F(Cluster, APodWithoutTheJobsTokenIsRefusedByItsParameterServer) {
   data_and_checkpoint_volumes();
-  submit("tok", kPsAsync, kPsReplicas);
+  submit("tok", kPsAsync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt);
   ASSERT_TRUE(wait_for([&] { return phase("tok-worker-0") == "Running"; }, seconds(120)));
   auto intruder = pod("tok-worker-0");
   json copy = {{"apiVersion", "v1"},
