@@ -66,7 +66,8 @@ std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const JobP
       any_trainer = true;
     }
   }
-  if (any_trainer) progress["imagesPerSecond"] = images_per_second;
+  // to 0.1 image/s: `kubectl get ctj` prints the number as stored
+  if (any_trainer) progress["imagesPerSecond"] = std::round(images_per_second * 10) / 10;
   const auto test_accuracy =
       sample(job.has_evaluator ? find(pods, "evaluator", 0) : chief, "cifar_test_accuracy");
   if (test_accuracy && *test_accuracy > 0) progress["testAccuracy"] = *test_accuracy;

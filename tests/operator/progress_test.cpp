@@ -41,14 +41,14 @@ TEST(Progress, ParsesTheFirstSampleOfEachMetricAndSkipsCommentsAndNaN) {
 TEST(Progress, TheChiefGivesEpochStepLossAndTrainersSumTheirImagesPerSecond) {
   const auto progress = job_progress(
       {pod("master", 0, kMaster), pod("worker", 0, "cifar_images_per_second 50\ncifar_epoch 9\n"),
-       pod("worker", 1, "cifar_images_per_second 25\n")},
+       pod("worker", 1, "cifar_images_per_second 25.04\n")},
       JobPods{true, false}, "2026-11-22T10:00:00Z");
   ASSERT_TRUE(progress);
   EXPECT_EQ((*progress)["epoch"], 3);
   EXPECT_EQ((*progress)["step"], 220);
   EXPECT_EQ((*progress)["loss"], 1.25);
   EXPECT_EQ((*progress)["trainAccuracy"], 0.5);
-  EXPECT_EQ((*progress)["imagesPerSecond"], 175.5);
+  EXPECT_EQ((*progress)["imagesPerSecond"], 175.5);  // 175.54, to 0.1 for kubectl get ctj
   EXPECT_EQ((*progress)["updatedAt"], "2026-11-22T10:00:00Z");
   EXPECT_FALSE(progress->contains("testAccuracy"));  // 0: not evaluated yet
 }

@@ -232,6 +232,7 @@ echo "$dir/kubeconfig"
 cat >&2 <<DONE
 The cluster is up (node $node, operator in namespace cifartrain-system). Point kubectl at it:
   export KUBECONFIG=$dir/kubeconfig
-  kubectl get nodes; kubectl apply -f deploy/examples/ps-job.yaml; kubectl get ctj -w
+  kubectl get nodes
+Then volumes and a job: README, "Run it on Kubernetes", steps 3 and 4.
 Stop it and clean up: tests/e2e/cluster/stop.sh $dir
 DONE
