@@ -123,9 +123,9 @@ class Cluster : public ::testing::Test {
   json job(const std::string& name) {
     return client_.get(cifar::kube::cifartrainjobs(ns_).named(name));
   }
-  std::string state(const std::string& name) {
-    return job(name).value("status", json::object()).value("state", "");
-  }
+  // The job's status; {} before the operator first wrote it.
+  json status_of(const std::string& name) { return job(name).value("status", json::object()); }
+  std::string state(const std::string& name) { return status_of(name).value("state", ""); }
   bool wait_for_state(const std::string& name, const std::string& wanted, seconds timeout) {
     return wait_for([&] { return state(name) == wanted; }, timeout);
   }
@@ -134,6 +134,14 @@ class Cluster : public ::testing::Test {
     return client_.list(cifar::kube::pods(ns_),
                         {"cifartrain.io/job-name=" + name, "", ""})["items"];
   }
+  // Until the job trains: its chief has taken steps (status.progress, which the operator reads
+  // from the chief's metrics). A fault made after this lands mid-run.
+  bool wait_until_training(const std::string& name) {
+    return wait_for(
+        [&] { return status_of(name).value("progress", json::object()).value("step", 0) > 0; },
+        seconds(120));
+  }
+
   json pod(const std::string& name) { return client_.get(cifar::kube::pods(ns_).named(name)); }
   std::string phase(const std::string& name) {
     try {
@@ -208,7 +216,7 @@ TEST_F(Cluster, AParameterServerJobRunsToSucceededAndReportsItsProgress) {
   EXPECT_TRUE(wait_for(
       [&] {
         table = kubectl({"get", "ctj", "ps", "-n", ns_, "--no-headers"}).output;
-        const auto progress = job("ps")["status"].value("progress", json::object());
+        const auto progress = status_of("ps").value("progress", json::object());
         return progress.contains("testAccuracy") && progress.contains("imagesPerSecond") &&
                table.find("<none>") == std::string::npos;
       },
@@ -216,7 +224,7 @@ TEST_F(Cluster, AParameterServerJobRunsToSucceededAndReportsItsProgress) {
       << table;
   EXPECT_NE(table.find("Running"), std::string::npos) << table;
   ASSERT_TRUE(wait_for_state("ps", "Succeeded", seconds(300))) << state("ps");
-  const auto status = job("ps")["status"];
+  const auto status = status_of("ps");
   const double accuracy = status["progress"]["testAccuracy"];
   EXPECT_GT(accuracy, 0.0);
   EXPECT_LE(accuracy, 1.0);
@@ -245,6 +253,7 @@ TEST_F(Cluster, AWorkerPodDeletedMidRunIsRecreatedAndTheJobStillSucceeds) {
   data_and_checkpoint_volumes();
   submit("del", kPsAsync, kPsReplicas, "  runPolicy: {restartPolicy: OnFailure}\n", "cifar10",
          kLongEnoughToInterrupt);
+  ASSERT_TRUE(wait_until_training("del"));
   ASSERT_TRUE(wait_for([&] { return phase("del-worker-1") == "Running"; }, seconds(120)));
   const auto first_uid = pod("del-worker-1")["metadata"]["uid"].get<std::string>();
   const auto deleted = kubectl({"delete", "pod", "del-worker-1", "-n", ns_, "--wait=false"});
@@ -267,20 +276,20 @@ TEST_F(Cluster, UnderExitCodeAKilledProcessIsRestartedAndAPermanentCodeFailsTheJ
   data_and_checkpoint_volumes();
   submit("code", kPsAsync, kPsReplicas, "  runPolicy: {restartPolicy: ExitCode, backoffLimit: 2}\n",
          "cifar10", kLongEnoughToInterrupt);
+  ASSERT_TRUE(wait_until_training("code"));
   ASSERT_TRUE(wait_for([&] { return phase("code-worker-0") == "Running"; }, seconds(120)));
   int pid = 0;
   ASSERT_TRUE(wait_for([&] { return (pid = container_pid("code-worker-0")) > 0; }, seconds(30)));
   ASSERT_EQ(::kill(pid, SIGKILL), 0);  // exit code 137: retryable
   ASSERT_EQ(phase("code-master-0"), "Running");
-  EXPECT_TRUE(
-      wait_for([&] { return job("code")["status"].value("restarts", 0) == 1; }, seconds(60)));
+  EXPECT_TRUE(wait_for([&] { return status_of("code").value("restarts", 0) == 1; }, seconds(60)));
   ASSERT_TRUE(wait_for_state("code", "Succeeded", seconds(300))) << state("code");
 
   // A permanent code: CIFAR-100 asked of a CIFAR-10 volume, the runtime exits 1 (no such file).
   submit("bad", kPsAsync, "    PS: {replicas: 1}\n    Master: {replicas: 1}\n",
          "  runPolicy: {restartPolicy: ExitCode}\n", "cifar100");
   ASSERT_TRUE(wait_for_state("bad", "Failed", seconds(180))) << state("bad");
-  const auto condition = job("bad")["status"]["conditions"].back();
+  const auto condition = status_of("bad")["conditions"].back();
   EXPECT_EQ(condition["reason"], "PodFailed");
   EXPECT_NE(condition["message"].get<std::string>().find("exit code"), std::string::npos)
       << condition.dump();
@@ -290,6 +299,7 @@ TEST_F(Cluster, TheOperatorKilledMidRunResumesWhereItWas) {
   data_and_checkpoint_volumes();
   submit("op", kPsAsync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt);
   ASSERT_TRUE(wait_for_state("op", "Running", seconds(120)));
+  ASSERT_TRUE(wait_until_training("op"));
   std::map<std::string, std::string> uids;
   for (const auto& p : pods_of("op")) uids[p["metadata"]["name"]] = p["metadata"]["uid"];
   const auto operators = client_.list(cifar::kube::pods("cifartrain-system"),
@@ -317,7 +327,7 @@ TEST_F(Cluster, TheOperatorKilledMidRunResumesWhereItWas) {
     ASSERT_TRUE(uids.count(name)) << "new pod " << name;
     EXPECT_EQ(uids[name], p["metadata"]["uid"]) << name;
   }
-  EXPECT_EQ(job("op")["status"].value("restarts", 0), 0);
+  EXPECT_EQ(status_of("op").value("restarts", 0), 0);
 }
 
 // The bridge CNI plugin enforces no NetworkPolicy, so the job token is what keeps other pods
@@ -326,6 +336,7 @@ TEST_F(Cluster, TheOperatorKilledMidRunResumesWhereItWas) {
 TEST_F(Cluster, APodWithoutTheJobsTokenIsRefusedByItsParameterServer) {
   data_and_checkpoint_volumes();
   submit("tok", kPsAsync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt);
+  ASSERT_TRUE(wait_until_training("tok"));
   ASSERT_TRUE(wait_for([&] { return phase("tok-worker-0") == "Running"; }, seconds(120)));
   auto intruder = pod("tok-worker-0");
   json copy = {{"apiVersion", "v1"},
