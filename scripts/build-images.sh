@@ -51,7 +51,9 @@ else
   fi
   # BINARIES named although it is the default: buildah resolves a stage named by an ARG only
   # from --build-arg, not from the ARG's default
-  args+=(--build-arg BASE=localhost/debian:bookworm --build-arg BINARIES=compiled)
+  # The compile stage's apt reaches Debian's mirror over the host's network: podman's own bridge
+  # network would leave a bridge, iptables chains and ip_forward on behind it.
+  args+=(--build-arg BASE=localhost/debian:bookworm --build-arg BINARIES=compiled --network host)
 fi
 
 for target in "${targets[@]}"; do

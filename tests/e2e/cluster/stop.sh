@@ -68,6 +68,8 @@ for root in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/k
   [ -d "$root" ] && find "$root" -depth -type d -exec rmdir {} \; 2>/dev/null
 done
 
+# libcni's cache of this network's results (/var/lib/cni may be another runtime's, e.g. podman's).
+rm -f /var/lib/cni/results/cifar-*
 # What the kubelet and containerd wrote outside DIR, where it was not there before.
 for path in /var/lib/kubelet /var/log/containers /var/log/pods /var/lib/cni /run/containerd /var/run/netns /etc/cni; do
   grep -qx "existed=$path" "$dir/host-before" || rm -rf "$path"
