@@ -1,5 +1,8 @@
 # LibTorch: Debian's CPU libtorch-dev in CI; a CUDA LibTorch (e.g. the PyTorch wheel's, pointed to
 # by CMAKE_PREFIX_PATH) on GPU machines. CUDA support is detected, never required.
+# Protobuf first: the PyTorch wheels' Caffe2Config defines protobuf::libprotobuf as an empty
+# target when none exists yet, which would leave the parameter server's messages unlinked.
+find_package(Protobuf REQUIRED)
 find_package(Torch REQUIRED)
 
 set(CIFAR_WITH_CUDA OFF)

@@ -2,9 +2,11 @@
 # Builds cifartrain's images with podman (no Docker engine or registry here) and writes each as a
 # docker-archive tar that `ctr -n k8s.io images import` or `kind load image-archive` loads.
 #   scripts/build-images.sh [--prebuilt BUILD_DIR] [--out DIR] [TARGET...]
-# TARGETs: runtime, operator (default: both).
+# TARGETs: runtime, operator (default: both), runtime-gpu (compiled against the PyTorch wheel's
+# CUDA LibTorch: about 3 GB of wheels, 10 minutes; checked by scripts/check-gpu-image.sh).
 #  --prebuilt BUILD_DIR  take BUILD_DIR/bin's binaries (this machine's build) instead of compiling
-#                        in the image: what the tests do, seconds instead of a full compile.
+#                        in the image: what the tests do, seconds instead of a full compile
+#                        (runtime and operator only: the test build is a CPU build).
 #  --out DIR             where the tars go (default ~/.cache/cifartrain/images)
 # Without --prebuilt, the compile stage needs a Debian 12 base: made here with mmdebstrap (cached
 # in the output directory) and imported into podman as localhost/debian:bookworm, since no
@@ -19,12 +21,19 @@ while (($#)); do
   case $1 in
     --prebuilt) prebuilt=$(cd "$2" && pwd); shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     -*) echo "build-images.sh: unknown option $1" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
 ((${#targets[@]})) || targets=(runtime operator)
+for target in "${targets[@]}"; do
+  case $target in
+    runtime|operator) ;;
+    runtime-gpu) [ -z "$prebuilt" ] || { echo "build-images.sh: runtime-gpu is compiled in the image; drop --prebuilt" >&2; exit 2; } ;;
+    *) echo "build-images.sh: unknown target $target (runtime, runtime-gpu, operator)" >&2; exit 2 ;;
+  esac
+done
 mkdir -p "$out"
 for tool in podman; do
   command -v "$tool" >/dev/null || { echo "build-images.sh: $tool is missing (scripts/install-deps.sh)" >&2; exit 1; }
