@@ -42,10 +42,12 @@ FROM build-deps AS gpu-compiled
 ARG JOBS=2
 RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
       python3-pip unzip && rm -rf /var/lib/apt/lists/*
-# The wheels (about 3 GB) in a cache mount, so that a rebuild after a source change skips them.
+# The wheels (about 3 GB) in a cache mount, so that a rebuild after a source change skips them;
+# WHEELS names a directory that already holds them (scripts/build-images.sh mounts one there).
+ARG WHEELS=/var/cache/cifartrain-wheels
 COPY deploy/images/cuda-libtorch.sh /src/deploy/images/cuda-libtorch.sh
 RUN --mount=type=cache,target=/var/cache/cifartrain-wheels \
-    /src/deploy/images/cuda-libtorch.sh /opt/libtorch-cuda /var/cache/cifartrain-wheels
+    /src/deploy/images/cuda-libtorch.sh layout /opt/libtorch-cuda "${WHEELS}"
 COPY . /src
 # The libraries after --dlopen are loaded at run time (cuDNN's engines, torch's linear algebra
 # and NVRTC); libcuda.so.1 is the node driver's, mounted in by the NVIDIA container runtime.

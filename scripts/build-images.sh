@@ -68,7 +68,16 @@ fi
 for target in "${targets[@]}"; do
   tag="localhost/cifartrain/$target:dev"
   start=$(date +%s)
-  podman build --quiet -f "$here/Dockerfile" "${args[@]}" --target "$target" -t "$tag" "$context" >/dev/null
+  target_args=()
+  if [ "$target" = runtime-gpu ]; then
+    # The PyTorch and NVIDIA wheels, fetched here once (where pip is set up for this network) and
+    # mounted into the build instead of downloaded there on every build.
+    wheels=${CIFAR_GPU_WHEELS:-$HOME/.cache/cifartrain/gpu-wheels}
+    "$here/deploy/images/cuda-libtorch.sh" download "$wheels"
+    target_args+=(-v "$wheels:/wheels:ro" --build-arg WHEELS=/wheels)
+  fi
+  podman build --quiet -f "$here/Dockerfile" "${args[@]}" "${target_args[@]}" --target "$target" \
+    -t "$tag" "$context" >/dev/null
   rm -f "$out/$target.tar"
   podman save --quiet --format docker-archive -o "$out/$target.tar" "$tag"
   size=$(podman image inspect --format '{{.Size}}' "$tag")

@@ -5,11 +5,18 @@
 # of cifartrain is CUDA source. Writes OUT_DIR/libtorch-cuda.cmake, an initial cache for
 #   cmake -C OUT_DIR/libtorch-cuda.cmake -DCIFAR_WITH_NCCL=ON ...
 # Used by the Dockerfile's runtime-gpu target. The wheels (about 3 GB) are downloaded once into
-# WHEEL_DIR (default $CIFAR_GPU_WHEELS or ~/.cache/cifartrain/gpu-wheels).
-#   deploy/images/cuda-libtorch.sh OUT_DIR [WHEEL_DIR]
+# WHEEL_DIR (default $CIFAR_GPU_WHEELS or ~/.cache/cifartrain/gpu-wheels); `download` only fetches
+# them (scripts/build-images.sh does, on the host, and mounts them into the build).
+#   deploy/images/cuda-libtorch.sh layout OUT_DIR [WHEEL_DIR]
+#   deploy/images/cuda-libtorch.sh download [WHEEL_DIR]
 set -euo pipefail
-out=$(mkdir -p "$1" && cd "$1" && pwd)
-wheels=${2:-${CIFAR_GPU_WHEELS:-$HOME/.cache/cifartrain/gpu-wheels}}
+usage() { sed -n '10,11p' "$0" >&2; exit 2; }
+case ${1:-} in
+  layout) [ $# -ge 2 ] || usage; out=$(mkdir -p "$2" && cd "$2" && pwd); wheels=${3:-} ;;
+  download) out=""; wheels=${2:-} ;;
+  *) usage ;;
+esac
+wheels=${wheels:-${CIFAR_GPU_WHEELS:-$HOME/.cache/cifartrain/gpu-wheels}}
 # torch 2.11.0's own pins (its Requires-Dist), plus the compiler wheels of the same CUDA release
 torch_version=2.11.0
 cuda_wheels=(nvidia-cuda-runtime==13.0.96 nvidia-cublas==13.1.0.3 nvidia-cufft==12.0.0.61
@@ -26,6 +33,7 @@ if [ ! -f "$wheels/.complete-$torch_version" ]; then
     "${cuda_wheels[@]}"
   touch "$wheels/.complete-$torch_version"
 fi
+[ -n "$out" ] || exit 0
 
 # The wheels' own layout (torch/ beside nvidia/): torch's libraries find NVIDIA's through their
 # RUNPATH ($ORIGIN/../../nvidia/...), so the image keeps it.
