@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "bench/support/loopback_tcp.h"
-#include "dist/allreduce/process_group.h"
+#include "distributed/allreduce/process_group.h"
 #include "train/host_memory.h"
 
 namespace {

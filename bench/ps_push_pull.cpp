@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "bench/support/loopback_tcp.h"
-#include "dist/ps/client.h"
-#include "dist/ps/ps_checkpoint.h"
-#include "dist/ps/server.h"
-#include "dist/ps/tensor_codec.h"
+#include "distributed/ps/client.h"
+#include "distributed/ps/ps_checkpoint.h"
+#include "distributed/ps/server.h"
+#include "distributed/ps/tensor_codec.h"
 #include "models/model.h"
 #include "train/host_memory.h"
 

@@ -8,10 +8,11 @@
 
 #include "cli/launch.h"
 #include "cli/options.h"
+#include "contract/exit_codes.h"
 #include "data/dataset.h"
-#include "dist/allreduce/trainer.h"
-#include "dist/ps/server.h"
-#include "dist/ps/trainer.h"
+#include "distributed/allreduce/trainer.h"
+#include "distributed/ps/server.h"
+#include "distributed/ps/trainer.h"
 #include "train/evaluator.h"
 #include "train/host_memory.h"
 #include "train/trainer.h"
@@ -75,12 +76,12 @@ int main(int argc, char** argv) {
     return run(*parsed.config);
   } catch (const cifar::data::DataError& e) {
     spdlog::error("data: {}", e.what());
-    return 1;
+    return cifar::contract::kExitFailed;
   } catch (const std::invalid_argument& e) {
     spdlog::error("{}", e.what());
-    return 2;
+    return cifar::contract::kExitUsage;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
-    return 1;
+    return cifar::contract::kExitFailed;
   }
 }

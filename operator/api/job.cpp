@@ -43,23 +43,9 @@ int dataset_classes(const std::string& dataset) { return dataset == "cifar100" ?
 
 }  // namespace
 
-std::string_view role_name(Role role) {
-  switch (role) {
-    case Role::kPS:
-      return "ps";
-    case Role::kMaster:
-      return "master";
-    case Role::kWorker:
-      return "worker";
-    case Role::kEvaluator:
-      return "evaluator";
-  }
-  return "";
-}
-
 std::string_view replica_type(Role role) {
   switch (role) {
-    case Role::kPS:
+    case Role::kPs:
       return "PS";
     case Role::kMaster:
       return "Master";
@@ -166,7 +152,7 @@ JobSpec parse_spec(const json& spec) {
   if (s.count(Role::kMaster) + s.count(Role::kWorker) == 0) {
     throw InvalidSpec("replicaSpecs", "a job needs a Master or at least one Worker");
   }
-  if (s.parameter_server != (s.count(Role::kPS) > 0)) {
+  if (s.parameter_server != (s.count(Role::kPs) > 0)) {
     throw InvalidSpec("replicaSpecs.PS", s.parameter_server
                                              ? "strategy ParameterServer needs at least one PS"
                                              : "PS replicas need strategy.type ParameterServer");

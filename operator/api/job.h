@@ -12,13 +12,14 @@
 #include <string>
 #include <string_view>
 
+#include "contract/roles.h"
+
 namespace cifar::op {
 
-enum class Role { kPS, kMaster, kWorker, kEvaluator };
-inline constexpr std::array<Role, 4> kRoles = {Role::kPS, Role::kMaster, Role::kWorker,
-                                               Role::kEvaluator};
 // "ps", "master", "worker", "evaluator": TF_CONFIG task types, pod names, label values.
-std::string_view role_name(Role role);
+using contract::kRoles;
+using contract::Role;
+using contract::role_name;
 // "PS", "Master", "Worker", "Evaluator": the keys of spec.replicaSpecs.
 std::string_view replica_type(Role role);
 

@@ -2,10 +2,18 @@
 
 #include <sstream>
 
+#include "contract/env.h"
+#include "contract/flags.h"
+#include "contract/ports.h"
+
 namespace cifar::op {
 namespace {
 
 using nlohmann::json;
+namespace flag = contract::flag;
+using contract::kC10dStorePort;
+using contract::kGrpcPort;
+using contract::kMetricsPort;
 
 std::string number(double value) {
   std::ostringstream out;
@@ -35,7 +43,11 @@ json env_var(const std::string& name, const std::string& value) {
   return {{"name", name}, {"value", value}};
 }
 
-bool is_trainer(Role role) { return role == Role::kMaster || role == Role::kWorker; }
+json service_port(contract::NamedPort port) { return {{"name", port.name}, {"port", port.number}}; }
+
+json container_port(contract::NamedPort port) {
+  return {{"name", port.name}, {"containerPort", port.number}};
+}
 
 // All-reduce ranks: the master (if any) is rank 0, the workers follow in index order.
 int rank_of(const JobSpec& spec, Role role, int index) {
@@ -67,7 +79,7 @@ std::string tf_config(const Job& job, Role role, int index) {
     if (n == 0) continue;
     auto& addresses = cluster[std::string(role_name(r))] = json::array();
     for (int i = 0; i < n; ++i) {
-      addresses.push_back(pod_host(job, r, i) + ":" + std::to_string(kGrpcPort));
+      addresses.push_back(pod_host(job, r, i) + ":" + std::to_string(kGrpcPort.number));
     }
   }
   const json config = {{"cluster", cluster},
@@ -77,58 +89,46 @@ std::string tf_config(const Job& job, Role role, int index) {
 
 std::vector<std::string> container_args(const Job& job, Role role) {
   const auto& s = job.spec;
-  std::vector<std::string> a = {"--strategy",
-                                s.parameter_server ? "ps" : "allreduce",
-                                "-m",
-                                s.model,
-                                "-d",
-                                s.dataset,
-                                "--data-dir",
-                                data_path(s),
-                                "--model-dir",
-                                checkpoint_path(s) + "/" + job.name,
-                                "-e",
-                                std::to_string(s.epochs),
-                                "-b",
-                                std::to_string(s.batch_size),
-                                "--optimizer",
-                                s.optimizer,
-                                "--lr",
-                                number(s.learning_rate),
-                                "--momentum",
-                                number(s.momentum),
-                                "--weight-decay",
-                                number(s.weight_decay),
-                                "--schedule",
-                                s.schedule,
-                                "--warmup-epochs",
-                                number(s.warmup_epochs),
-                                "--label-smoothing",
-                                number(s.label_smoothing),
-                                "--seed",
-                                std::to_string(s.seed),
-                                "--keep-checkpoints",
-                                std::to_string(s.keep_checkpoints),
-                                "--metrics-port",
-                                std::to_string(kMetricsPort),
-                                "--progress",
-                                "lines"};
-  if (!s.nesterov) a.emplace_back("--no-nesterov");
-  if (s.num_classes > 0) a.insert(a.end(), {"--num-classes", std::to_string(s.num_classes)});
+  std::vector<std::string> a;
+  auto add = [&a](contract::Flag f, std::string value) {
+    a.emplace_back(f.name);
+    a.push_back(std::move(value));
+  };
+  add(flag::kStrategy, s.parameter_server ? "ps" : "allreduce");
+  add(flag::kModel, s.model);
+  add(flag::kDataset, s.dataset);
+  add(flag::kDataDir, data_path(s));
+  add(flag::kModelDir, checkpoint_path(s) + "/" + job.name);
+  add(flag::kEpochs, std::to_string(s.epochs));
+  add(flag::kBatchSize, std::to_string(s.batch_size));
+  add(flag::kOptimizer, s.optimizer);
+  add(flag::kLearningRate, number(s.learning_rate));
+  add(flag::kMomentum, number(s.momentum));
+  add(flag::kWeightDecay, number(s.weight_decay));
+  add(flag::kSchedule, s.schedule);
+  add(flag::kWarmupEpochs, number(s.warmup_epochs));
+  add(flag::kLabelSmoothing, number(s.label_smoothing));
+  add(flag::kSeed, std::to_string(s.seed));
+  add(flag::kKeepCheckpoints, std::to_string(s.keep_checkpoints));
+  add(flag::kMetricsPort, std::to_string(kMetricsPort.number));
+  add(flag::kProgress, "lines");
+  if (!s.nesterov) a.emplace_back(flag::kNoNesterov.name);
+  if (s.num_classes > 0) add(flag::kNumClasses, std::to_string(s.num_classes));
   if (s.checkpoint_every_steps > 0) {
-    a.insert(a.end(), {"--checkpoint-every", std::to_string(s.checkpoint_every_steps)});
+    add(flag::kCheckpointEvery, std::to_string(s.checkpoint_every_steps));
   }
   if (s.download) {
-    a.emplace_back("--download");
-    if (!s.download_mirror.empty()) a.insert(a.end(), {"--download-mirror", s.download_mirror});
+    a.emplace_back(flag::kDownload.name);
+    if (!s.download_mirror.empty()) add(flag::kDownloadMirror, s.download_mirror);
   }
-  if (s.replicas.at(role).gpus() > 0) a.insert(a.end(), {"-c", "cuda"});
+  if (s.replicas.at(role).gpus() > 0) add(flag::kContext, "cuda");
   if (s.parameter_server) {
-    a.insert(a.end(), {"--ps-mode", s.ps_mode});
-    if (s.staleness) a.insert(a.end(), {"--staleness", std::to_string(*s.staleness)});
+    add(flag::kPsMode, s.ps_mode);
+    if (s.staleness) add(flag::kStaleness, std::to_string(*s.staleness));
   } else {
-    a.insert(a.end(), {"--dist-backend", s.backend, "--bucket-cap-mb", number(s.bucket_cap_mb)});
-    if (!s.overlap) a.emplace_back("--no-overlap");
+    add(flag::kDistBackend, s.backend);
+    add(flag::kBucketCapMb, number(s.bucket_cap_mb));
+    if (!s.overlap) a.emplace_back(flag::kNoOverlap.name);
   }
   return a;
 }
@@ -150,9 +150,8 @@ json desired_service(const Job& job) {
            {{"clusterIP", "None"},
             {"publishNotReadyAddresses", true},
             {"selector", job_labels(job)},
-            {"ports", json::array({{{"name", "grpc"}, {"port", kGrpcPort}},
-                                   {{"name", "c10d"}, {"port", kStorePort}},
-                                   {{"name", "metrics"}, {"port", kMetricsPort}}})}}}};
+            {"ports", json::array({service_port(kGrpcPort), service_port(kC10dStorePort),
+                                   service_port(kMetricsPort)})}}}};
 }
 
 std::string token_secret_name(const Job& job) { return job.name + "-token"; }
@@ -175,27 +174,29 @@ json desired_network_policy(const Job& job) {
             {"ingress",
              json::array(
                  {{{"from", json::array({{{"podSelector", {{"matchLabels", job_labels(job)}}}}})}},
-                  {{"ports", json::array({{{"protocol", "TCP"}, {"port", kMetricsPort}}})}}})}}}};
+                  {{"ports",
+                    json::array({{{"protocol", "TCP"}, {"port", kMetricsPort.number}}})}}})}}}};
 }
 
 json desired_pod(const Job& job, Role role, int index) {
   const auto& s = job.spec;
   const auto& replica = s.replicas.at(role);
   json env = json::array(
-      {env_var("TF_CONFIG", tf_config(job, role, index)),
-       env_var("CIFAR_JOB_NAME", job.name),
-       env_var("CIFAR_NAMESPACE", job.namespace_),
-       {{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
-       {{"name", "CIFAR_PS_TOKEN"},
+      {env_var(contract::env::kTfConfig, tf_config(job, role, index)),
+       env_var(contract::env::kJobName, job.name),
+       env_var(contract::env::kNamespace, job.namespace_),
+       {{"name", contract::env::kPodName},
+        {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
+       {{"name", contract::env::kPsToken},
         {"valueFrom", {{"secretKeyRef", {{"name", token_secret_name(job)}, {"key", "token"}}}}}}});
-  if (!s.parameter_server && is_trainer(role)) {
+  if (!s.parameter_server && contract::is_trainer(role)) {
     const auto first = s.count(Role::kMaster) > 0 ? Role::kMaster : Role::kWorker;
-    env.push_back(env_var("MASTER_ADDR", pod_host(job, first, 0)));
-    env.push_back(env_var("MASTER_PORT", std::to_string(kStorePort)));
-    env.push_back(
-        env_var("WORLD_SIZE", std::to_string(s.count(Role::kMaster) + s.count(Role::kWorker))));
-    env.push_back(env_var("RANK", std::to_string(rank_of(s, role, index))));
-    env.push_back(env_var("LOCAL_RANK", "0"));  // one rank per pod
+    env.push_back(env_var(contract::env::kMasterAddr, pod_host(job, first, 0)));
+    env.push_back(env_var(contract::env::kMasterPort, std::to_string(kC10dStorePort.number)));
+    env.push_back(env_var(contract::env::kWorldSize,
+                          std::to_string(s.count(Role::kMaster) + s.count(Role::kWorker))));
+    env.push_back(env_var(contract::env::kRank, std::to_string(rank_of(s, role, index))));
+    env.push_back(env_var(contract::env::kLocalRank, "0"));  // one rank per pod
   }
   json container = {
       {"name", "cifar-train"},
@@ -203,16 +204,17 @@ json desired_pod(const Job& job, Role role, int index) {
       {"command", json::array({"cifar-train"})},
       {"args", container_args(job, role)},
       {"env", env},
-      {"ports", json::array({{{"name", "grpc"}, {"containerPort", kGrpcPort}},
-                             {{"name", "c10d"}, {"containerPort", kStorePort}},
-                             {{"name", "metrics"}, {"containerPort", kMetricsPort}}})},
+      {"ports", json::array({container_port(kGrpcPort), container_port(kC10dStorePort),
+                             container_port(kMetricsPort)})},
       {"resources", replica.resources},
       {"volumeMounts", json::array({{{"name", "checkpoints"}, {"mountPath", checkpoint_path(s)}},
                                     {{"name", "data"}, {"mountPath", data_path(s)}},
                                     {{"name", "tmp"}, {"mountPath", "/tmp"}}})},
       // Ready once the process serves its metrics: after its arguments and TF_CONFIG were read.
       {"readinessProbe",
-       {{"tcpSocket", {{"port", "metrics"}}}, {"periodSeconds", 2}, {"failureThreshold", 3}}},
+       {{"tcpSocket", {{"port", kMetricsPort.name}}},
+        {"periodSeconds", 2},
+        {"failureThreshold", 3}}},
       // The restricted Pod Security Standard; the root filesystem is read-only, the volumes
       // (data, checkpoints, /tmp) are where the runtime writes.
       {"securityContext",

@@ -1,5 +1,5 @@
-// What a CifarTrainJob should consist of, as pure functions of the job (DESIGN.md, "Pods and
-// names" and "Env the operator injects"): one headless Service and a pod per replica. The
+// What a CifarTrainJob should consist of, as pure functions of the job (docs/ARCHITECTURE.md,
+// "The runtime–operator contract"): one headless Service and a pod per replica. The
 // reconcile compares these with what it observes; nothing here talks to a server.
 #pragma once
 
@@ -11,9 +11,6 @@
 
 namespace cifar::op {
 
-inline constexpr int kGrpcPort = 2222;
-inline constexpr int kStorePort = 29500;  // c10d TCPStore on the all-reduce master
-inline constexpr int kMetricsPort = 9464;
 // The non-root user of the runtime image (Dockerfile): pods run as it unless a template says.
 inline constexpr int kRuntimeUser = 65532;
 

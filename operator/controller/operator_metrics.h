@@ -1,4 +1,4 @@
-// The operator's Prometheus metrics (DESIGN.md: prefix cifar_operator_), served on one port.
+// The operator's Prometheus metrics (all named cifar_operator_*), served on one port.
 #pragma once
 
 #include <memory>

@@ -4,10 +4,17 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "contract/metrics.h"
+#include "contract/roles.h"
+
 namespace cifar::op {
 namespace {
 
 using nlohmann::json;
+namespace metric = contract::metric;
+using contract::Role;
+
+std::string name_of(Role role) { return std::string(contract::role_name(role)); }
 
 const PodMetrics* find(const std::vector<PodMetrics>& pods, const std::string& role, int index) {
   for (const auto& pod : pods) {
@@ -48,28 +55,29 @@ MetricSamples parse_metric_samples(const std::string& exposition) {
 
 std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const JobPods& job,
                                  const std::string& now) {
-  const auto* chief = find(pods, job.has_master ? "master" : "worker", 0);
+  const auto* chief = find(pods, name_of(job.has_master ? Role::kMaster : Role::kWorker), 0);
   if (chief == nullptr) return std::nullopt;
   json progress = {{"updatedAt", now}};
-  if (const auto epoch = sample(chief, "cifar_epoch")) progress["epoch"] = std::llround(*epoch);
-  if (const auto step = sample(chief, "cifar_steps_total")) progress["step"] = std::llround(*step);
-  if (const auto loss = sample(chief, "cifar_loss")) progress["loss"] = *loss;
-  if (const auto accuracy = sample(chief, "cifar_train_accuracy")) {
+  if (const auto epoch = sample(chief, metric::kEpoch)) progress["epoch"] = std::llround(*epoch);
+  if (const auto step = sample(chief, metric::kSteps)) progress["step"] = std::llround(*step);
+  if (const auto loss = sample(chief, metric::kLoss)) progress["loss"] = *loss;
+  if (const auto accuracy = sample(chief, metric::kTrainAccuracy)) {
     progress["trainAccuracy"] = *accuracy;
   }
   double images_per_second = 0;
   bool any_trainer = false;
   for (const auto& pod : pods) {
-    if (pod.role != "master" && pod.role != "worker") continue;
-    if (const auto rate = sample(&pod, "cifar_images_per_second")) {
+    const auto role = contract::parse_role(pod.role);
+    if (!role || !contract::is_trainer(*role)) continue;
+    if (const auto rate = sample(&pod, metric::kImagesPerSecond)) {
       images_per_second += *rate;
       any_trainer = true;
     }
   }
   // to 0.1 image/s: `kubectl get ctj` prints the number as stored
   if (any_trainer) progress["imagesPerSecond"] = std::round(images_per_second * 10) / 10;
-  const auto test_accuracy =
-      sample(job.has_evaluator ? find(pods, "evaluator", 0) : chief, "cifar_test_accuracy");
+  const auto test_accuracy = sample(
+      job.has_evaluator ? find(pods, name_of(Role::kEvaluator), 0) : chief, metric::kTestAccuracy);
   if (test_accuracy && *test_accuracy > 0) progress["testAccuracy"] = *test_accuracy;
   return progress;
 }

@@ -1,5 +1,5 @@
 // status.progress of a running job, from its pods' Prometheus endpoints (the runtime's cifar_*
-// metrics, DESIGN.md), so that pods need no API rights to report it. Pure: the scraping itself is
+// metrics, contract/metrics.h), so that pods need no API rights to report it. Pure: the scraping itself is
 // in progress_scraper.h.
 #pragma once
 

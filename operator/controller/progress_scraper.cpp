@@ -8,6 +8,8 @@
 #include <charconv>
 #include <map>
 
+#include "contract/ports.h"
+#include "contract/roles.h"
 #include "controller/progress.h"
 #include "controller/reconcile.h"
 #include "controller/sleep_until.h"
@@ -18,20 +20,19 @@ namespace {
 using nlohmann::json;
 
 constexpr auto kScrapeTimeout = std::chrono::seconds(2);
-constexpr int kDefaultMetricsPort = 9464;
 
 // http://<pod IP>:<metrics port>/metrics of a running trainer or evaluator; "" for other pods.
 std::string metrics_url(const json& pod) {
   const auto labels = pod["metadata"].value("labels", json::object());
-  const auto role = labels.value("cifartrain.io/replica-type", "");
-  if (role != "master" && role != "worker" && role != "evaluator") return "";
+  const auto role = contract::parse_role(labels.value("cifartrain.io/replica-type", ""));
+  if (!role || *role == contract::Role::kPs) return "";
   const auto status = pod.value("status", json::object());
   const auto ip = status.value("podIP", "");
   if (status.value("phase", "") != "Running" || ip.empty()) return "";
-  int port = kDefaultMetricsPort;
+  int port = contract::kMetricsPort.number;
   for (const auto& container : pod["spec"].value("containers", json::array())) {
     for (const auto& p : container.value("ports", json::array())) {
-      if (p.value("name", "") == "metrics") port = p.value("containerPort", port);
+      if (p.value("name", "") == contract::kMetricsPort.name) port = p.value("containerPort", port);
     }
   }
   const auto host = ip.find(':') != std::string::npos ? "[" + ip + "]" : ip;  // IPv6
@@ -101,8 +102,8 @@ void ProgressScraper::scrape_once() {
     for (const auto& pod : pods_.indexed(key)) {
       const auto labels = pod["metadata"].value("labels", json::object());
       const auto role = labels.value("cifartrain.io/replica-type", "");
-      roles.has_master = roles.has_master || role == "master";
-      roles.has_evaluator = roles.has_evaluator || role == "evaluator";
+      roles.has_master = roles.has_master || role == role_name(Role::kMaster);
+      roles.has_evaluator = roles.has_evaluator || role == role_name(Role::kEvaluator);
       const auto index_label = labels.value("cifartrain.io/replica-index", "");
       int index = 0;
       const auto parsed =

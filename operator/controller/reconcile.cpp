@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "contract/exit_codes.h"
 #include "controller/desired_state.h"
 
 namespace cifar::op {
@@ -252,8 +253,9 @@ Plan reconcile(const Job& job, const json& status, const Observed& observed,
       }
       ++failed;
       const auto code = exit_code(pod);
-      const bool retryable = spec.restart_policy == "OnFailure" ||
-                             (spec.restart_policy == "ExitCode" && (!code || *code >= 128));
+      const bool retryable =
+          spec.restart_policy == "OnFailure" ||
+          (spec.restart_policy == "ExitCode" && (!code || contract::is_retryable_exit(*code)));
       if (!retryable) {
         finish(job, pods, false, "PodFailed",
                "pod " + name + " failed with " + describe_exit(code) + "; restartPolicy " +

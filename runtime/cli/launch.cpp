@@ -14,6 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "contract/env.h"
+#include "contract/flags.h"
+#include "contract/ports.h"
+
 namespace cifar::cli {
 namespace {
 
@@ -33,11 +37,12 @@ pid_t start_rank(const std::vector<std::string>& args, int rank, int ranks,
   const pid_t pid = ::fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid > 0) return pid;
-  ::setenv("MASTER_ADDR", master_addr.c_str(), 1);
-  ::setenv("MASTER_PORT", std::to_string(master_port).c_str(), 1);
-  ::setenv("WORLD_SIZE", std::to_string(ranks).c_str(), 1);
-  ::setenv("RANK", std::to_string(rank).c_str(), 1);
-  ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+  namespace env = contract::env;
+  ::setenv(env::kMasterAddr, master_addr.c_str(), 1);
+  ::setenv(env::kMasterPort, std::to_string(master_port).c_str(), 1);
+  ::setenv(env::kWorldSize, std::to_string(ranks).c_str(), 1);
+  ::setenv(env::kRank, std::to_string(rank).c_str(), 1);
+  ::setenv(env::kLocalRank, std::to_string(rank).c_str(), 1);
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));  // NOLINT: execv's API
@@ -56,7 +61,7 @@ int launch_local_ranks(int argc, const char* const argv[]) {
       "cifar-train launch"};
   int ranks = 0;
   std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
+  int master_port = contract::kC10dStorePort.number;
   app.add_option("-n,--nproc", ranks, "Ranks to run")->required()->check(CLI::Range(1, 1024));
   app.add_option("--master-addr", master_addr, "Host of rank 0's c10d store")
       ->capture_default_str();
@@ -72,8 +77,9 @@ int launch_local_ranks(int argc, const char* const argv[]) {
   std::vector<std::string> args{"cifar-train"};
   const auto rest = app.remaining();
   args.insert(args.end(), rest.begin(), rest.end());
-  if (std::find(rest.begin(), rest.end(), "--strategy") == rest.end()) {
-    args.emplace_back("--strategy");
+  const auto strategy = contract::flag::kStrategy.name;
+  if (std::find(rest.begin(), rest.end(), strategy) == rest.end()) {
+    args.emplace_back(strategy);
     args.emplace_back("allreduce");
   }
 

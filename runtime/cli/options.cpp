@@ -11,17 +11,23 @@
 
 #include "cluster/cluster.h"
 #include "cluster/ranks.h"
-#include "dist/ps/layout.h"
+#include "contract/env.h"
+#include "contract/exit_codes.h"
+#include "contract/flags.h"
+#include "distributed/ps/layout.h"
 #include "models/model.h"
 
 namespace cifar::cli {
 namespace {
 
+namespace flag = contract::flag;
+using contract::cli_names;
+
 // The seed projects use two-letter single-dash flags (-md, -nc), which CLI11 (like getopt) reads
 // as bundles of one-letter flags; they are renamed to their long forms before parsing.
 std::vector<std::string> seed_compatible_args(int argc, const char* const argv[]) {
-  static const std::map<std::string, std::string> kRenames = {{"-md", "--model-dir"},
-                                                              {"-nc", "--num-classes"}};
+  static const std::map<std::string, std::string> kRenames = {
+      {"-md", std::string(flag::kModelDir.name)}, {"-nc", std::string(flag::kNumClasses.name)}};
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -38,6 +44,12 @@ std::vector<std::string> seed_compatible_args(int argc, const char* const argv[]
   return args;
 }
 
+std::vector<std::string> role_names() {
+  std::vector<std::string> names;
+  for (const auto role : contract::kRoles) names.emplace_back(contract::role_name(role));
+  return names;
+}
+
 // Flags of a distributed job; turned into config.distributed after parsing.
 struct DistributedFlags {
   bool distributed = false;
@@ -51,7 +63,7 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
                "Play one role of a local distributed job (ports from --dist-start-port)")
       ->group(group);
   app.add_option("--dist-type", d.local.type, "Role: ps, master, worker, evaluator")
-      ->check(CLI::IsMember({"ps", "master", "worker", "evaluator"}))
+      ->check(CLI::IsMember(role_names()))
       ->group(group)
       ->capture_default_str();
   app.add_option("--ps-count", d.local.ps_count, "PS shards")
@@ -76,18 +88,19 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
   app.add_option("--dist-host", d.local.host, "Host of every process of a local job")
       ->group(group)
       ->capture_default_str();
-  app.add_option("--strategy", c.distributed.strategy,
+  app.add_option(cli_names(flag::kStrategy), c.distributed.strategy,
                  "Distributed strategy: ps (parameter server), allreduce (data parallel, c10d)")
       ->check(CLI::IsMember({"ps", "allreduce"}))
       ->group(group)
       ->capture_default_str();
   auto& ar = c.distributed.allreduce;
   const char* ar_group = "All-reduce (ranks from MASTER_ADDR/WORLD_SIZE/RANK, TF_CONFIG or mpirun)";
-  app.add_option("--dist-backend", ar.backend, "c10d backend: auto (nccl on cuda, else gloo)")
+  app.add_option(cli_names(flag::kDistBackend), ar.backend,
+                 "c10d backend: auto (nccl on cuda, else gloo)")
       ->check(CLI::IsMember({"auto", "gloo", "nccl"}))
       ->group(ar_group)
       ->capture_default_str();
-  app.add_option("--bucket-cap-mb", ar.bucket_cap_mb, "Gradient bucket size")
+  app.add_option(cli_names(flag::kBucketCapMb), ar.bucket_cap_mb, "Gradient bucket size")
       ->check(CLI::PositiveNumber)
       ->group(ar_group)
       ->capture_default_str();
@@ -96,7 +109,7 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
       ->check(CLI::PositiveNumber)
       ->group(ar_group)
       ->capture_default_str();
-  app.add_flag("!--no-overlap", ar.overlap,
+  app.add_flag("!" + cli_names(flag::kNoOverlap), ar.overlap,
                "All-reduce the gradients after backward instead of during it")
       ->group(ar_group);
   app.add_option("--dist-timeout", ar.timeout_seconds,
@@ -110,13 +123,14 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
       ->check(CLI::NonNegativeNumber)
       ->group(ar_group)
       ->capture_default_str();
-  app.add_option("--ps-mode", ps.mode,
+  app.add_option(cli_names(flag::kPsMode), ps.mode,
                  "sync, async (apply then reply), async-reply (reply then apply), hogwild "
                  "(lock-free), ssp (bounded staleness)")
       ->check(CLI::IsMember({"sync", "async", "async-reply", "hogwild", "ssp"}))
       ->group(group)
       ->capture_default_str();
-  app.add_option("--staleness", ps.staleness, "ssp: updates a trainer may run ahead of the slowest")
+  app.add_option(cli_names(flag::kStaleness), ps.staleness,
+                 "ssp: updates a trainer may run ahead of the slowest")
       ->check(CLI::NonNegativeNumber)
       ->group(group)
       ->capture_default_str();
@@ -180,7 +194,7 @@ void resolve_allreduce(train::DistributedOptions& dist, const char* tf_config) {
 // Fills config.distributed from the local flags or TF_CONFIG; throws std::invalid_argument.
 void resolve_distributed(const CLI::App& app, const DistributedFlags& d, train::TrainConfig& c) {
   auto& dist = c.distributed;
-  const char* tf_config = std::getenv("TF_CONFIG");
+  const char* tf_config = std::getenv(contract::env::kTfConfig);
   if (dist.strategy == "allreduce") {
     resolve_allreduce(dist, tf_config);
     return;
@@ -203,7 +217,7 @@ void resolve_distributed(const CLI::App& app, const DistributedFlags& d, train::
   if (dist.job.cluster.ps.empty()) {
     throw std::invalid_argument("the parameter-server strategy needs at least one ps in the job");
   }
-  if (const char* token = std::getenv("CIFAR_PS_TOKEN")) dist.ps.token = token;
+  if (const char* token = std::getenv(contract::env::kPsToken)) dist.ps.token = token;
 }
 
 void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, bool& verbose) {
@@ -211,13 +225,13 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
   // As with getopt, a repeated option takes its last value, so wrappers can append overrides.
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 
-  app.add_option("-m,--model", c.model, "Network to train")
+  app.add_option(cli_names(flag::kModel), c.model, "Network to train")
       ->check(CLI::IsMember(models::model_names()))
       ->capture_default_str();
-  app.add_option("--model-dir", c.model_dir,
+  app.add_option(cli_names(flag::kModelDir), c.model_dir,
                  "Directory for checkpoints and monitor.jsonl (seed flag: -md)")
       ->capture_default_str();
-  app.add_option("--num-classes", c.num_classes,
+  app.add_option(cli_names(flag::kNumClasses), c.num_classes,
                  "Number of classes (seed flag: -nc); 20 or 100 select CIFAR-100's coarse or "
                  "fine labels")
       ->check(CLI::PositiveNumber)
@@ -225,25 +239,26 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
   app.add_option("-n,--name", c.name,
                  "Run name: checkpoint prefix and metrics job label "
                  "(default: the model name)");
-  app.add_option("-e,--epochs", c.epochs, "Epochs to train")
+  app.add_option(cli_names(flag::kEpochs), c.epochs, "Epochs to train")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("-b,--batch-size", c.batch_size, "Batch size")
+  app.add_option(cli_names(flag::kBatchSize), c.batch_size, "Batch size")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("-c,--context", context, "Device: cpu, cuda (cudnn is accepted for cuda)")
+  app.add_option(cli_names(flag::kContext), context,
+                 "Device: cpu, cuda (cudnn is accepted for cuda)")
       ->check(CLI::IsMember({"cpu", "cuda", "cudnn"}))
       ->capture_default_str();
 
-  app.add_option("-d,--dataset", c.dataset, "Dataset")
+  app.add_option(cli_names(flag::kDataset), c.dataset, "Dataset")
       ->check(CLI::IsMember({"cifar10", "cifar100", "fashion-mnist", "synthetic"}))
       ->capture_default_str();
-  app.add_option("--data-dir", c.data_dir,
+  app.add_option(cli_names(flag::kDataDir), c.data_dir,
                  "Dataset directory (default: data/<dataset>; Debian's files for fashion-mnist; "
                  "<model-dir>/synthetic-data for synthetic)");
-  app.add_flag("--download", c.download,
+  app.add_flag(cli_names(flag::kDownload), c.download,
                "Download the official CIFAR archive into --data-dir if missing (MD5-checked)");
-  app.add_option("--download-mirror", c.download_mirror,
+  app.add_option(cli_names(flag::kDownloadMirror), c.download_mirror,
                  "Base URL that replaces the official archive's (air-gapped clusters)");
   app.add_option("--train-limit", c.train_limit, "Use only the first N training images")
       ->check(CLI::NonNegativeNumber);
@@ -256,17 +271,18 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
   app.add_flag("!--no-augment", c.augment, "Disable random crop and flip");
 
   auto& o = c.optimizer;
-  app.add_option("--optimizer", o.name, "Optimizer")
+  app.add_option(cli_names(flag::kOptimizer), o.name, "Optimizer")
       ->check(CLI::IsMember({"sgd", "adam"}))
       ->capture_default_str();
-  app.add_option("--lr", c.schedule.base_lr, "Base (peak) learning rate")
+  app.add_option(cli_names(flag::kLearningRate), c.schedule.base_lr, "Base (peak) learning rate")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--momentum", o.momentum, "SGD momentum")
+  app.add_option(cli_names(flag::kMomentum), o.momentum, "SGD momentum")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  app.add_flag("!--no-nesterov", o.nesterov, "Plain instead of Nesterov momentum");
-  app.add_option("--weight-decay", o.weight_decay, "L2 weight decay")
+  app.add_flag("!" + cli_names(flag::kNoNesterov), o.nesterov,
+               "Plain instead of Nesterov momentum");
+  app.add_option(cli_names(flag::kWeightDecay), o.weight_decay, "L2 weight decay")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   const std::map<std::string, train::ScheduleKind> schedules = {
@@ -274,10 +290,11 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
       {"step", train::ScheduleKind::kStep},
       {"cosine", train::ScheduleKind::kCosine},
       {"onecycle", train::ScheduleKind::kOneCycle}};
-  app.add_option("--schedule", c.schedule.kind,
+  app.add_option(cli_names(flag::kSchedule), c.schedule.kind,
                  "Learning-rate schedule: constant, step, cosine (default), onecycle")
       ->transform(CLI::CheckedTransformer(schedules, CLI::ignore_case));
-  app.add_option("--warmup-epochs", c.schedule.warmup_epochs, "Linear warm-up (epochs)")
+  app.add_option(cli_names(flag::kWarmupEpochs), c.schedule.warmup_epochs,
+                 "Linear warm-up (epochs)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--step-epochs", c.schedule.step_epochs, "step schedule: epochs per decay")
@@ -290,10 +307,11 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
                  "cosine/onecycle: final rate as a fraction of --lr")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  app.add_option("--label-smoothing", c.label_smoothing, "Label smoothing")
+  app.add_option(cli_names(flag::kLabelSmoothing), c.label_smoothing, "Label smoothing")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  app.add_option("-s,--seed", c.seed, "Random seed (model init, shuffling, augmentation)")
+  app.add_option(cli_names(flag::kSeed), c.seed,
+                 "Random seed (model init, shuffling, augmentation)")
       ->capture_default_str();
 
   app.add_option("-t,--threads", c.threads, "Intra-op threads (0: all cores)")
@@ -305,21 +323,21 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
       ->capture_default_str();
   app.add_option("--max-steps", c.max_steps, "Stop after this many steps in all (0: no limit)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--checkpoint-every", c.checkpoint_every_steps,
+  app.add_option(cli_names(flag::kCheckpointEvery), c.checkpoint_every_steps,
                  "Also checkpoint every N steps (checkpoints are always written after each epoch)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--keep-checkpoints", c.keep_checkpoints, "Checkpoints kept")
+  app.add_option(cli_names(flag::kKeepCheckpoints), c.keep_checkpoints, "Checkpoints kept")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_flag("--resume", c.resume, "Continue from the newest checkpoint in --model-dir");
 
-  app.add_option("--metrics-port", c.metrics_port,
+  app.add_option(cli_names(flag::kMetricsPort), c.metrics_port,
                  "Prometheus endpoint port (0: pick a free one, -1: off)")
       ->check(CLI::Range(-1, 65535))
       ->capture_default_str();
   app.add_option("--metrics-bind", c.metrics_bind, "Address the metrics endpoint binds")
       ->capture_default_str();
-  app.add_option("--progress", c.progress, "Progress display")
+  app.add_option(cli_names(flag::kProgress), c.progress, "Progress display")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
       ->capture_default_str();
   app.add_option("--log-every", c.log_every_steps,
@@ -349,14 +367,14 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     return parsed;
   } catch (const CLI::ParseError& e) {
     std::cerr << "cifar-train: error: " << e.what() << "\nRun 'cifar-train --help' for usage.\n";
-    parsed.exit_code = 2;
+    parsed.exit_code = contract::kExitUsage;
     return parsed;
   }
   try {
     resolve_distributed(app, distributed, config);
   } catch (const std::invalid_argument& e) {
     std::cerr << "cifar-train: error: " << e.what() << "\n";
-    parsed.exit_code = 2;
+    parsed.exit_code = contract::kExitUsage;
     return parsed;
   }
   config.device = context == "cudnn" ? "cuda" : context;

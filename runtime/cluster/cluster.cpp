@@ -33,25 +33,8 @@ void check_address(const std::string& field, const std::string& address) {
 }  // namespace
 
 Role parse_role(const std::string& name) {
-  if (name == "ps") return Role::kPs;
-  if (name == "master" || name == "chief") return Role::kMaster;
-  if (name == "worker") return Role::kWorker;
-  if (name == "evaluator") return Role::kEvaluator;
+  if (const auto role = contract::parse_role(name)) return *role;
   throw std::invalid_argument("unknown role '" + name + "' (ps, master, worker, evaluator)");
-}
-
-std::string role_name(Role role) {
-  switch (role) {
-    case Role::kPs:
-      return "ps";
-    case Role::kMaster:
-      return "master";
-    case Role::kWorker:
-      return "worker";
-    case Role::kEvaluator:
-      return "evaluator";
-  }
-  return "?";
 }
 
 int Job::trainer_count() const {
@@ -68,7 +51,9 @@ int Job::trainer_rank() const {
 
 bool Job::is_chief() const { return is_trainer() && trainer_rank() == 0; }
 
-std::string Job::task_name() const { return role_name(role) + " " + std::to_string(index); }
+std::string Job::task_name() const {
+  return std::string(role_name(role)) + " " + std::to_string(index);
+}
 
 Job parse_tf_config(const std::string& text) {
   nlohmann::json config;
@@ -123,8 +108,8 @@ Job parse_tf_config(const std::string& text) {
   const auto& own = addresses(job.cluster, job.role);
   if (job.role != Role::kEvaluator && static_cast<size_t>(job.index) >= own.size()) {
     throw std::invalid_argument("TF_CONFIG: task " + job.task_name() + " is not in cluster." +
-                                role_name(job.role) + " (" + std::to_string(own.size()) +
-                                " entries)");
+                                std::string(role_name(job.role)) + " (" +
+                                std::to_string(own.size()) + " entries)");
   }
   if (job.cluster.master.size() > 1) {
     throw std::invalid_argument("TF_CONFIG: cluster.master has " +

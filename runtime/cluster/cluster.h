@@ -1,17 +1,19 @@
 // Who is who in a distributed job: the cluster (addresses by role) and this process's task, read
-// from TF_CONFIG (the operator's env, DESIGN.md) or from the seed-compatible local flags.
+// from TF_CONFIG (the operator's env: contract/env.h) or from the seed-compatible local flags.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "contract/roles.h"
+
 namespace cifar::cluster {
 
-enum class Role { kPs, kMaster, kWorker, kEvaluator };
+using contract::Role;
 
-// "ps", "master", "worker", "evaluator"; "chief" is read as master (TensorFlow's newer name).
+// contract::parse_role, throwing std::invalid_argument for a name that is no role.
 Role parse_role(const std::string& name);
-std::string role_name(Role role);
+using contract::role_name;
 
 struct ClusterSpec {
   std::vector<std::string> ps;  // "host:port", in index order

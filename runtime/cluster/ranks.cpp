@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "contract/env.h"
+
 namespace cifar::cluster {
 namespace {
 
@@ -18,8 +20,9 @@ int parse_int(const char* name, const char* value, int min, int max) {
 }
 
 int port_from(const EnvLookup& env) {
-  const char* port = env("MASTER_PORT");
-  return port != nullptr ? parse_int("MASTER_PORT", port, 1, 65535) : 29500;
+  const char* port = env(contract::env::kMasterPort);
+  return port != nullptr ? parse_int(contract::env::kMasterPort, port, 1, 65535)
+                         : contract::kC10dStorePort.number;
 }
 
 std::string host_of(const std::string& address) { return address.substr(0, address.rfind(':')); }
@@ -38,7 +41,7 @@ std::optional<Ranks> from_variables(const EnvLookup& env, const char* world_var,
   r.rank = parse_int(rank_var, rank, 0, r.world_size - 1);
   const char* local = env(local_var);
   r.local_rank = local != nullptr ? parse_int(local_var, local, 0, r.world_size - 1) : 0;
-  const char* addr = env("MASTER_ADDR");
+  const char* addr = env(contract::env::kMasterAddr);
   if (addr != nullptr && *addr != '\0') r.master_addr = addr;
   r.master_port = port_from(env);
   return r;
@@ -47,10 +50,13 @@ std::optional<Ranks> from_variables(const EnvLookup& env, const char* world_var,
 }  // namespace
 
 std::optional<Ranks> ranks_from_env(const EnvLookup& env, const std::optional<Job>& tf_job) {
-  if (auto r = from_variables(env, "WORLD_SIZE", "RANK", "LOCAL_RANK")) return r;
+  if (auto r = from_variables(env, contract::env::kWorldSize, contract::env::kRank,
+                              contract::env::kLocalRank)) {
+    return r;
+  }
   if (tf_job) {
     if (!tf_job->is_trainer()) {
-      throw std::invalid_argument("TF_CONFIG: a " + role_name(tf_job->role) +
+      throw std::invalid_argument("TF_CONFIG: a " + std::string(role_name(tf_job->role)) +
                                   " task has no all-reduce rank");
     }
     Ranks r;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cluster/cluster.h"
+#include "contract/ports.h"
 
 namespace cifar::cluster {
 
@@ -16,7 +17,7 @@ struct Ranks {
   int world_size = 1;
   int local_rank = 0;
   std::string master_addr = "127.0.0.1";
-  int master_port = 29500;  // DESIGN.md: the c10d port
+  int master_port = contract::kC10dStorePort.number;
 };
 
 // Reads an environment variable (null when unset); std::getenv in production, a map in tests.

@@ -10,11 +10,16 @@
 #include <stdexcept>
 #include <utility>
 
+#include "contract/metrics.h"
+
 namespace cifar::metrics {
 namespace {
 
+namespace metric = contract::metric;
+
 prometheus::Labels labels_of(const Identity& id) {
-  return {{"job", id.job}, {"role", id.role}, {"index", id.index}};
+  return {
+      {metric::kJobLabel, id.job}, {metric::kRoleLabel, id.role}, {metric::kIndexLabel, id.index}};
 }
 
 // Step times span ~1 ms (small nets on GPU) to tens of seconds (big nets on 2 CPU cores).
@@ -39,45 +44,45 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
     return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add(labels,
                                                                                std::move(buckets));
   };
-  steps_ = counter("cifar_steps_total", "Training steps (optimizer updates) completed.");
-  images_ = counter("cifar_images_total", "Training images processed.");
-  data_wait_ = counter("cifar_data_wait_seconds_total",
+  steps_ = counter(metric::kSteps, "Training steps (optimizer updates) completed.");
+  images_ = counter(metric::kImages, "Training images processed.");
+  data_wait_ = counter(metric::kDataWaitSeconds,
                        "Time the training loop spent waiting for the data loader.");
-  checkpoints_ = counter("cifar_checkpoints_total", "Checkpoints written.");
-  loss_ = gauge("cifar_loss", "Training loss of the latest step.");
-  train_accuracy_ = gauge("cifar_train_accuracy", "Training accuracy of the current epoch so far.");
-  test_accuracy_ = gauge("cifar_test_accuracy", "Test-set accuracy of the latest evaluation.");
-  epoch_ = gauge("cifar_epoch", "Current epoch (1-based).");
-  images_per_second_ = gauge("cifar_images_per_second", "Training throughput, images per second.");
-  step_seconds_ = histogram("cifar_step_seconds", "Wall time of one training step.");
-  checkpoint_seconds_ = histogram("cifar_checkpoint_seconds", "Time to write one checkpoint.");
+  checkpoints_ = counter(metric::kCheckpoints, "Checkpoints written.");
+  loss_ = gauge(metric::kLoss, "Training loss of the latest step.");
+  train_accuracy_ = gauge(metric::kTrainAccuracy, "Training accuracy of the current epoch so far.");
+  test_accuracy_ = gauge(metric::kTestAccuracy, "Test-set accuracy of the latest evaluation.");
+  epoch_ = gauge(metric::kEpoch, "Current epoch (1-based).");
+  images_per_second_ = gauge(metric::kImagesPerSecond, "Training throughput, images per second.");
+  step_seconds_ = histogram(metric::kStepSeconds, "Wall time of one training step.");
+  checkpoint_seconds_ = histogram(metric::kCheckpointSeconds, "Time to write one checkpoint.");
   ps_exchange_seconds_ =
-      histogram("cifar_ps_push_pull_seconds",
+      histogram(metric::kPsPushPullSeconds,
                 "Trainer: one push of gradients and pull of parameters to and from all PS shards.",
                 {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30});
-  ps_pushed_bytes_ = counter("cifar_ps_push_bytes_total", "Trainer: gradient bytes pushed.");
-  ps_pulled_bytes_ = counter("cifar_ps_pull_bytes_total", "Trainer: parameter bytes pulled.");
-  ps_retries_ = counter("cifar_ps_retries_total",
-                        "Trainer: calls to a PS shard retried (unreachable, restarted).");
+  ps_pushed_bytes_ = counter(metric::kPsPushBytes, "Trainer: gradient bytes pushed.");
+  ps_pulled_bytes_ = counter(metric::kPsPullBytes, "Trainer: parameter bytes pulled.");
+  ps_retries_ =
+      counter(metric::kPsRetries, "Trainer: calls to a PS shard retried (unreachable, restarted).");
   ps_staleness_ =
-      histogram("cifar_ps_staleness",
+      histogram(metric::kPsStaleness,
                 "PS: updates applied between a gradient's parameters and its own application.",
                 {0, 1, 2, 3, 4, 6, 8, 12, 16, 32, 64});
-  ps_updates_ = counter("cifar_ps_updates_total", "PS: updates applied to this shard.");
-  ps_received_bytes_ = counter("cifar_ps_received_bytes_total", "PS: gradient bytes received.");
-  ps_sent_bytes_ = counter("cifar_ps_sent_bytes_total", "PS: parameter bytes sent.");
-  ps_evictions_ = counter("cifar_ps_evictions_total",
+  ps_updates_ = counter(metric::kPsUpdates, "PS: updates applied to this shard.");
+  ps_received_bytes_ = counter(metric::kPsReceivedBytes, "PS: gradient bytes received.");
+  ps_sent_bytes_ = counter(metric::kPsSentBytes, "PS: parameter bytes sent.");
+  ps_evictions_ = counter(metric::kPsEvictions,
                           "PS: trainers dropped from a round after --ps-timeout of silence.");
-  ps_version_ = gauge("cifar_ps_version", "PS: updates applied to this shard since the start.");
-  ps_members_ = gauge("cifar_ps_members", "PS: trainers taking part in training.");
-  allreduce_bytes_ = counter("cifar_allreduce_bytes_total", "All-reduce: gradient bytes reduced.");
+  ps_version_ = gauge(metric::kPsVersion, "PS: updates applied to this shard since the start.");
+  ps_members_ = gauge(metric::kPsMembers, "PS: trainers taking part in training.");
+  allreduce_bytes_ = counter(metric::kAllReduceBytes, "All-reduce: gradient bytes reduced.");
   allreduce_seconds_ = histogram(
-      "cifar_allreduce_seconds",
+      metric::kAllReduceSeconds,
       "All-reduce: one step's gradient all-reduce, first bucket started to last bucket done.");
   allreduce_wait_seconds_ =
-      histogram("cifar_allreduce_wait_seconds",
+      histogram(metric::kAllReduceWaitSeconds,
                 "All-reduce: time a step waited for its all-reduce after backward finished.");
-  allreduce_overlap_ = gauge("cifar_allreduce_overlap_ratio",
+  allreduce_overlap_ = gauge(metric::kAllReduceOverlap,
                              "All-reduce: share of the latest step's all-reduce hidden behind "
                              "backward (1 - wait / all-reduce time).");
 

@@ -1,4 +1,5 @@
-// The runtime's Prometheus metrics (DESIGN.md "Metrics"), served over HTTP by prometheus-cpp.
+// The runtime's Prometheus metrics (their names: contract/metrics.h), served over HTTP by
+// prometheus-cpp.
 #pragma once
 
 #include <cstdint>

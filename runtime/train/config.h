@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cluster/cluster.h"
+#include "contract/ports.h"
 
 namespace cifar::train {
 
@@ -30,14 +31,14 @@ struct OptimizerOptions {
   double adam_beta2 = 0.999;
 };
 
-// Parameter-server training (DESIGN.md "modes").
+// Parameter-server training (docs/ARCHITECTURE.md, "Parameter server").
 struct PsOptions {
   std::string mode = "sync";        // sync | async | async-reply | hogwild | ssp
   int64_t staleness = 3;            // ssp: how many updates a trainer may run ahead of the slowest
   bool staleness_lr = false;        // divide the learning rate of a stale gradient by its staleness
   double timeout_seconds = 30;      // sync/ssp: a trainer silent this long leaves the round
   std::string wire_dtype = "fp32";  // fp32 | fp16 | bf16 for gradients and parameters
-  int stripes = 0;                  // per PS (dist/ps/layout.h); 0: one per 256 KiB of its share
+  int stripes = 0;                  // per PS (distributed/ps/layout.h); 0: one per 256 KiB of its share
   int64_t max_message_mb = 512;     // larger gRPC messages are refused
   double retry_seconds = 120;       // how long a trainer retries an unreachable PS
   std::string token;  // shared secret of the job's members (env CIFAR_PS_TOKEN); empty: none
@@ -49,7 +50,7 @@ struct AllReduceOptions {
   int world_size = 1;
   int local_rank = 0;                     // among the ranks on this machine (launch, mpirun)
   std::string master_addr = "127.0.0.1";  // rank 0's host: the c10d TCPStore
-  int master_port = 29500;
+  int master_port = contract::kC10dStorePort.number;
   std::string backend = "auto";  // auto (nccl on cuda, else gloo) | gloo | nccl
   double bucket_cap_mb = 25;
   double first_bucket_mb = 1;         // small, so the first all-reduce starts early in backward
@@ -99,7 +100,7 @@ struct TrainConfig {
   int keep_checkpoints = 3;
   bool resume = false;
   // Reporting.
-  int metrics_port = 9464;  // -1 disables the endpoint; 0 picks a free port
+  int metrics_port = contract::kMetricsPort.number;  // -1: no endpoint; 0: a free port
   std::string metrics_bind = "0.0.0.0";
   std::string progress = "auto";  // auto | bar | lines | none
   int64_t log_every_steps = 0;    // plain-line progress interval (0 = ~10 lines an epoch)

@@ -1,5 +1,5 @@
 // What data-parallel training adds to the single-process training loop, as a small interface so
-// that train/ does not depend on c10d (dist/allreduce implements it).
+// that train/ does not depend on c10d (distributed/allreduce implements it).
 #pragma once
 
 #include <torch/types.h>

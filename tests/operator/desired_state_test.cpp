@@ -1,13 +1,11 @@
-// The objects a CifarTrainJob should consist of, and the contract with the runtime: the
-// TF_CONFIG, env and arguments the operator gives a pod are read back by cifar-train's own
-// parsers (cluster::parse_tf_config, cli::parse_command_line) as the intended role and rank.
+// The objects a CifarTrainJob should consist of. That the runtime reads the pods' arguments and
+// env as meant is tests/contract's; here, TF_CONFIG is read back by cluster::parse_tf_config.
 #include "controller/desired_state.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 
-#include "cli/options.h"
 #include "cluster/cluster.h"
 
 namespace cifar::op {
@@ -27,13 +25,6 @@ Job ps_job() {
     "strategy": {"type": "ParameterServer", "parameterServer": {"mode": "async"}},
     "replicaSpecs": {"PS": {"replicas": 1}, "Master": {"replicas": 1}, "Worker": {"replicas": 2},
                      "Evaluator": {"replicas": 1}}})"));
-}
-
-Job allreduce_job() {
-  return make_job(json::parse(R"({
-    "strategy": {"type": "AllReduce", "allReduce": {"backend": "gloo", "overlap": false}},
-    "replicaSpecs": {"Worker": {"replicas": 3}, "Evaluator": {"replicas": 1}},
-    "runPolicy": {"restartPolicy": "ExitCode"}})"));
 }
 
 std::string env_of(const json& pod, const std::string& name) {
@@ -103,64 +94,6 @@ TEST(DesiredState, TheRuntimeReadsEveryPodsTfConfigAsThatPodsTask) {
   }
 }
 
-// Runs cifar-train's command-line parser on `pod`'s arguments with its env set, as the
-// container would.
-train::TrainConfig runtime_config(const json& pod) {
-  const auto& container = pod["spec"]["containers"][0];
-  std::vector<std::string> names;
-  for (const auto& e : container["env"]) {
-    if (!e.contains("value")) continue;
-    names.push_back(e["name"]);
-    setenv(names.back().c_str(), e["value"].get<std::string>().c_str(), 1);
-  }
-  std::vector<std::string> args = {"cifar-train"};
-  for (const auto& a : container["args"]) args.push_back(a);
-  std::vector<const char*> argv;
-  argv.reserve(args.size());
-  for (const auto& a : args) argv.push_back(a.c_str());
-  const auto parsed = cli::parse_command_line(static_cast<int>(argv.size()), argv.data());
-  for (const auto& name : names) unsetenv(name.c_str());
-  if (!parsed.config) throw std::runtime_error("cifar-train refused the arguments");
-  return *parsed.config;
-}
-
-TEST(DesiredState, CifarTrainParsesAPsPodsArgumentsAsTheSpecSays) {
-  const auto job = ps_job();
-  const auto config = runtime_config(desired_pod(job, Role::kWorker, 1));
-  EXPECT_EQ(config.model, "resnet20");
-  EXPECT_EQ(config.epochs, 100);
-  EXPECT_EQ(config.batch_size, 64);
-  EXPECT_EQ(config.model_dir, "/checkpoints/mnist");
-  EXPECT_EQ(config.data_dir, "/data");
-  EXPECT_EQ(config.distributed.strategy, "ps");
-  EXPECT_EQ(config.distributed.ps.mode, "async");
-  EXPECT_TRUE(config.distributed.enabled);
-  EXPECT_EQ(config.distributed.job.role, cluster::Role::kWorker);
-  EXPECT_EQ(config.distributed.job.index, 1);
-  EXPECT_EQ(config.device, "cpu");
-}
-
-TEST(DesiredState, AllReducePodsGetRanksAndTheRuntimeReadsThem) {
-  const auto job = allreduce_job();
-  for (int i = 0; i < 3; ++i) {
-    const auto pod = desired_pod(job, Role::kWorker, i);
-    EXPECT_EQ(pod["spec"]["restartPolicy"], "Never");  // ExitCode: the operator recreates
-    EXPECT_EQ(env_of(pod, "MASTER_ADDR"), "mnist-worker-0.mnist.team.svc");
-    EXPECT_EQ(env_of(pod, "WORLD_SIZE"), "3");
-    const auto config = runtime_config(pod);
-    EXPECT_EQ(config.distributed.strategy, "allreduce");
-    EXPECT_EQ(config.distributed.allreduce.rank, i);
-    EXPECT_EQ(config.distributed.allreduce.world_size, 3);
-    EXPECT_EQ(config.distributed.allreduce.master_addr, "mnist-worker-0.mnist.team.svc");
-    EXPECT_EQ(config.distributed.allreduce.master_port, 29500);
-    EXPECT_EQ(config.distributed.allreduce.backend, "gloo");
-    EXPECT_FALSE(config.distributed.allreduce.overlap);
-  }
-  const auto evaluator = desired_pod(job, Role::kEvaluator, 0);
-  EXPECT_EQ(env_of(evaluator, "RANK"), "");  // not a rank: it follows the checkpoints
-  EXPECT_EQ(runtime_config(evaluator).distributed.job.role, cluster::Role::kEvaluator);
-}
-
 TEST(DesiredState, GpusAndSchedulingReachThePod) {
   auto job = make_job(json::parse(R"({
     "strategy": {"type": "AllReduce", "allReduce": {"backend": "nccl"}},
@@ -215,7 +148,7 @@ TEST(DesiredState, EveryPodGetsTheJobsTokenFromItsSecret) {
 }
 
 TEST(DesiredState, PodsRunRestrictedAndReportReadiness) {
-  const auto pod = desired_pod(ps_job(), Role::kPS, 0);
+  const auto pod = desired_pod(ps_job(), Role::kPs, 0);
   const auto& security = pod["spec"]["securityContext"];
   EXPECT_EQ(security["runAsNonRoot"], true);
   EXPECT_EQ(security["runAsUser"], kRuntimeUser);

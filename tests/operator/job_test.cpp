@@ -32,7 +32,7 @@ TEST(ParseSpec, AbsentFieldsGetTheCrdDefaults) {
   EXPECT_EQ(s.backoff_limit, 3);
   EXPECT_EQ(s.count(Role::kWorker), 2);
   EXPECT_EQ(s.count(Role::kMaster), 0);
-  EXPECT_EQ(s.count(Role::kPS), 0);
+  EXPECT_EQ(s.count(Role::kPs), 0);
   EXPECT_FALSE(s.active_deadline_seconds.has_value());
 }
 
@@ -53,7 +53,7 @@ TEST(ParseSpec, ReadsEverySection) {
   EXPECT_TRUE(s.parameter_server);
   EXPECT_EQ(s.ps_mode, "ssp");
   EXPECT_EQ(s.staleness, 4);
-  EXPECT_EQ(s.count(Role::kPS), 2);
+  EXPECT_EQ(s.count(Role::kPs), 2);
   EXPECT_EQ(s.count(Role::kEvaluator), 1);  // present without replicas: one
   EXPECT_EQ(s.replicas.at(Role::kWorker).gpus(), 2);
   ASSERT_TRUE(s.dataset_volume.has_value());

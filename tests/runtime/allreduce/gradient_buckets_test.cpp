@@ -1,6 +1,6 @@
 // Bucket assignment (pure), and the bucketed all-reduce over a real Gloo group: the ranks are
 // threads of this process, each with its own TCPStore client and Gloo context over loopback.
-#include "dist/allreduce/gradient_buckets.h"
+#include "distributed/allreduce/gradient_buckets.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -8,7 +8,7 @@
 #include <thread>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
-#include "dist/allreduce/process_group.h"
+#include "distributed/allreduce/process_group.h"
 #include "tests/support/process.h"
 
 namespace cifar::allreduce {

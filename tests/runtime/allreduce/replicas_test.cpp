@@ -1,6 +1,6 @@
 // Keeping replicas equal: the coalesced broadcast, the digest, and the collective check over a
 // real Gloo group whose ranks are threads of this process.
-#include "dist/allreduce/replicas.h"
+#include "distributed/allreduce/replicas.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
-#include "dist/allreduce/process_group.h"
+#include "distributed/allreduce/process_group.h"
 #include "tests/support/process.h"
 
 namespace cifar::allreduce {

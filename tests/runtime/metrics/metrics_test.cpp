@@ -10,7 +10,7 @@ namespace cifar::metrics {
 namespace {
 using cifar::testing::http_get;
 
-// The runtime metrics DESIGN.md names for a single process.
+// The runtime metrics (contract/metrics.h) of a single process.
 const std::vector<std::string> kNamedMetrics = {
     "cifar_steps_total",        "cifar_images_total",      "cifar_loss",
     "cifar_train_accuracy",     "cifar_test_accuracy",     "cifar_epoch",

@@ -1,5 +1,5 @@
 // The shard layout: every element owned exactly once, balanced by bytes, big tensors split.
-#include "dist/ps/layout.h"
+#include "distributed/ps/layout.h"
 
 #include <gtest/gtest.h>
 

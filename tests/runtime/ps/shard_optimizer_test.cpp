@@ -1,5 +1,5 @@
 // The shard's update rules against torch::optim, step by step.
-#include "dist/ps/shard_optimizer.h"
+#include "distributed/ps/shard_optimizer.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>

@@ -9,8 +9,8 @@
 #include <future>
 #include <thread>
 
-#include "dist/ps/server.h"
-#include "dist/ps/tensor_codec.h"
+#include "distributed/ps/server.h"
+#include "distributed/ps/tensor_codec.h"
 #include "proto/ps.grpc.pb.h"
 
 namespace cifar::ps {

@@ -1,7 +1,7 @@
 // Zero-copy framing: what frame_message writes is the protobuf encoding of the same message
 // (so ordinary protobuf parses it), and read_message reads ordinary protobuf back, across slice
 // boundaries, refusing sizes and bytes that do not fit.
-#include "dist/ps/wire_framing.h"
+#include "distributed/ps/wire_framing.h"
 
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
@@ -10,7 +10,7 @@
 
 #include <map>
 
-#include "dist/ps/tensor_codec.h"
+#include "distributed/ps/tensor_codec.h"
 
 namespace cifar::ps {
 namespace {

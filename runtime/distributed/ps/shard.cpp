@@ -1,4 +1,4 @@
-#include "dist/ps/shard.h"
+#include "distributed/ps/shard.h"
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -8,7 +8,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "dist/ps/tensor_codec.h"
+#include "distributed/ps/tensor_codec.h"
 #include "metrics/runtime_metrics.h"
 
 namespace cifar::ps {

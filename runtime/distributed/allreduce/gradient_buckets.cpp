@@ -1,4 +1,4 @@
-#include "dist/allreduce/gradient_buckets.h"
+#include "distributed/allreduce/gradient_buckets.h"
 
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>

@@ -1,4 +1,4 @@
-#include "dist/ps/call_pool.h"
+#include "distributed/ps/call_pool.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "dist/ps/wire_framing.h"
+#include "distributed/ps/wire_framing.h"
 
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "dist/ps/tensor_codec.h"
+#include "distributed/ps/tensor_codec.h"
 
 namespace cifar::ps {
 namespace {

@@ -1,4 +1,4 @@
-#include "dist/allreduce/trainer.h"
+#include "distributed/allreduce/trainer.h"
 
 #include <spdlog/spdlog.h>
 #include <torch/cuda.h>
@@ -8,9 +8,9 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <utility>
 
-#include "dist/allreduce/gradient_buckets.h"
-#include "dist/allreduce/process_group.h"
-#include "dist/allreduce/replicas.h"
+#include "distributed/allreduce/gradient_buckets.h"
+#include "distributed/allreduce/process_group.h"
+#include "distributed/allreduce/replicas.h"
 #include "train/data_parallel.h"
 #include "train/evaluator.h"
 #include "train/setup.h"

@@ -1,4 +1,4 @@
-// One PS shard's state and the five ways it applies pushed gradients (DESIGN.md "modes"). The
+// One PS shard's state and the five ways it applies pushed gradients (docs/ARCHITECTURE.md, "Parameter server"). The
 // gRPC service (server.cpp) is a thin wrapper around it, so tests can also drive it directly.
 #pragma once
 
@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "dist/ps/shard_optimizer.h"
+#include "distributed/ps/shard_optimizer.h"
 #include "proto/ps.pb.h"
 
 namespace cifar::metrics {

@@ -1,4 +1,4 @@
-#include "dist/ps/layout.h"
+#include "distributed/ps/layout.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "dist/allreduce/process_group.h"
+#include "distributed/allreduce/process_group.h"
 
 #include <spdlog/spdlog.h>
 #include <torch/cuda.h>

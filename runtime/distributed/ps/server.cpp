@@ -1,4 +1,4 @@
-#include "dist/ps/server.h"
+#include "distributed/ps/server.h"
 
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
@@ -9,9 +9,9 @@
 #include <thread>
 #include <utility>
 
-#include "dist/ps/call_pool.h"
-#include "dist/ps/ps_checkpoint.h"
-#include "dist/ps/wire_framing.h"
+#include "distributed/ps/call_pool.h"
+#include "distributed/ps/ps_checkpoint.h"
+#include "distributed/ps/wire_framing.h"
 #include "metrics/runtime_metrics.h"
 #include "proto/ps.grpc.pb.h"
 #include "train/checkpoint.h"

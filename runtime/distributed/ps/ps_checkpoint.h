@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/ps/layout.h"
+#include "distributed/ps/layout.h"
 #include "proto/ps.pb.h"
 #include "train/config.h"
 

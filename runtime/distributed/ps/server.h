@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "dist/ps/shard.h"
+#include "distributed/ps/shard.h"
 #include "train/config.h"
 
 namespace grpc {

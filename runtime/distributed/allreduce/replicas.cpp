@@ -1,4 +1,4 @@
-#include "dist/allreduce/replicas.h"
+#include "distributed/allreduce/replicas.h"
 
 #include <torch/csrc/utils/tensor_flatten.h>
 #include <torch/torch.h>

@@ -1,4 +1,4 @@
-#include "dist/ps/client.h"
+#include "distributed/ps/client.h"
 
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
@@ -10,10 +10,10 @@
 #include <stdexcept>
 #include <thread>
 
-#include "dist/ps/server.h"
-#include "dist/ps/shard.h"
-#include "dist/ps/tensor_codec.h"
-#include "dist/ps/wire_framing.h"
+#include "distributed/ps/server.h"
+#include "distributed/ps/shard.h"
+#include "distributed/ps/tensor_codec.h"
+#include "distributed/ps/wire_framing.h"
 #include "metrics/runtime_metrics.h"
 #include "proto/ps.grpc.pb.h"
 

@@ -1,4 +1,4 @@
-#include "dist/ps/trainer.h"
+#include "distributed/ps/trainer.h"
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -9,10 +9,10 @@
 #include <memory>
 #include <stdexcept>
 
-#include "dist/ps/client.h"
-#include "dist/ps/ps_checkpoint.h"
-#include "dist/ps/shard.h"
-#include "dist/ps/tensor_codec.h"
+#include "distributed/ps/client.h"
+#include "distributed/ps/ps_checkpoint.h"
+#include "distributed/ps/shard.h"
+#include "distributed/ps/tensor_codec.h"
 #include "train/checkpoint.h"
 #include "train/datasets.h"
 #include "train/evaluator.h"

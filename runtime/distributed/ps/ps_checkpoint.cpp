@@ -1,4 +1,4 @@
-#include "dist/ps/ps_checkpoint.h"
+#include "distributed/ps/ps_checkpoint.h"
 
 #include <spdlog/spdlog.h>
 #include <torch/serialize.h>
@@ -7,8 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "dist/ps/shard_optimizer.h"
-#include "dist/ps/tensor_codec.h"
+#include "distributed/ps/shard_optimizer.h"
+#include "distributed/ps/tensor_codec.h"
 
 namespace cifar::ps {
 namespace {

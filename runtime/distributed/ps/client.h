@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "dist/ps/call_pool.h"
-#include "dist/ps/layout.h"
+#include "distributed/ps/call_pool.h"
+#include "distributed/ps/layout.h"
 #include "proto/ps.pb.h"
 
 namespace grpc {

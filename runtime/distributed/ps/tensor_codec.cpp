@@ -1,4 +1,4 @@
-#include "dist/ps/tensor_codec.h"
+#include "distributed/ps/tensor_codec.h"
 
 #include <torch/torch.h>
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/ps/shard.h"
+#include "distributed/ps/shard.h"
 #include "proto/ps.pb.h"
 
 namespace grpc {

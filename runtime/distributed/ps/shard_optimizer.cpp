@@ -1,4 +1,4 @@
-#include "dist/ps/shard_optimizer.h"
+#include "distributed/ps/shard_optimizer.h"
 
 #include <torch/torch.h>
 

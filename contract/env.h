@@ -1,0 +1,22 @@
+// The environment the operator gives every pod and the runtime reads. Arrays of char, so that
+// they serve std::getenv/setenv and JSON alike.
+#pragma once
+
+namespace cifar::contract::env {
+
+// {"cluster": {"<role>": ["host:port", ...]}, "task": {"type": "<role>", "index": i}}
+inline constexpr char kTfConfig[] = "TF_CONFIG";
+// The job's shared secret: parameter servers refuse calls without it.
+inline constexpr char kPsToken[] = "CIFAR_PS_TOKEN";
+// Who the pod is, for logs (the runtime's metric labels come from TF_CONFIG).
+inline constexpr char kJobName[] = "CIFAR_JOB_NAME";
+inline constexpr char kNamespace[] = "CIFAR_NAMESPACE";
+inline constexpr char kPodName[] = "POD_NAME";
+// All-reduce ranks, as torch.distributed names them (trainers of all-reduce jobs only).
+inline constexpr char kMasterAddr[] = "MASTER_ADDR";
+inline constexpr char kMasterPort[] = "MASTER_PORT";
+inline constexpr char kWorldSize[] = "WORLD_SIZE";
+inline constexpr char kRank[] = "RANK";
+inline constexpr char kLocalRank[] = "LOCAL_RANK";
+
+}  // namespace cifar::contract::env

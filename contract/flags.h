@@ -1,0 +1,69 @@
+// The cifar-train flags the operator writes into a pod's arguments (controller/desired_state.cpp)
+// and the runtime's CLI defines (cli/options.cpp). `name` is the spelling the operator writes,
+// `alias` the other one the CLI also accepts.
+#pragma once
+
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace cifar::contract {
+
+struct Flag {
+  std::string_view name;
+  std::string_view alias;
+};
+
+// CLI11's name list, short name first: "-m,--model", "--lr".
+inline std::string cli_names(Flag flag) {
+  if (flag.alias.empty()) return std::string(flag.name);
+  const bool name_is_short = flag.name.substr(0, 2) != "--";
+  const auto first = name_is_short ? flag.name : flag.alias;
+  const auto second = name_is_short ? flag.alias : flag.name;
+  return std::string(first) + "," + std::string(second);
+}
+
+namespace flag {
+// Model, data and device.
+inline constexpr Flag kModel{"-m", "--model"};
+inline constexpr Flag kModelDir{"--model-dir", ""};
+inline constexpr Flag kNumClasses{"--num-classes", ""};
+inline constexpr Flag kEpochs{"-e", "--epochs"};
+inline constexpr Flag kBatchSize{"-b", "--batch-size"};
+inline constexpr Flag kContext{"-c", "--context"};
+inline constexpr Flag kDataset{"-d", "--dataset"};
+inline constexpr Flag kDataDir{"--data-dir", ""};
+inline constexpr Flag kDownload{"--download", ""};
+inline constexpr Flag kDownloadMirror{"--download-mirror", ""};
+// Optimisation.
+inline constexpr Flag kOptimizer{"--optimizer", ""};
+inline constexpr Flag kLearningRate{"--lr", ""};
+inline constexpr Flag kMomentum{"--momentum", ""};
+inline constexpr Flag kNoNesterov{"--no-nesterov", ""};
+inline constexpr Flag kWeightDecay{"--weight-decay", ""};
+inline constexpr Flag kSchedule{"--schedule", ""};
+inline constexpr Flag kWarmupEpochs{"--warmup-epochs", ""};
+inline constexpr Flag kLabelSmoothing{"--label-smoothing", ""};
+inline constexpr Flag kSeed{"--seed", "-s"};
+// Checkpoints and reporting.
+inline constexpr Flag kCheckpointEvery{"--checkpoint-every", ""};
+inline constexpr Flag kKeepCheckpoints{"--keep-checkpoints", ""};
+inline constexpr Flag kMetricsPort{"--metrics-port", ""};
+inline constexpr Flag kProgress{"--progress", ""};
+// Strategies.
+inline constexpr Flag kStrategy{"--strategy", ""};
+inline constexpr Flag kPsMode{"--ps-mode", ""};
+inline constexpr Flag kStaleness{"--staleness", ""};
+inline constexpr Flag kDistBackend{"--dist-backend", ""};
+inline constexpr Flag kBucketCapMb{"--bucket-cap-mb", ""};
+inline constexpr Flag kNoOverlap{"--no-overlap", ""};
+
+inline constexpr std::array kAll = {
+    kModel,    kModelDir,        kNumClasses,      kEpochs,         kBatchSize,    kContext,
+    kDataset,  kDataDir,         kDownload,        kDownloadMirror, kOptimizer,    kLearningRate,
+    kMomentum, kNoNesterov,      kWeightDecay,     kSchedule,       kWarmupEpochs, kLabelSmoothing,
+    kSeed,     kCheckpointEvery, kKeepCheckpoints, kMetricsPort,    kProgress,     kStrategy,
+    kPsMode,   kStaleness,       kDistBackend,     kBucketCapMb,    kNoOverlap};
+}  // namespace flag
+
+}  // namespace cifar::contract

@@ -1,0 +1,44 @@
+// The Prometheus metrics cifar-train serves on the metrics port (runtime/metrics) and the
+// operator reads into status.progress (operator/controller/progress.cpp). Every series carries
+// the labels job, role and index.
+#pragma once
+
+namespace cifar::contract::metric {
+
+inline constexpr char kJobLabel[] = "job";
+inline constexpr char kRoleLabel[] = "role";
+inline constexpr char kIndexLabel[] = "index";
+
+// Training (every trainer); status.progress reads the chief's.
+inline constexpr char kSteps[] = "cifar_steps_total";
+inline constexpr char kImages[] = "cifar_images_total";
+inline constexpr char kDataWaitSeconds[] = "cifar_data_wait_seconds_total";
+inline constexpr char kCheckpoints[] = "cifar_checkpoints_total";
+inline constexpr char kLoss[] = "cifar_loss";
+inline constexpr char kTrainAccuracy[] = "cifar_train_accuracy";
+inline constexpr char kTestAccuracy[] = "cifar_test_accuracy";  // the evaluator's, if any
+inline constexpr char kEpoch[] = "cifar_epoch";
+inline constexpr char kImagesPerSecond[] = "cifar_images_per_second";  // summed over trainers
+inline constexpr char kStepSeconds[] = "cifar_step_seconds";
+inline constexpr char kCheckpointSeconds[] = "cifar_checkpoint_seconds";
+
+// Parameter server: its trainers' side, then the shard's.
+inline constexpr char kPsPushPullSeconds[] = "cifar_ps_push_pull_seconds";
+inline constexpr char kPsPushBytes[] = "cifar_ps_push_bytes_total";
+inline constexpr char kPsPullBytes[] = "cifar_ps_pull_bytes_total";
+inline constexpr char kPsRetries[] = "cifar_ps_retries_total";
+inline constexpr char kPsStaleness[] = "cifar_ps_staleness";
+inline constexpr char kPsUpdates[] = "cifar_ps_updates_total";
+inline constexpr char kPsReceivedBytes[] = "cifar_ps_received_bytes_total";
+inline constexpr char kPsSentBytes[] = "cifar_ps_sent_bytes_total";
+inline constexpr char kPsEvictions[] = "cifar_ps_evictions_total";
+inline constexpr char kPsVersion[] = "cifar_ps_version";
+inline constexpr char kPsMembers[] = "cifar_ps_members";
+
+// All-reduce.
+inline constexpr char kAllReduceBytes[] = "cifar_allreduce_bytes_total";
+inline constexpr char kAllReduceSeconds[] = "cifar_allreduce_seconds";
+inline constexpr char kAllReduceWaitSeconds[] = "cifar_allreduce_wait_seconds";
+inline constexpr char kAllReduceOverlap[] = "cifar_allreduce_overlap_ratio";
+
+}  // namespace cifar::contract::metric

@@ -1,0 +1,42 @@
+// The roles of a distributed job, named the same by the operator (pod names, labels, the
+// TF_CONFIG it writes) and the runtime (TF_CONFIG's task type, --dist-type).
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+namespace cifar::contract {
+
+enum class Role { kPs, kMaster, kWorker, kEvaluator };
+inline constexpr std::array<Role, 4> kRoles = {Role::kPs, Role::kMaster, Role::kWorker,
+                                               Role::kEvaluator};
+
+// "ps", "master", "worker", "evaluator".
+constexpr std::string_view role_name(Role role) {
+  switch (role) {
+    case Role::kPs:
+      return "ps";
+    case Role::kMaster:
+      return "master";
+    case Role::kWorker:
+      return "worker";
+    case Role::kEvaluator:
+      return "evaluator";
+  }
+  return "";
+}
+
+// The inverse of role_name; "chief" is read as master (TensorFlow's newer name for it).
+constexpr std::optional<Role> parse_role(std::string_view name) {
+  for (const auto role : kRoles) {
+    if (name == role_name(role)) return role;
+  }
+  if (name == "chief") return Role::kMaster;
+  return std::nullopt;
+}
+
+// Trainers compute gradients (all-reduce ranks, PS clients); the others serve or evaluate.
+constexpr bool is_trainer(Role role) { return role == Role::kMaster || role == Role::kWorker; }
+
+}  // namespace cifar::contract
