@@ -46,6 +46,7 @@ std::vector<std::string> seed_compatible_args(int argc, const char* const argv[]
 
 std::vector<std::string> role_names() {
   std::vector<std::string> names;
+  names.reserve(contract::kRoles.size());
   for (const auto role : contract::kRoles) names.emplace_back(contract::role_name(role));
   return names;
 }
