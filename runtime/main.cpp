@@ -2,6 +2,8 @@
 // (0 done, 1 failed, 2 bad usage or configuration).
 #include <spdlog/spdlog.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -54,12 +56,18 @@ int run(const cifar::train::TrainConfig& config) {
   return 0;
 }
 
+// In a container cifar-train is PID 1, and the kernel drops the signals PID 1 has no handler
+// for: without one, deleting a pod waited out the whole grace period for SIGKILL. Checkpoints
+// are written atomically (temp file, rename), so stopping at once loses nothing written.
+void exit_on_termination(int signal) { std::_Exit(cifar::contract::kExitSignalBase + signal); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "launch") {
-    return cifar::cli::launch_local_ranks(argc, argv);
+    return cifar::cli::launch_local_ranks(argc, argv);  // forwards SIGTERM to its ranks
   }
+  std::signal(SIGTERM, exit_on_termination);
   const auto parsed = cifar::cli::parse_command_line(argc, argv);
   if (!parsed.config) return parsed.exit_code;
   const auto& dist = parsed.config->distributed;

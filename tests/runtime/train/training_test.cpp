@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <chrono>
+#include <csignal>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <thread>
 
 #include "models/model.h"
 #include "tests/support/process.h"
@@ -132,6 +135,20 @@ TEST(Training, ResumeAfterKillMatchesAnUninterruptedRun) {
       EXPECT_EQ(ra[e][key], rb[e][key]) << "epoch " << e + 1 << " " << key;
     }
   }
+}
+
+// A container's PID 1 ignores signals it has no handler for, so cifar-train must handle
+// SIGTERM itself (a pod deletion would otherwise wait out its grace period): it exits 128 + 15,
+// which a plain process killed by the signal does not (it has no exit code).
+TEST(Training, SigtermEndsTheRunWithExitCode143) {
+  TempDir work;
+  ChildProcess child(train_command(work.path(), "terminated", {"-e", "50"}), work.path() / "log");
+  for (int i = 0; i < 600 && !fs::exists(work.path() / "terminated" / "monitor.jsonl"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(child.running());
+  child.send(SIGTERM);
+  EXPECT_EQ(child.wait(), 128 + SIGTERM);
 }
 
 TEST(Training, RefusesToOverwriteAnExistingRunWithoutResume) {
