@@ -14,11 +14,9 @@ using nlohmann::json;
 namespace metric = contract::metric;
 using contract::Role;
 
-std::string name_of(Role role) { return std::string(contract::role_name(role)); }
-
-const PodMetrics* find(const std::vector<PodMetrics>& pods, const std::string& role, int index) {
+const PodMetrics* find(const std::vector<PodMetrics>& pods, Role role, int index) {
   for (const auto& pod : pods) {
-    if (pod.role == role && pod.index == index) return &pod;
+    if (pod.role == contract::role_name(role) && pod.index == index) return &pod;
   }
   return nullptr;
 }
@@ -55,7 +53,7 @@ MetricSamples parse_metric_samples(const std::string& exposition) {
 
 std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const JobPods& job,
                                  const std::string& now) {
-  const auto* chief = find(pods, name_of(job.has_master ? Role::kMaster : Role::kWorker), 0);
+  const auto* chief = find(pods, job.has_master ? Role::kMaster : Role::kWorker, 0);
   if (chief == nullptr) return std::nullopt;
   json progress = {{"updatedAt", now}};
   if (const auto epoch = sample(chief, metric::kEpoch)) progress["epoch"] = std::llround(*epoch);
@@ -76,8 +74,8 @@ std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const JobP
   }
   // to 0.1 image/s: `kubectl get ctj` prints the number as stored
   if (any_trainer) progress["imagesPerSecond"] = std::round(images_per_second * 10) / 10;
-  const auto test_accuracy = sample(
-      job.has_evaluator ? find(pods, name_of(Role::kEvaluator), 0) : chief, metric::kTestAccuracy);
+  const auto test_accuracy =
+      sample(job.has_evaluator ? find(pods, Role::kEvaluator, 0) : chief, metric::kTestAccuracy);
   if (test_accuracy && *test_accuracy > 0) progress["testAccuracy"] = *test_accuracy;
   return progress;
 }
