@@ -17,13 +17,13 @@ chmod 1777 "$out/tmp"
 # merged /usr, as on Debian 12: /lib and /lib64 are links, each library is copied to its real path
 ln -sfn usr/lib "$out/lib"
 ln -sfn usr/lib64 "$out/lib64"
-# copy_closure FILE: FILE's libraries (ldd: "libx.so => /path (0x..)" and the loader's
-# "/lib64/ld-linux-x86-64.so.2 (0x..)"), each at its real path.
 host_libs=()
 while [ "${1:-}" = --host-lib ]; do
   host_libs+=("$2")
   shift 2
 done
+# copy_closure FILE: FILE's libraries (ldd: "libx.so => /path (0x..)" and the loader's
+# "/lib64/ld-linux-x86-64.so.2 (0x..)"), each at its real path.
 copy_closure() {
   local missing
   missing=$(ldd "$1" | awk '$3 == "not" {print $1}' | grep -vxF -f <(printf '%s\n' "${host_libs[@]}" "") || true)
