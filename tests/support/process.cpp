@@ -143,12 +143,17 @@ bool can_bind(int port) {
 
 }  // namespace
 
+// Ranges are drawn below the kernel's ephemeral range (ip_local_port_range, 32768 up here):
+// ports in it are handed to outgoing connections, and with a job's processes starting over a few
+// seconds beside a cluster's, one of them took a PS's port between this check and its bind.
 int free_port_range(int count) {
+  constexpr int kLowest = 10000;
+  constexpr int kBelowEphemeral = 32768;
   std::mt19937 random(
       static_cast<unsigned>(::getpid()) ^
       static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
   for (int attempt = 0; attempt < 1000; ++attempt) {
-    const int base = 20000 + static_cast<int>(random() % 40000);
+    const int base = kLowest + static_cast<int>(random() % (kBelowEphemeral - kLowest - count));
     bool all = true;
     for (int p = base; p < base + count && all; ++p) all = can_bind(p);
     if (all) return base;

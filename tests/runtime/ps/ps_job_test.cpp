@@ -30,8 +30,9 @@ class LocalJob {
   LocalJob(fs::path work, int ps_count, int workers, std::vector<std::string> args)
       : work_(std::move(work)), ps_count_(ps_count), workers_(workers), args_(std::move(args)) {
     const int processes = ps_count + workers + 2;
-    grpc_port_ = cifar::testing::free_port_range(processes);
-    metrics_port_ = cifar::testing::free_port_range(processes);
+    // One range for both, so the gRPC and metrics ports cannot overlap.
+    grpc_port_ = cifar::testing::free_port_range(2 * processes);
+    metrics_port_ = grpc_port_ + processes;
   }
 
   [[nodiscard]] fs::path model_dir() const { return work_ / "model"; }
@@ -90,6 +91,16 @@ class LocalJob {
     const int runs = it == starts_.end() ? 0 : it->second;
     for (int r = 1; r <= runs; ++r) {
       all += read_file(work_ / (name(role, index) + "." + std::to_string(r) + ".log"));
+    }
+    return all;
+  }
+  // Every process's log, each under its name: what a failure that any of them caused needs.
+  [[nodiscard]] std::string all_logs() const {
+    std::string all;
+    for (const auto& started : starts_) {
+      const std::string& name = started.first;
+      const auto at = name.find_first_of("0123456789");
+      all += "--- " + name + ":\n" + log(name.substr(0, at), std::stoi(name.substr(at)));
     }
     return all;
   }
@@ -293,7 +304,7 @@ TEST(PsFaults, KilledWorkerIsDroppedTheJobGoesOnAndTheRestartedWorkerRejoins) {
   TempDir work;
   LocalJob job(work.path(), 1, /*workers=*/2, fault_args());
   job.start_all(/*evaluator=*/false);
-  ASSERT_TRUE(wait_for([&] { return has_checkpoint(job.model_dir()); }, 120s)) << job.log("master");
+  ASSERT_TRUE(wait_for([&] { return has_checkpoint(job.model_dir()); }, 120s)) << job.all_logs();
   job.process("worker", 1).kill_hard();
   ASSERT_TRUE(wait_for([&] { return job.log("ps").find("dropped") != std::string::npos; }, 30s))
       << job.log("ps");
@@ -308,7 +319,7 @@ TEST(PsFaults, KilledPsRestoresItsShardFromTheLatestCheckpoint) {
   TempDir work;
   LocalJob job(work.path(), 2, /*workers=*/1, fault_args());
   job.start_all(/*evaluator=*/false);
-  ASSERT_TRUE(wait_for([&] { return has_checkpoint(job.model_dir()); }, 120s)) << job.log("master");
+  ASSERT_TRUE(wait_for([&] { return has_checkpoint(job.model_dir()); }, 120s)) << job.all_logs();
   job.process("ps", 1).kill_hard();
   std::this_thread::sleep_for(1s);
   job.start("ps", 1);
@@ -355,7 +366,7 @@ TEST(PsFaults, KilledMasterRestartsAndFinishesTheJob) {
   TempDir work;
   LocalJob job(work.path(), 1, /*workers=*/1, fault_args());
   job.start_all();
-  ASSERT_TRUE(wait_for([&] { return has_checkpoint(job.model_dir()); }, 120s)) << job.log("master");
+  ASSERT_TRUE(wait_for([&] { return has_checkpoint(job.model_dir()); }, 120s)) << job.all_logs();
   job.process("master").kill_hard();
   std::this_thread::sleep_for(1s);
   job.start("master");
