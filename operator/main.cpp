@@ -8,10 +8,10 @@
 #include <csignal>
 #include <thread>
 
-#include "controller/controller.h"
-#include "controller/health_server.h"
-#include "controller/leader_election.h"
-#include "controller/operator_metrics.h"
+#include "cifartrainjob/controller.h"
+#include "cifartrainjob/operator_metrics.h"
+#include "framework/health_server.h"
+#include "framework/leader_election.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
 

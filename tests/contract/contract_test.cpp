@@ -21,8 +21,8 @@
 #include "contract/flags.h"
 #include "contract/ports.h"
 #include "contract/roles.h"
-#include "controller/desired_state.h"
-#include "controller/progress.h"
+#include "cifartrainjob/desired_state.h"
+#include "cifartrainjob/progress.h"
 #include "metrics/runtime_metrics.h"
 
 namespace cifar {

@@ -1,6 +1,6 @@
 // The objects a CifarTrainJob should consist of. That the runtime reads the pods' arguments and
 // env as meant is tests/contract's; here, TF_CONFIG is read back by cluster::parse_tf_config.
-#include "controller/desired_state.h"
+#include "cifartrainjob/desired_state.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The pure decision of one leader-election round (the Lease itself is exercised against the real
 // API server in tests/integration/operator_test.cpp).
-#include "controller/leader_election.h"
+#include "framework/leader_election.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // status.progress from the runtime's Prometheus exposition (the scraping itself runs against a
 // real cifar-train in tests/integration/operator_test.cpp).
-#include "controller/progress.h"
+#include "cifartrainjob/progress.h"
 
 #include <gtest/gtest.h>
 

@@ -1,13 +1,13 @@
 // The reconcile function, round by round, on observed states built from the desired pods with
 // the status a kubelet would report: creation, restart policy x exit code, backoff (recreated
 // pods included), success and failure rules, deadline, TTL, suspend and resume, invalid specs.
-#include "controller/reconcile.h"
+#include "cifartrainjob/reconcile.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "controller/desired_state.h"
+#include "cifartrainjob/desired_state.h"
 
 namespace cifar::op {
 namespace {

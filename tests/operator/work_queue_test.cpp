@@ -1,5 +1,5 @@
 // The work queue's guarantees, with real threads and clocks (delays of a few milliseconds).
-#include "controller/work_queue.h"
+#include "framework/work_queue.h"
 
 #include <gtest/gtest.h>
 

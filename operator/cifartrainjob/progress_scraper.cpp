@@ -1,4 +1,4 @@
-#include "controller/progress_scraper.h"
+#include "cifartrainjob/progress_scraper.h"
 
 // cpprest's U() macro would break fmt's templates (spdlog).
 #define _TURN_OFF_PLATFORM_STRING  // NOLINT(bugprone-reserved-identifier): cpprest's switch
@@ -8,11 +8,11 @@
 #include <charconv>
 #include <map>
 
+#include "cifartrainjob/progress.h"
+#include "cifartrainjob/reconcile.h"
 #include "contract/ports.h"
 #include "contract/roles.h"
-#include "controller/progress.h"
-#include "controller/reconcile.h"
-#include "controller/sleep_until.h"
+#include "framework/sleep_until.h"
 
 namespace cifar::op {
 namespace {

@@ -1,4 +1,4 @@
-#include "controller/controller.h"
+#include "cifartrainjob/controller.h"
 
 #include <spdlog/spdlog.h>
 
@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "controller/desired_state.h"
-#include "controller/progress_scraper.h"
+#include "cifartrainjob/desired_state.h"
+#include "cifartrainjob/progress_scraper.h"
 
 namespace cifar::op {
 namespace {

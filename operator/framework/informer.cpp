@@ -1,10 +1,10 @@
-#include "controller/informer.h"
+#include "framework/informer.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
-#include "controller/sleep_until.h"
+#include "framework/sleep_until.h"
 
 namespace cifar::op {
 

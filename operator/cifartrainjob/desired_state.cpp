@@ -1,4 +1,4 @@
-#include "controller/desired_state.h"
+#include "cifartrainjob/desired_state.h"
 
 #include <sstream>
 

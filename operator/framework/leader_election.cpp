@@ -1,4 +1,4 @@
-#include "controller/leader_election.h"
+#include "framework/leader_election.h"
 
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "controller/sleep_until.h"
+#include "framework/sleep_until.h"
 
 namespace cifar::op {
 namespace {

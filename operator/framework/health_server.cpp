@@ -1,4 +1,4 @@
-#include "controller/health_server.h"
+#include "framework/health_server.h"
 
 #include <cpprest/http_listener.h>
 

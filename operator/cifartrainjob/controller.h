@@ -12,11 +12,11 @@
 #include <memory>
 #include <string>
 
-#include "controller/expectations.h"
-#include "controller/informer.h"
-#include "controller/operator_metrics.h"
-#include "controller/reconcile.h"
-#include "controller/work_queue.h"
+#include "cifartrainjob/operator_metrics.h"
+#include "cifartrainjob/reconcile.h"
+#include "framework/expectations.h"
+#include "framework/informer.h"
+#include "framework/work_queue.h"
 #include "kube/client.h"
 
 namespace cifar::op {

@@ -1,4 +1,4 @@
-#include "controller/progress.h"
+#include "cifartrainjob/progress.h"
 
 #include <cmath>
 #include <cstdlib>

@@ -1,12 +1,12 @@
-#include "controller/reconcile.h"
+#include "cifartrainjob/reconcile.h"
 
 #include <ctime>
 #include <iomanip>
 #include <map>
 #include <sstream>
 
+#include "cifartrainjob/desired_state.h"
 #include "contract/exit_codes.h"
-#include "controller/desired_state.h"
 
 namespace cifar::op {
 namespace {

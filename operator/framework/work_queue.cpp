@@ -1,4 +1,4 @@
-#include "controller/work_queue.h"
+#include "framework/work_queue.h"
 
 #include <algorithm>
 #include <cmath>

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <chrono>
 
-#include "controller/informer.h"
+#include "framework/informer.h"
 #include "kube/client.h"
 
 namespace cifar::op {

@@ -1,6 +1,6 @@
 // status.progress of a running job, from its pods' Prometheus endpoints (the runtime's cifar_*
-// metrics, contract/metrics.h), so that pods need no API rights to report it. Pure: the scraping itself is
-// in progress_scraper.h.
+// metrics, contract/metrics.h), so that pods need no API rights to report it. Pure: the scraping
+// itself is in progress_scraper.h.
 #pragma once
 
 #include <map>

@@ -1,4 +1,4 @@
-#include "controller/expectations.h"
+#include "framework/expectations.h"
 
 namespace cifar::op {
 

@@ -1,4 +1,4 @@
-#include "controller/operator_metrics.h"
+#include "cifartrainjob/operator_metrics.h"
 
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
