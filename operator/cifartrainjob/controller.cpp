@@ -16,7 +16,6 @@ namespace cifar::op {
 namespace {
 
 using nlohmann::json;
-using Steady = std::chrono::steady_clock;
 
 const char* const kJobLabel = "cifartrain.io/job-name";
 

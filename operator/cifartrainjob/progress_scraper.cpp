@@ -75,7 +75,7 @@ ProgressScraper::ProgressScraper(kube::Client& client, const Informer& jobs, con
 
 void ProgressScraper::run(const std::atomic<bool>& stop) {
   while (!stop.load()) {
-    const auto next = std::chrono::steady_clock::now() + interval_;
+    const auto next = Steady::now() + interval_;
     try {
       scrape_once();
     } catch (const std::exception& e) {

@@ -1,9 +1,6 @@
 #include "cifartrainjob/reconcile.h"
 
-#include <ctime>
-#include <iomanip>
 #include <map>
-#include <sstream>
 
 #include "cifartrainjob/desired_state.h"
 #include "contract/exit_codes.h"
@@ -123,23 +120,6 @@ std::string describe_exit(const std::optional<int>& code) {
 }
 
 }  // namespace
-
-std::string format_time(Clock::time_point t) {
-  const std::time_t seconds = Clock::to_time_t(t);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  std::ostringstream out;
-  out << std::put_time(&utc, "%Y-%m-%dT%H:%M:%SZ");
-  return out.str();
-}
-
-Clock::time_point parse_time(const std::string& text) {
-  std::tm utc{};
-  std::istringstream in(text);
-  in >> std::get_time(&utc, "%Y-%m-%dT%H:%M:%S");
-  if (in.fail()) throw std::invalid_argument("not an RFC 3339 time: '" + text + "'");
-  return Clock::from_time_t(timegm(&utc));
-}
 
 Plan reconcile_failed(const json& status, const std::string& reason, const std::string& message,
                       Clock::time_point now) {

@@ -24,10 +24,9 @@
 #include <vector>
 
 #include "api/job.h"
+#include "framework/clock.h"
 
 namespace cifar::op {
-
-using Clock = std::chrono::system_clock;
 
 struct Observed {
   std::vector<nlohmann::json> pods;  // the job's pods (label cifartrain.io/job-name)
@@ -64,9 +63,5 @@ Plan reconcile(const Job& job, const nlohmann::json& status, const Observed& obs
 // CreateRejected, the server's message), which retrying could never change.
 Plan reconcile_failed(const nlohmann::json& status, const std::string& reason,
                       const std::string& message, Clock::time_point now);
-
-// RFC 3339 in UTC, as the API stores times ("2026-11-22T15:04:05Z"); parse accepts that form.
-std::string format_time(Clock::time_point t);
-Clock::time_point parse_time(const std::string& text);
 
 }  // namespace cifar::op

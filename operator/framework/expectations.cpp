@@ -6,18 +6,18 @@ void Expectations::expect_created(const std::string& job_key, const std::string&
   const std::lock_guard lock(mu_);
   auto& job = jobs_[job_key];
   job.created.insert(pod_name);
-  job.since = Clock::now();
+  job.since = Steady::now();
 }
 
 void Expectations::expect_deleted(const std::string& job_key, const std::string& pod_uid) {
   const std::lock_guard lock(mu_);
   auto& job = jobs_[job_key];
   job.deleted.insert(pod_uid);
-  job.since = Clock::now();
+  job.since = Steady::now();
 }
 
 std::optional<std::chrono::milliseconds> Expectations::pending(
-    const std::string& job_key, const std::vector<nlohmann::json>& pods, Clock::time_point now) {
+    const std::string& job_key, const std::vector<nlohmann::json>& pods, Steady::time_point now) {
   const std::lock_guard lock(mu_);
   const auto found = jobs_.find(job_key);
   if (found == jobs_.end()) return std::nullopt;

@@ -14,11 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "framework/clock.h"
+
 namespace cifar::op {
 
 class Expectations {
  public:
-  using Clock = std::chrono::steady_clock;
   explicit Expectations(std::chrono::seconds expiry = std::chrono::seconds(30)) : expiry_(expiry) {}
 
   void expect_created(const std::string& job_key, const std::string& pod_name);
@@ -29,14 +30,14 @@ class Expectations {
   // how long until the rest expire: reconcile then, unless their watch events come first.
   std::optional<std::chrono::milliseconds> pending(const std::string& job_key,
                                                    const std::vector<nlohmann::json>& pods,
-                                                   Clock::time_point now = Clock::now());
+                                                   Steady::time_point now = Steady::now());
   void forget(const std::string& job_key);  // the job is gone
 
  private:
   struct Pending {
     std::set<std::string> created;  // pod names
     std::set<std::string> deleted;  // pod uids
-    Clock::time_point since;        // the latest expectation
+    Steady::time_point since;       // the latest expectation
   };
   std::chrono::seconds expiry_;
   std::mutex mu_;

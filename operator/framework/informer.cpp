@@ -58,9 +58,9 @@ void Informer::stop() {
 }
 
 bool Informer::wait_for_sync(std::chrono::milliseconds timeout) const {
-  const auto until = std::chrono::steady_clock::now() + timeout;
+  const auto until = Steady::now() + timeout;
   while (!synced_.load()) {
-    if (std::chrono::steady_clock::now() > until) return false;
+    if (Steady::now() > until) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return true;
@@ -177,7 +177,7 @@ void Informer::run() {
       spdlog::warn("watch of {} failed, listing again in {} ms: {}", path_.str(), backoff.count(),
                    e.what());
     }
-    sleep_until_or_stop(stop_, std::chrono::steady_clock::now() + backoff);
+    sleep_until_or_stop(stop_, Steady::now() + backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(10000));
   }
 }

@@ -5,7 +5,6 @@
 
 #include <array>
 #include <cmath>
-#include <ctime>
 #include <random>
 #include <thread>
 
@@ -15,7 +14,6 @@ namespace cifar::op {
 namespace {
 
 using nlohmann::json;
-using Steady = std::chrono::steady_clock;
 
 int lease_seconds(std::chrono::milliseconds duration) {
   return std::max(1, static_cast<int>(std::ceil(static_cast<double>(duration.count()) / 1000.0)));
@@ -54,18 +52,6 @@ json released_lease_spec(const json& current, const std::string& now) {
   return spec;
 }
 
-std::string format_micro_time(std::chrono::system_clock::time_point t) {
-  const auto seconds = std::chrono::system_clock::to_time_t(t);
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                          t - std::chrono::system_clock::from_time_t(seconds))
-                          .count();
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  std::array<char, 32> text{};
-  const auto n = std::strftime(text.data(), text.size(), "%Y-%m-%dT%H:%M:%S", &utc);
-  return std::string(text.data(), n) + fmt::format(".{:06d}Z", micros);
-}
-
 std::string default_identity() {
   std::array<char, 256> host{};
   if (gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
@@ -78,7 +64,7 @@ LeaderElector::LeaderElector(kube::Client& client, ElectionConfig config)
 
 bool LeaderElector::try_acquire_or_renew() {
   const auto path = kube::leases(config_.namespace_).named(config_.name);
-  const auto now = format_micro_time(std::chrono::system_clock::now());
+  const auto now = format_micro_time(Clock::now());
   try {
     json lease;
     try {
@@ -123,8 +109,7 @@ void LeaderElector::release() {
   try {
     auto lease = client_.get(path);
     if (lease["spec"].value("holderIdentity", "") != config_.identity) return;
-    lease["spec"] =
-        released_lease_spec(lease["spec"], format_micro_time(std::chrono::system_clock::now()));
+    lease["spec"] = released_lease_spec(lease["spec"], format_micro_time(Clock::now()));
     client_.replace(path, lease);
     spdlog::info("leader election: released lease {}/{}", config_.namespace_, config_.name);
   } catch (const std::exception& e) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "framework/clock.h"
 #include "kube/client.h"
 
 namespace cifar::op {
@@ -37,8 +38,6 @@ std::optional<nlohmann::json> next_lease_spec(const std::optional<nlohmann::json
 // A spec that hands the Lease back on a graceful exit: no holder, so a standby need not wait a
 // lease duration (client-go's ReleaseOnCancel).
 nlohmann::json released_lease_spec(const nlohmann::json& current, const std::string& now);
-
-std::string format_micro_time(std::chrono::system_clock::time_point t);
 
 // "<hostname>_<8 random hex digits>": the pod name in a cluster, unique among local processes.
 std::string default_identity();
@@ -69,7 +68,7 @@ class LeaderElector {
   // The record as last read (empty until a read succeeds: the API may not answer at first),
   // and when it last changed.
   nlohmann::json observed_spec_ = nlohmann::json::object();
-  std::chrono::steady_clock::time_point observed_at_;
+  Steady::time_point observed_at_;
 };
 
 }  // namespace cifar::op

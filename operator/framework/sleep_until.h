@@ -7,11 +7,11 @@
 #include <chrono>
 #include <thread>
 
+#include "framework/clock.h"
+
 namespace cifar::op {
 
-inline void sleep_until_or_stop(const std::atomic<bool>& stop,
-                                std::chrono::steady_clock::time_point until) {
-  using Steady = std::chrono::steady_clock;
+inline void sleep_until_or_stop(const std::atomic<bool>& stop, Steady::time_point until) {
   while (!stop.load() && Steady::now() < until) {
     std::this_thread::sleep_for(
         std::min<Steady::duration>(std::chrono::milliseconds(50), until - Steady::now()));

@@ -30,7 +30,7 @@ void WorkQueue::add_after(const std::string& key, std::chrono::milliseconds dela
   {
     const std::lock_guard lock(mu_);
     if (shut_down_) return;
-    delayed_.emplace(Clock::now() + delay, key);
+    delayed_.emplace(Steady::now() + delay, key);
   }
   ready_.notify_all();  // a waiting get() must now wake up at the due time
 }
@@ -58,7 +58,7 @@ int WorkQueue::failures(const std::string& key) const {
   return it == failures_.end() ? 0 : it->second;
 }
 
-void WorkQueue::promote_due_locked(Clock::time_point now) {
+void WorkQueue::promote_due_locked(Steady::time_point now) {
   while (!delayed_.empty() && delayed_.begin()->first <= now) {
     const auto key = delayed_.begin()->second;
     delayed_.erase(delayed_.begin());
@@ -73,7 +73,7 @@ void WorkQueue::promote_due_locked(Clock::time_point now) {
 std::optional<std::string> WorkQueue::get() {
   std::unique_lock lock(mu_);
   while (true) {
-    promote_due_locked(Clock::now());
+    promote_due_locked(Steady::now());
     if (!queue_.empty()) break;
     if (shut_down_) return std::nullopt;
     if (delayed_.empty()) {

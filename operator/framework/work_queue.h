@@ -14,12 +14,12 @@
 #include <set>
 #include <string>
 
+#include "framework/clock.h"
+
 namespace cifar::op {
 
 class WorkQueue {
  public:
-  using Clock = std::chrono::steady_clock;
-
   explicit WorkQueue(std::chrono::milliseconds base_delay = std::chrono::milliseconds(5),
                      std::chrono::milliseconds max_delay = std::chrono::seconds(300));
 
@@ -38,7 +38,7 @@ class WorkQueue {
   [[nodiscard]] size_t depth() const;  // keys waiting, not counting delayed ones
 
  private:
-  void promote_due_locked(Clock::time_point now);
+  void promote_due_locked(Steady::time_point now);
 
   std::chrono::milliseconds base_delay_;
   std::chrono::milliseconds max_delay_;
@@ -48,7 +48,7 @@ class WorkQueue {
   std::set<std::string> queued_;      // in queue_
   std::set<std::string> processing_;  // handed out, not done
   std::set<std::string> dirty_;       // added while processing
-  std::multimap<Clock::time_point, std::string> delayed_;
+  std::multimap<Steady::time_point, std::string> delayed_;
   std::map<std::string, int> failures_;
   bool shut_down_ = false;
 };

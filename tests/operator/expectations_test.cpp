@@ -5,6 +5,7 @@
 namespace {
 
 using cifar::op::Expectations;
+using cifar::op::Steady;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -23,7 +24,7 @@ TEST(Expectations, CreatedPodsArePendingUntilTheCacheShowsThemAll) {
   Expectations e;
   e.expect_created("ns/j", "j-ps-0");
   e.expect_created("ns/j", "j-master-0");
-  const auto now = Expectations::Clock::now();
+  const auto now = Steady::now();
   EXPECT_TRUE(e.pending("ns/j", {}, now));
   EXPECT_TRUE(e.pending("ns/j", {pod("j-ps-0", "1")}, now));
   EXPECT_FALSE(e.pending("ns/j", {pod("j-master-0", "2")}, now));  // the PS was seen before
@@ -33,7 +34,7 @@ TEST(Expectations, CreatedPodsArePendingUntilTheCacheShowsThemAll) {
 TEST(Expectations, ADeletedPodIsPendingWhileTheCacheShowsItAlive) {
   Expectations e;
   e.expect_deleted("ns/j", "uid-1");
-  const auto now = Expectations::Clock::now();
+  const auto now = Steady::now();
   EXPECT_TRUE(e.pending("ns/j", {pod("j-worker-0", "uid-1")}, now));
   EXPECT_FALSE(e.pending("ns/j", {pod("j-worker-0", "uid-1", true)}, now));  // terminating
   e.expect_deleted("ns/j", "uid-2");
@@ -43,7 +44,7 @@ TEST(Expectations, ADeletedPodIsPendingWhileTheCacheShowsItAlive) {
 TEST(Expectations, ExpireSoALostEventNeverStallsAJob) {
   Expectations e(10s);
   e.expect_created("ns/j", "j-ps-0");
-  const auto now = Expectations::Clock::now();
+  const auto now = Steady::now();
   const auto left = e.pending("ns/j", {}, now + 4s);
   ASSERT_TRUE(left);
   EXPECT_LE(*left, 6s);

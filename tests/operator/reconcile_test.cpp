@@ -272,11 +272,5 @@ TEST(Reconcile, AnInvalidSpecFailsTheJobAndCreatesNothing) {
   EXPECT_EQ(reason_of(plan.status, "Failed"), "InvalidSpec");
 }
 
-TEST(Reconcile, TimesAreRfc3339Utc) {
-  EXPECT_EQ(format_time(kT0 + seconds(3661)), "2026-11-22T13:01:01Z");
-  EXPECT_EQ(parse_time(format_time(kT0)), kT0);
-  EXPECT_THROW(parse_time("yesterday"), std::invalid_argument);
-}
-
 }  // namespace
 }  // namespace cifar::op
