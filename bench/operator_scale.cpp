@@ -157,9 +157,10 @@ int run(int argc, char** argv) {
     std::atomic<int> next{0};
     std::vector<std::thread> threads;
     threads.reserve(static_cast<size_t>(submitters));
-    const auto path = kind == "cifar"
-                          ? cifar::kube::cifartrainjobs(ns)
-                          : cifar::kube::ResourcePath{"kubeflow.org", "v1", "tfjobs", ns, "", ""};
+    const auto path =
+        kind == "cifar"
+            ? cifar::kube::ResourcePath{"cifartrain.io", "v1alpha1", "cifartrainjobs", ns, "", ""}
+            : cifar::kube::ResourcePath{"kubeflow.org", "v1", "tfjobs", ns, "", ""};
     for (int t = 0; t < submitters; ++t) {
       threads.emplace_back([&] {
         for (int i = next++; i < jobs; i = next++) {

@@ -11,6 +11,7 @@
 
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/progress_scraper.h"
+#include "cifartrainjob/resource.h"
 
 namespace cifar::op {
 namespace {
@@ -75,7 +76,7 @@ JobController::JobController(kube::Client& client, ControllerOptions options,
     if (const auto key = owner_key(object); !key.empty()) queue_.add(key);
   };
   const kube::ListOptions owned{kJobLabel, "", ""};  // label exists
-  jobs_ = std::make_unique<Informer>(client_, kube::cifartrainjobs(options_.namespace_),
+  jobs_ = std::make_unique<Informer>(client_, cifartrainjobs(options_.namespace_),
                                      kube::ListOptions{}, enqueue_job);
   pods_ = std::make_unique<Informer>(client_, kube::pods(options_.namespace_), owned, enqueue_owner,
                                      trim_pod, owner_key);
@@ -242,7 +243,7 @@ void JobController::apply(const json& object, const Job& job, const Plan& plan,
     }
     // With the resourceVersion we read: a status computed from a stale cache is refused (409)
     // and the key retried, instead of overwriting what a newer round wrote (restart counts).
-    client_.patch(kube::cifartrainjobs(job.namespace_).named(job.name).sub("status"),
+    client_.patch(cifartrainjobs(job.namespace_).named(job.name).sub("status"),
                   {{"metadata", {{"resourceVersion", object["metadata"]["resourceVersion"]}}},
                    {"status", patch}},
                   kube::PatchType::kMerge);
@@ -267,7 +268,7 @@ void JobController::apply(const json& object, const Job& job, const Plan& plan,
   for (const auto& event : plan.events) record_event(object, event);
   if (plan.delete_job) {
     try {
-      client_.remove(kube::cifartrainjobs(job.namespace_).named(job.name));
+      client_.remove(cifartrainjobs(job.namespace_).named(job.name));
       spdlog::info("{}: deleted (ttlSecondsAfterFinished)", key);
     } catch (const kube::ApiError& e) {
       if (e.status() != 404) throw;
@@ -282,8 +283,8 @@ void JobController::record_event(const json& object, const EventRecord& event) {
                        {"kind", "Event"},
                        {"metadata", {{"generateName", m["name"].get<std::string>() + "-"}}},
                        {"involvedObject",
-                        {{"apiVersion", "cifartrain.io/v1alpha1"},
-                         {"kind", "CifarTrainJob"},
+                        {{"apiVersion", kApiVersion},
+                         {"kind", kKind},
                          {"name", m["name"]},
                          {"namespace", m.value("namespace", "")},
                          {"uid", m.value("uid", "")}}},

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "api/group_version.h"
 #include "contract/env.h"
 #include "contract/flags.h"
 #include "contract/ports.h"
@@ -22,8 +23,8 @@ std::string number(double value) {
 }
 
 json owner_reference(const Job& job) {
-  return {{"apiVersion", "cifartrain.io/v1alpha1"},
-          {"kind", "CifarTrainJob"},
+  return {{"apiVersion", kApiVersion},
+          {"kind", kKind},
           {"name", job.name},
           {"uid", job.uid},
           {"controller", true},

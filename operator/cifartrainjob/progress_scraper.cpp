@@ -10,6 +10,7 @@
 
 #include "cifartrainjob/progress.h"
 #include "cifartrainjob/reconcile.h"
+#include "cifartrainjob/resource.h"
 #include "contract/ports.h"
 #include "contract/roles.h"
 #include "framework/sleep_until.h"
@@ -137,9 +138,8 @@ void ProgressScraper::scrape_once() {
     if (without_timestamp(old) == without_timestamp(*progress)) continue;
     const auto slash = key.find('/');
     try {
-      client_.patch(
-          kube::cifartrainjobs(key.substr(0, slash)).named(key.substr(slash + 1)).sub("status"),
-          {{"status", {{"progress", *progress}}}}, kube::PatchType::kMerge);
+      client_.patch(cifartrainjobs(key.substr(0, slash)).named(key.substr(slash + 1)).sub("status"),
+                    {{"status", {{"progress", *progress}}}}, kube::PatchType::kMerge);
     } catch (const kube::ApiError& e) {
       spdlog::warn("progress: {}: {}", key, e.what());  // the next round tries again
     }

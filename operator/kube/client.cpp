@@ -118,9 +118,6 @@ ResourcePath events(const std::string& ns) { return {"", "v1", "events", ns, "",
 ResourcePath leases(const std::string& ns) {
   return {"coordination.k8s.io", "v1", "leases", ns, "", ""};
 }
-ResourcePath cifartrainjobs(const std::string& ns) {
-  return {"cifartrain.io", "v1alpha1", "cifartrainjobs", ns, "", ""};
-}
 
 class Client::Http {
  public:

@@ -39,7 +39,6 @@ ResourcePath secrets(const std::string& ns = "");
 ResourcePath network_policies(const std::string& ns = "");
 ResourcePath events(const std::string& ns = "");
 ResourcePath leases(const std::string& ns = "");
-ResourcePath cifartrainjobs(const std::string& ns = "");
 
 // An error status from the API server (404 NotFound, 409 AlreadyExists/Conflict, 410 Gone, 422
 // Invalid, ...), or status 0 for no answer at all (connection refused, timeout).

@@ -17,6 +17,7 @@
 
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
+#include "tests/integration/cifartrainjobs.h"
 #include "tests/integration/test_namespace.h"
 #include "tests/support/process.h"
 
@@ -121,7 +122,7 @@ class Cluster : public ::testing::Test {
   }
 
   json job(const std::string& name) {
-    return client_.get(cifar::kube::cifartrainjobs(ns_).named(name));
+    return client_.get(cifar::testing::cifartrainjobs(ns_).named(name));
   }
   // The job's status; {} before the operator first wrote it.
   json status_of(const std::string& name) { return job(name).value("status", json::object()); }

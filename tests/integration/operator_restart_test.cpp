@@ -6,6 +6,7 @@
 #include <set>
 
 #include "kube/client.h"
+#include "tests/integration/cifartrainjobs.h"
 #include "tests/support/process.h"
 
 namespace {
@@ -79,7 +80,7 @@ TEST(OperatorAcrossApiserverRestart, WatchesRecoverAndNewJobsGetTheirPods) {
     }
     return names;
   };
-  client.create(cifar::kube::cifartrainjobs("default"), job("before"));
+  client.create(cifar::testing::cifartrainjobs("default"), job("before"));
   ASSERT_TRUE(cifar::testing::wait_for(
       [&] {
         return pods("before") == std::set<std::string>{"before-worker-0", "before-worker-1"};
@@ -89,7 +90,7 @@ TEST(OperatorAcrossApiserverRestart, WatchesRecoverAndNewJobsGetTheirPods) {
       << cifar::testing::read_file(logs.path() / "operator.log");
 
   plane.restart_apiserver();
-  client.create(cifar::kube::cifartrainjobs("default"), job("after"));
+  client.create(cifar::testing::cifartrainjobs("default"), job("after"));
   EXPECT_TRUE(cifar::testing::wait_for(
       [&] {
         return pods("after") == std::set<std::string>{"after-worker-0", "after-worker-1"};

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "kube/client.h"
+#include "tests/integration/cifartrainjobs.h"
 #include "tests/integration/test_namespace.h"
 #include "tests/support/process.h"
 
@@ -81,10 +82,10 @@ class Operator : public ::testing::Test {
   }
 
   void submit(const std::string& name, const json& spec) {
-    client_.create(cifar::kube::cifartrainjobs(ns_), {{"apiVersion", "cifartrain.io/v1alpha1"},
-                                                      {"kind", "CifarTrainJob"},
-                                                      {"metadata", {{"name", name}}},
-                                                      {"spec", spec}});
+    client_.create(cifar::testing::cifartrainjobs(ns_), {{"apiVersion", "cifartrain.io/v1alpha1"},
+                                                         {"kind", "CifarTrainJob"},
+                                                         {"metadata", {{"name", name}}},
+                                                         {"spec", spec}});
   }
 
   std::vector<json> pods_of(const std::string& job) {
@@ -102,7 +103,7 @@ class Operator : public ::testing::Test {
   json lease() { return client_.get(cifar::kube::leases(ns_).named("cifar-operator"))["spec"]; }
 
   json job_status(const std::string& name) {
-    return client_.get(cifar::kube::cifartrainjobs(ns_).named(name))
+    return client_.get(cifar::testing::cifartrainjobs(ns_).named(name))
         .value("status", json::object());
   }
 
