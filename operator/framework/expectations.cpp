@@ -1,5 +1,7 @@
 #include "framework/expectations.h"
 
+#include "framework/pod_status.h"
+
 namespace cifar::op {
 
 void Expectations::expect_created(const std::string& job_key, const std::string& pod_name) {
@@ -26,7 +28,7 @@ std::optional<std::chrono::milliseconds> Expectations::pending(
   for (const auto& pod : pods) {
     const auto& m = pod["metadata"];
     job.created.erase(m.value("name", ""));
-    if (!m.contains("deletionTimestamp")) still_there.insert(m.value("uid", ""));
+    if (!pod_terminating(pod)) still_there.insert(m.value("uid", ""));
   }
   for (auto uid = job.deleted.begin(); uid != job.deleted.end();) {
     uid = still_there.count(*uid) != 0 ? std::next(uid) : job.deleted.erase(uid);

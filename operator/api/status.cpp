@@ -1,0 +1,185 @@
+#include "api/status.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace cifar::op {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 3> kStatusNames = {"True", "False", "Unknown"};
+
+ConditionType condition_type_from(const std::string& name, const char* field) {
+  const auto type = parse_condition_type(name);
+  if (!type) throw std::invalid_argument(std::string("status.") + field + ": '" + name + "'");
+  return *type;
+}
+
+ConditionStatus condition_status_from(const std::string& name) {
+  for (size_t i = 0; i < kStatusNames.size(); ++i) {
+    if (kStatusNames[i] == name) return static_cast<ConditionStatus>(i);
+  }
+  throw std::invalid_argument("status.conditions[].status: '" + name + "'");
+}
+
+std::optional<Time> time_from(const json& object, const char* field) {
+  const auto found = object.find(field);
+  if (found == object.end()) return std::nullopt;
+  return parse_time(found->get<std::string>());
+}
+
+void write_time(json& object, const char* field, const std::optional<Time>& t) {
+  if (t) object[field] = format_time(*t);
+}
+
+json condition_json(const JobCondition& c) {
+  json out = {{"type", condition_type_name(c.type)},
+              {"status", kStatusNames.at(static_cast<size_t>(c.status))},
+              {"reason", c.reason},
+              {"message", c.message}};
+  write_time(out, "lastTransitionTime", c.last_transition_time);
+  write_time(out, "lastUpdateTime", c.last_update_time);
+  return out;
+}
+
+JobCondition condition_from(const json& c) {
+  JobCondition out;
+  out.type = condition_type_from(c.at("type").get<std::string>(), "conditions[].type");
+  out.status = condition_status_from(c.at("status").get<std::string>());
+  out.reason = c.value("reason", "");
+  out.message = c.value("message", "");
+  out.last_transition_time = time_from(c, "lastTransitionTime");
+  out.last_update_time = time_from(c, "lastUpdateTime");
+  return out;
+}
+
+const std::array<const char*, 7> kKnownFields = {"state",     "conditions",     "replicaStatuses",
+                                                 "startTime", "completionTime", "restarts",
+                                                 "progress"};
+
+}  // namespace
+
+std::string_view condition_type_name(ConditionType type) {
+  switch (type) {
+    case ConditionType::kCreated:
+      return "Created";
+    case ConditionType::kRunning:
+      return "Running";
+    case ConditionType::kRestarting:
+      return "Restarting";
+    case ConditionType::kSucceeded:
+      return "Succeeded";
+    case ConditionType::kFailed:
+      return "Failed";
+    case ConditionType::kSuspended:
+      return "Suspended";
+  }
+  return "";
+}
+
+std::optional<ConditionType> parse_condition_type(std::string_view name) {
+  for (const auto type : kConditionTypes) {
+    if (condition_type_name(type) == name) return type;
+  }
+  return std::nullopt;
+}
+
+bool is_exclusive(ConditionType type) { return type != ConditionType::kCreated; }
+
+const JobCondition* JobStatus::condition(ConditionType type) const {
+  if (!conditions) return nullptr;
+  for (const auto& c : *conditions) {
+    if (c.type == type) return &c;
+  }
+  return nullptr;
+}
+
+bool JobStatus::is_true(ConditionType type) const {
+  const auto* c = condition(type);
+  return c != nullptr && c->status == ConditionStatus::kTrue;
+}
+
+bool JobStatus::finished() const {
+  return is_true(ConditionType::kSucceeded) || is_true(ConditionType::kFailed);
+}
+
+void JobStatus::set_condition(ConditionType type, bool value, std::string_view reason,
+                              const std::string& message, Time now) {
+  if (!conditions) conditions.emplace();
+  const auto status = value ? ConditionStatus::kTrue : ConditionStatus::kFalse;
+  for (auto& c : *conditions) {
+    if (c.type != type) continue;
+    if (c.status != status) c.last_transition_time = now;
+    if (c.status != status || c.reason != reason) c.last_update_time = now;
+    c.status = status;
+    c.reason = reason;
+    c.message = message;
+    return;
+  }
+  if (!value) return;  // a condition that never held is not listed
+  conditions->push_back({type, status, std::string(reason), message, now, now});
+}
+
+void JobStatus::set_state(ConditionType new_state, std::string_view reason,
+                          const std::string& message, Time now) {
+  for (const auto type : kConditionTypes) {
+    if (is_exclusive(type) && type != new_state && is_true(type)) {
+      set_condition(type, false, reason, message, now);
+    }
+  }
+  set_condition(new_state, true, reason, message, now);
+  state = new_state;
+}
+
+void from_json(const json& j, JobStatus& status) {
+  status = JobStatus{};
+  if (j.is_null()) return;
+  if (const auto s = j.find("state"); s != j.end()) {
+    status.state = condition_type_from(s->get<std::string>(), "state");
+  }
+  if (const auto c = j.find("conditions"); c != j.end()) {
+    auto& conditions = status.conditions.emplace();
+    for (const auto& item : *c) conditions.push_back(condition_from(item));
+  }
+  if (const auto r = j.find("replicaStatuses"); r != j.end()) {
+    auto& replicas = status.replica_statuses.emplace();
+    for (const auto& [type, counts] : r->items()) {
+      replicas[type] = {counts.value("active", 0), counts.value("ready", 0),
+                        counts.value("succeeded", 0), counts.value("failed", 0)};
+    }
+  }
+  status.start_time = time_from(j, "startTime");
+  status.completion_time = time_from(j, "completionTime");
+  if (const auto r = j.find("restarts"); r != j.end()) status.restarts = r->get<int64_t>();
+  status.progress = j.value("progress", json());
+  for (const auto& [field, value] : j.items()) {
+    if (std::find(kKnownFields.begin(), kKnownFields.end(), field) == kKnownFields.end()) {
+      status.other[field] = value;
+    }
+  }
+}
+
+void to_json(json& j, const JobStatus& status) {
+  j = status.other.is_object() ? status.other : json::object();
+  if (status.state) j["state"] = condition_type_name(*status.state);
+  if (status.conditions) {
+    j["conditions"] = json::array();
+    for (const auto& c : *status.conditions) j["conditions"].push_back(condition_json(c));
+  }
+  if (status.replica_statuses) {
+    j["replicaStatuses"] = json::object();
+    for (const auto& [type, r] : *status.replica_statuses) {
+      j["replicaStatuses"][type] = {{"active", r.active},
+                                    {"ready", r.ready},
+                                    {"succeeded", r.succeeded},
+                                    {"failed", r.failed}};
+    }
+  }
+  write_time(j, "startTime", status.start_time);
+  write_time(j, "completionTime", status.completion_time);
+  if (status.restarts) j["restarts"] = *status.restarts;
+  if (!status.progress.is_null()) j["progress"] = status.progress;
+}
+
+}  // namespace cifar::op

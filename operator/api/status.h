@@ -1,0 +1,100 @@
+// A CifarTrainJob's status as typed C++, the counterpart of the spec (job.h): its conditions,
+// replica counts, times, restarts and progress, read from and written to the JSON the API server
+// stores (deploy/crds/, `status`). Every condition type and reason the operator writes is
+// declared here and nowhere else.
+//
+// The controller writes the whole status as a JSON merge patch, in which a field sent as null is
+// removed. So to_json writes exactly the fields that are set, and from_json keeps everything it
+// read: presence is part of the type (std::optional), fields this version does not know are
+// kept in `other`, and status.progress (written by the progress scraper) is kept as read.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "framework/clock.h"
+
+namespace cifar::op {
+
+// status.conditions[].type, and status.state: the latest exclusive condition that holds. A new
+// condition goes here, in kConditionTypes and condition_type_name, and in the CRD's enum.
+enum class ConditionType { kCreated, kRunning, kRestarting, kSucceeded, kFailed, kSuspended };
+inline constexpr std::array<ConditionType, 6> kConditionTypes = {
+    ConditionType::kCreated,   ConditionType::kRunning, ConditionType::kRestarting,
+    ConditionType::kSucceeded, ConditionType::kFailed,  ConditionType::kSuspended};
+std::string_view condition_type_name(ConditionType type);  // "Created", ...
+std::optional<ConditionType> parse_condition_type(std::string_view name);
+// Exclusive conditions: one turning True turns the others False. Created is not exclusive: it
+// stays True once the pods were first created.
+bool is_exclusive(ConditionType type);
+
+enum class ConditionStatus { kTrue, kFalse, kUnknown };
+
+// Condition reasons, also the reasons of the Events that announce them.
+namespace reason {
+inline constexpr std::string_view kJobCreated = "JobCreated";
+inline constexpr std::string_view kJobRunning = "JobRunning";
+inline constexpr std::string_view kPodRestarting = "PodRestarting";
+inline constexpr std::string_view kJobSucceeded = "JobSucceeded";
+inline constexpr std::string_view kPodFailed = "PodFailed";
+inline constexpr std::string_view kBackoffLimitExceeded = "BackoffLimitExceeded";
+inline constexpr std::string_view kDeadlineExceeded = "DeadlineExceeded";
+inline constexpr std::string_view kInvalidSpec = "InvalidSpec";
+inline constexpr std::string_view kCreateRejected = "CreateRejected";
+inline constexpr std::string_view kJobSuspended = "JobSuspended";
+inline constexpr std::string_view kJobResumed = "JobResumed";
+}  // namespace reason
+
+struct JobCondition {
+  ConditionType type = ConditionType::kCreated;
+  ConditionStatus status = ConditionStatus::kTrue;
+  std::string reason;
+  std::string message;
+  std::optional<Time> last_transition_time;  // set by the operator; optional only when read
+  std::optional<Time> last_update_time;
+};
+
+// status.replicaStatuses[<replica type>]: the role's pods by what they are doing.
+struct ReplicaStatus {
+  int active = 0;  // pending or running
+  int ready = 0;
+  int succeeded = 0;
+  int failed = 0;
+};
+
+struct JobStatus {
+  std::optional<ConditionType> state;
+  std::optional<std::vector<JobCondition>> conditions;
+  // Keyed by replica type ("PS", "Master", ...; replica_type in job.h).
+  std::optional<std::map<std::string, ReplicaStatus>> replica_statuses;
+  std::optional<Time> start_time;
+  std::optional<Time> completion_time;
+  std::optional<int64_t> restarts;  // pods recreated after a failure
+  nlohmann::json progress;          // progress.h's object, null when absent; never read here
+  nlohmann::json other = nlohmann::json::object();  // fields this version does not know
+
+  [[nodiscard]] const JobCondition* condition(ConditionType type) const;
+  [[nodiscard]] bool is_true(ConditionType type) const;
+  [[nodiscard]] bool finished() const;  // Succeeded or Failed
+
+  // Sets condition `type` True or False. Its lastTransitionTime changes only with its status,
+  // lastUpdateTime also with its reason; a condition that never held is not listed.
+  void set_condition(ConditionType type, bool value, std::string_view reason,
+                     const std::string& message, Time now);
+  // Makes exclusive condition `state` True and the state, and the others that held False.
+  void set_state(ConditionType state, std::string_view reason, const std::string& message,
+                 Time now);
+};
+
+// Reads a status as the API server returns it (null or {} for none); throws std::invalid_argument
+// for a condition type or state this version does not know.
+void from_json(const nlohmann::json& json, JobStatus& status);
+void to_json(nlohmann::json& json, const JobStatus& status);
+
+}  // namespace cifar::op
