@@ -29,7 +29,7 @@ import re, sys
 log, mode, trainers, start, end = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
 text = open(log).read()
 rates = [float(m) for m in re.findall(r"\(([\d.]+) img/s after warm-up\)", text)]
-shares = [float(m) for m in re.findall(r"push\+pull ([\d.]+)%", text)]
+shares = [float(m) for m in re.findall(r"communication ([\d.]+)%", text)]
 assert len(rates) == int(trainers), text
 print(f"| {mode} | {trainers} | {sum(rates):.0f} | {sum(shares) / len(shares):.1f}% | {end - start:.0f} |")
 PY

@@ -31,7 +31,7 @@ import json, re, sys
 model, rnd, log = sys.argv[1], int(sys.argv[2]), open(sys.argv[3]).read()
 ips = float(re.search(r"\(([0-9.]+) img/s after warm-up\)", log).group(1))
 p = re.search(r"data wait ([0-9.]+)%, forward ([0-9.]+)%, backward ([0-9.]+)%, "
-              r"optimizer ([0-9.]+)%, other ([0-9.]+)%", log).groups()
+              r"communication [0-9.]+%, optimizer ([0-9.]+)%, other ([0-9.]+)%", log).groups()
 print(json.dumps({"side": "cpp", "model": model, "round": rnd, "images_per_second": ips,
                   "phases": dict(zip(["data_wait", "forward", "backward", "optimizer", "other"],
                                      [float(x) / 100 for x in p]))}))

@@ -17,7 +17,9 @@
 #include "distributed/ps/trainer.h"
 #include "train/evaluator.h"
 #include "train/host_memory.h"
-#include "train/trainer.h"
+#include "train/local_exchange.h"
+#include "train/loop.h"
+#include "train/result.h"
 
 namespace {
 
@@ -33,26 +35,15 @@ int run(const cifar::train::TrainConfig& config) {
     cifar::train::run_evaluator(config);
     return 0;
   }
-  const bool allreduce = dist.enabled && dist.strategy == "allreduce";
-  const auto r = allreduce      ? cifar::allreduce::run_allreduce_trainer(config)
-                 : dist.enabled ? cifar::ps::run_ps_trainer(config)
-                                : cifar::train::run_training(config);
-  const auto& t = r.time;
-  const double total = t.total() > 0 ? t.total() : 1;
-  spdlog::info("done: {} epochs, {} steps, {:.1f} img/s ({:.1f} img/s after warm-up)",
-               r.epochs_completed, r.steps, r.images_per_second, r.steady_images_per_second);
-  if (dist.enabled && !allreduce) {
-    spdlog::info("step time: data wait {:.1f}%, forward+backward {:.1f}%, push+pull {:.1f}%",
-                 100 * t.data_wait / total, 100 * t.forward / total, 100 * t.optimizer / total);
-    return 0;
-  }
-  spdlog::info("test accuracy {:.2f}% (best {:.2f}%)", 100 * r.last_epoch.test_accuracy,
-               100 * r.best_test_accuracy);
-  spdlog::info(
-      "step time: data wait {:.1f}%, forward {:.1f}%, backward{} {:.1f}%, optimizer {:.1f}%, "
-      "other {:.1f}%",
-      100 * t.data_wait / total, 100 * t.forward / total, allreduce ? " + all-reduce" : "",
-      100 * t.backward / total, 100 * t.optimizer / total, 100 * t.other / total);
+  const auto result = [&] {
+    if (!dist.enabled) {
+      cifar::train::LocalExchange local(config);
+      return cifar::train::run_training(config, local);
+    }
+    return dist.strategy == "allreduce" ? cifar::allreduce::run_allreduce_trainer(config)
+                                        : cifar::ps::run_ps_trainer(config);
+  }();
+  for (const auto& line : cifar::train::describe(result)) spdlog::info("{}", line);
   return 0;
 }
 

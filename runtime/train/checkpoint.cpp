@@ -108,43 +108,6 @@ void set_cpu_rng_state(const torch::Tensor& state) {
 
 }  // namespace
 
-void TrainState::add_batch(double loss, int64_t correct, int64_t images, double seconds) {
-  epoch_loss_sum += loss * static_cast<double>(images);
-  epoch_correct += correct;
-  epoch_seen += images;
-  epoch_seconds += seconds;
-}
-
-double TrainState::running_accuracy() const {
-  return epoch_seen > 0 ? static_cast<double>(epoch_correct) / static_cast<double>(epoch_seen) : 0;
-}
-
-double TrainState::running_images_per_second() const {
-  return epoch_seconds > 0 ? static_cast<double>(epoch_seen) / epoch_seconds : 0;
-}
-
-EpochRecord TrainState::epoch_record(int64_t epoch_number, double learning_rate) const {
-  const double seen = static_cast<double>(std::max<int64_t>(epoch_seen, 1));
-  EpochRecord record;
-  record.epoch = epoch_number;
-  record.step = step;
-  record.train_loss = epoch_loss_sum / seen;
-  record.train_accuracy = static_cast<double>(epoch_correct) / seen;
-  record.learning_rate = learning_rate;
-  record.images_per_second = running_images_per_second();
-  record.seconds = epoch_seconds;
-  return record;
-}
-
-void TrainState::start_epoch_after(int64_t epochs_completed) {
-  epoch = epochs_completed;
-  batch_in_epoch = 0;
-  epoch_loss_sum = 0;
-  epoch_correct = 0;
-  epoch_seen = 0;
-  epoch_seconds = 0;
-}
-
 CheckpointManager::CheckpointManager(fs::path dir, std::string prefix, int keep)
     : dir_(std::move(dir)), prefix_(std::move(prefix)), keep_(std::max(keep, 1)) {}
 

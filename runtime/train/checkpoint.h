@@ -13,31 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "train/monitor.h"
+#include "train/train_state.h"
 
 namespace cifar::train {
-
-// Where training stands. Running sums of the current epoch are kept so that an epoch resumed
-// in the middle reports the same loss and accuracy as an uninterrupted one.
-struct TrainState {
-  int64_t epoch = 0;           // epochs completed
-  int64_t step = 0;            // optimizer steps completed
-  int64_t batch_in_epoch = 0;  // batches of epoch `epoch + 1` completed
-  double epoch_loss_sum = 0;
-  int64_t epoch_correct = 0;
-  int64_t epoch_seen = 0;
-  double epoch_seconds = 0;
-  double best_test_accuracy = 0;
-
-  // Adds one training batch to the epoch's running sums.
-  void add_batch(double loss, int64_t correct, int64_t images, double seconds);
-  [[nodiscard]] double running_accuracy() const;
-  [[nodiscard]] double running_images_per_second() const;
-  // The record of the epoch so far, numbered `epoch` (1-based); test fields are the caller's.
-  [[nodiscard]] EpochRecord epoch_record(int64_t epoch, double learning_rate) const;
-  // `epochs_completed` are done: the running sums start over for the next one.
-  void start_epoch_after(int64_t epochs_completed);
-};
 
 class CheckpointManager {
  public:

@@ -38,9 +38,9 @@ struct PsOptions {
   bool staleness_lr = false;        // divide the learning rate of a stale gradient by its staleness
   double timeout_seconds = 30;      // sync/ssp: a trainer silent this long leaves the round
   std::string wire_dtype = "fp32";  // fp32 | fp16 | bf16 for gradients and parameters
-  int stripes = 0;                  // per PS (distributed/ps/layout.h); 0: one per 256 KiB of its share
-  int64_t max_message_mb = 512;     // larger gRPC messages are refused
-  double retry_seconds = 120;       // how long a trainer retries an unreachable PS
+  int stripes = 0;  // per PS (distributed/ps/layout.h); 0: one per 256 KiB of its share
+  int64_t max_message_mb = 512;  // larger gRPC messages are refused
+  double retry_seconds = 120;    // how long a trainer retries an unreachable PS
   std::string token;  // shared secret of the job's members (env CIFAR_PS_TOKEN); empty: none
 };
 
@@ -107,5 +107,10 @@ struct TrainConfig {
   // Distributed training (off: single process).
   DistributedOptions distributed;
 };
+
+// The run's name: the checkpoints' prefix and the metrics' job label.
+inline std::string run_name(const TrainConfig& config) {
+  return config.name.empty() ? config.model : config.name;
+}
 
 }  // namespace cifar::train

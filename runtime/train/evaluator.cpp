@@ -9,9 +9,14 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "train/atomic_file.h"
+#include "train/batches.h"
 #include "train/checkpoint.h"
 #include "train/datasets.h"
-#include "train/setup.h"
+#include "train/device.h"
+#include "train/done_marker.h"
+#include "train/loss.h"
+#include "train/metrics_endpoint.h"
 
 namespace cifar::train {
 namespace fs = std::filesystem;
@@ -19,34 +24,7 @@ namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(500);
 
-std::optional<int64_t> read_done_marker(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  try {
-    return nlohmann::json::parse(in).at("step").get<int64_t>();
-  } catch (const std::exception&) {
-    return std::nullopt;  // being written: the next poll reads it whole
-  }
-}
-
-// Replaces `path` atomically: `write` fills a temp file beside it, which is then renamed.
-void replace_atomically(const fs::path& path, const std::function<void(const fs::path&)>& write) {
-  const fs::path temp = path.parent_path() / ("." + path.filename().string() + ".tmp");
-  write(temp);
-  fs::rename(temp, path);
-}
-
 }  // namespace
-
-fs::path done_marker_path(const TrainConfig& config) {
-  return fs::path(config.model_dir) / (run_name(config) + ".done");
-}
-
-void write_done_marker(const TrainConfig& config, int64_t final_step) {
-  replace_atomically(done_marker_path(config), [&](const fs::path& temp) {
-    std::ofstream(temp, std::ios::trunc) << nlohmann::json{{"step", final_step}}.dump() << "\n";
-  });
-}
 
 EvaluatorResult run_evaluator(const TrainConfig& config) {
   const auto device = resolve_device(config.device);

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 
 #include "train/config.h"
 
@@ -19,9 +18,5 @@ struct EvaluatorResult {
 };
 
 EvaluatorResult run_evaluator(const TrainConfig& config);
-
-// <model-dir>/<run>.done, written by the chief when the job is done: {"step": N}.
-std::filesystem::path done_marker_path(const TrainConfig& config);
-void write_done_marker(const TrainConfig& config, int64_t final_step);
 
 }  // namespace cifar::train

@@ -1,10 +1,10 @@
-// The all-reduce strategy: every rank runs the single-process training loop on its shard of each
-// epoch, with gradients averaged by c10d (gradient_buckets.h) and rank 0 broadcasting the
+// The all-reduce trainer role: every rank runs the training loop (train/loop.h) on its share of
+// each epoch, with gradients averaged by c10d (gradient_buckets.h) and rank 0 broadcasting the
 // initial parameters, writing checkpoints and reports, and telling the evaluator when it is done.
 #pragma once
 
 #include "train/config.h"
-#include "train/trainer.h"
+#include "train/result.h"
 
 namespace cifar::allreduce {
 

@@ -276,8 +276,8 @@ ReceivedParams read_params(const ShardLayout& layout, int shard, const grpc::Byt
 }
 
 // The newest version, any shard's done, the bytes of all.
-Exchange combine(const std::vector<Exchange>& per_shard) {
-  Exchange total;
+PullResult combine(const std::vector<PullResult>& per_shard) {
+  PullResult total;
   for (const auto& e : per_shard) {
     total.version = std::max(total.version, e.version);
     total.done = total.done || e.done;
@@ -289,10 +289,10 @@ Exchange combine(const std::vector<Exchange>& per_shard) {
 
 }  // namespace
 
-Exchange PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grads,
-                             const std::vector<torch::Tensor>& params, double lr) {
+PullResult PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grads,
+                               const std::vector<torch::Tensor>& params, double lr) {
   const auto start = Clock::now();
-  std::vector<Exchange> per_shard(shards_.size());
+  std::vector<PullResult> per_shard(shards_.size());
   for_each_shard([&](int s) {
     auto& shard = *shards_[static_cast<size_t>(s)];
     auto& result = per_shard[static_cast<size_t>(s)];
@@ -350,8 +350,8 @@ Exchange PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grad
   return total;
 }
 
-Exchange PsClient::pull(int trainer, const std::vector<torch::Tensor>& params) {
-  std::vector<Exchange> per_shard(shards_.size());
+PullResult PsClient::pull(int trainer, const std::vector<torch::Tensor>& params) {
+  std::vector<PullResult> per_shard(shards_.size());
   for_each_shard([&](int s) {
     grpc::ByteBuffer reply;
     shards_[static_cast<size_t>(s)]->check(pull_shard(trainer, s, &reply), "pull");
@@ -384,7 +384,7 @@ grpc::Status PsClient::pull_shard(int trainer, int shard, grpc::ByteBuffer* repl
 }
 
 void PsClient::take_params(int shard, const grpc::ByteBuffer& reply,
-                           const std::vector<torch::Tensor>& params, Exchange& result) {
+                           const std::vector<torch::Tensor>& params, PullResult& result) {
   const auto received = read_params(layout_, shard, reply, params);
   result.pulled_bytes = received.bytes;
   result.version = received.header.version();

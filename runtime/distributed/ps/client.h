@@ -37,7 +37,8 @@ struct ClientOptions {
   double call_seconds = 120;   // deadline of one call (a sync round may wait for slow trainers)
 };
 
-struct Exchange {
+// What a pull (or push-and-pull) brought back.
+struct PullResult {
   int64_t version = 0;  // the newest shard version seen
   bool done = false;    // a shard says the job is done
   int64_t pushed_bytes = 0;
@@ -60,9 +61,9 @@ class PsClient {
 
   // Pushes `grads` (one per layout parameter) computed on the parameters of the last exchange
   // and writes the shards' fresh parameters into `params`.
-  Exchange push_pull(int trainer, const std::vector<torch::Tensor>& grads,
-                     const std::vector<torch::Tensor>& params, double lr);
-  Exchange pull(int trainer, const std::vector<torch::Tensor>& params);
+  PullResult push_pull(int trainer, const std::vector<torch::Tensor>& grads,
+                       const std::vector<torch::Tensor>& params, double lr);
+  PullResult pull(int trainer, const std::vector<torch::Tensor>& params);
   std::vector<proto::StateReply> get_state();
   void finish();
 
@@ -81,7 +82,7 @@ class PsClient {
   grpc::Status pull_shard(int trainer, int shard, grpc::ByteBuffer* reply);
   // Writes shard `shard`'s parameters into `params`; its version and done flag into `result`.
   void take_params(int shard, const grpc::ByteBuffer& reply,
-                   const std::vector<torch::Tensor>& params, Exchange& result);
+                   const std::vector<torch::Tensor>& params, PullResult& result);
 
   ClientOptions options_;
   ShardLayout layout_;

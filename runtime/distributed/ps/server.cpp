@@ -15,7 +15,7 @@
 #include "metrics/runtime_metrics.h"
 #include "proto/ps.grpc.pb.h"
 #include "train/checkpoint.h"
-#include "train/setup.h"
+#include "train/metrics_endpoint.h"
 
 namespace cifar::ps {
 

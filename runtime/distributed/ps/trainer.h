@@ -4,7 +4,7 @@
 #pragma once
 
 #include "train/config.h"
-#include "train/trainer.h"
+#include "train/result.h"
 
 namespace cifar::ps {
 

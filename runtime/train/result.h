@@ -1,9 +1,11 @@
-// Single-process training: data, model, optimiser, schedule, evaluation, checkpoints, reporting.
+// What a training run reports when it ends: how far it got, how fast, and where the step time
+// went; and the lines it logs about that.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
-#include "train/config.h"
 #include "train/monitor.h"
 
 namespace cifar::train {
@@ -11,16 +13,20 @@ namespace cifar::train {
 // Where the time of the training steps went (seconds, summed over the run).
 struct TimeBreakdown {
   double data_wait = 0;
-  double forward = 0;  // forward pass and loss
-  double backward = 0;
-  double optimizer = 0;  // learning-rate update and optimizer step
-  double other = 0;      // statistics, metrics, progress, step-checkpoints
-  [[nodiscard]] double total() const { return data_wait + forward + backward + optimizer + other; }
+  double forward = 0;        // forward pass and loss
+  double backward = 0;       // backward (all-reduce overlapped with it included)
+  double communication = 0;  // exchanging with other processes after backward
+  double optimizer = 0;      // the optimizer step in this process
+  double other = 0;          // statistics, metrics, progress, checkpoints, evaluation
+  [[nodiscard]] double total() const {
+    return data_wait + forward + backward + communication + optimizer + other;
+  }
 };
 
 struct TrainResult {
   int64_t epochs_completed = 0;
-  int64_t steps = 0;
+  int64_t steps = 0;       // the job's updates when this trainer stopped
+  bool evaluated = false;  // whether last_epoch has test figures (not where an evaluator has)
   EpochRecord last_epoch;  // the latest evaluation (a partial epoch's after --max-steps)
   double best_test_accuracy = 0;
   double images_per_second = 0;  // over this process's training steps
@@ -44,11 +50,7 @@ class ThroughputMeter {
   double steady_seconds_ = 0;
 };
 
-class DataParallel;
-
-// Runs the configured training to completion (or --max-steps). Throws on bad data or options.
-// With `parallel`, this process is one rank of a data-parallel job: it trains on its shard of
-// each epoch with gradients averaged over the ranks; only rank 0 writes checkpoints and records.
-TrainResult run_training(const TrainConfig& config, DataParallel* parallel = nullptr);
+// The summary a run logs as it ends (bench/ scripts parse these lines).
+std::vector<std::string> describe(const TrainResult& result);
 
 }  // namespace cifar::train

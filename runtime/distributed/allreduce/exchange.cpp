@@ -1,0 +1,105 @@
+#include "distributed/allreduce/exchange.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <utility>
+
+#include "distributed/allreduce/replicas.h"
+#include "train/done_marker.h"
+
+namespace cifar::allreduce {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+AllReduceExchange::AllReduceExchange(const train::TrainConfig& config,
+                                     c10::intrusive_ptr<c10d::ProcessGroup> group,
+                                     BucketOptions options)
+    : LocalExchange(config),
+      group_(std::move(group)),
+      options_(options),
+      verify_every_(config.distributed.allreduce.verify_replicas_every) {}
+
+AllReduceExchange::~AllReduceExchange() = default;
+
+int AllReduceExchange::rank() const { return group_->getRank(); }
+
+train::TrainerPlace AllReduceExchange::place() const {
+  return {rank(), group_->getSize(), rank() == 0, /*in_lockstep=*/true};
+}
+
+train::TrainState AllReduceExchange::start(const train::TrainableModel& model,
+                                           const train::UpdatePlan& plan,
+                                           metrics::RuntimeMetrics& metrics) {
+  buffers_ = model.buffers;
+  replica_ = model.parameters;
+  replica_.insert(replica_.end(), buffers_.begin(), buffers_.end());
+  broadcast_coalesced(*group_, replica_, options_.timeout);
+  auto state = LocalExchange::start(model, plan, metrics);
+  auto rank0_step = torch::tensor({state.step}, torch::kInt64);
+  broadcast_coalesced(*group_, {rank0_step}, options_.timeout);
+  if (rank0_step.item<int64_t>() != state.step) {
+    throw std::runtime_error("rank " + std::to_string(rank()) + " resumed at step " +
+                             std::to_string(state.step) + " but rank 0 at step " +
+                             std::to_string(rank0_step.item<int64_t>()) +
+                             ": every rank needs the same model dir (a shared volume)");
+  }
+  buckets_ = std::make_unique<GradientBuckets>(model.parameters, group_, options_, &metrics);
+  spdlog::info("rank {}: {} gradient buckets ({} MB cap, first {} MB), overlap {}", rank(),
+               buckets_->bucket_count(), options_.cap_bytes >> 20,
+               static_cast<double>(options_.first_cap_bytes) / (1 << 20),
+               options_.overlap ? "on" : "off");
+  return state;
+}
+
+std::string AllReduceExchange::describe() const {
+  return "all-reduce rank " + std::to_string(rank()) + " of " + std::to_string(group_->getSize()) +
+         " (" + group_->getBackendName() + ")";
+}
+
+void AllReduceExchange::begin_backward() { buckets_->begin_backward(); }
+
+train::UpdateResult AllReduceExchange::update(double lr) {
+  const auto start = std::chrono::steady_clock::now();
+  buckets_->end_backward();
+  // Each rank's forward updated BatchNorm's running statistics from its own batch: all take
+  // rank 0's, as PyTorch DDP's broadcast_buffers does.
+  if (!buffers_.empty()) broadcast_coalesced(*group_, buffers_, options_.timeout);
+  double communication = seconds_since(start);
+  auto result = LocalExchange::update(lr);
+  if (verify_every_ > 0 && result.step % verify_every_ == 0) {
+    const auto verify_start = std::chrono::steady_clock::now();
+    verify_replicas(*group_, replica_, result.step, options_.timeout);
+    ++verified_;
+    communication += seconds_since(verify_start);
+  }
+  result.communication_seconds = communication;
+  return result;
+}
+
+void AllReduceExchange::finish(const train::TrainState& state) {
+  const auto& t = buckets_->totals();
+  if (t.steps > 0) {
+    const auto steps = static_cast<double>(t.steps);
+    spdlog::info(
+        "rank {}: all-reduce {:.2f} MB per step, in flight {:.1f} ms per step, of which {:.1f} "
+        "ms waited after backward",
+        rank(), static_cast<double>(t.bytes) / steps / 1e6, 1e3 * t.in_flight_seconds / steps,
+        1e3 * t.wait_seconds / steps);
+  }
+  if (verify_every_ > 0) {
+    spdlog::info("rank {}: replicas bit-identical at all {} checks (every {} steps)", rank(),
+                 verified_, verify_every_);
+  }
+  if (rank() == 0) train::write_done_marker(config(), state.step);
+}
+
+}  // namespace cifar::allreduce

@@ -1,0 +1,226 @@
+#include "distributed/ps/exchange.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <filesystem>
+#include <stdexcept>
+
+#include "distributed/ps/client.h"
+#include "distributed/ps/layout.h"
+#include "distributed/ps/ps_checkpoint.h"
+#include "distributed/ps/tensor_codec.h"
+#include "models/model.h"
+#include "train/done_marker.h"
+
+namespace cifar::ps {
+
+// The model's trainable parameters, and the host tensors the PS client reads them into and sends
+// their gradients from (the client works on host memory). On the CPU those are the parameters and
+// gradients themselves; on a GPU, page-locked host copies, staged each step.
+class ParameterServerExchange::HostStaging {
+ public:
+  explicit HostStaging(torch::nn::Module& model) {
+    for (auto& p : model.named_parameters()) {
+      if (!p.value().requires_grad()) continue;
+      infos.push_back({p.key(), p.value().numel()});
+      params.push_back(p.value());
+      shapes.push_back(p.value().sizes().vec());
+    }
+    const bool on_cpu = params.empty() || params.front().is_cpu();  // a model is on one device
+    if (on_cpu) {
+      host_params = params;
+      return;
+    }
+    for (const auto& param : params) {
+      const auto pinned =
+          torch::TensorOptions().dtype(param.dtype()).pinned_memory(param.is_cuda());
+      host_params.push_back(torch::empty(param.sizes(), pinned));
+      host_grads_.push_back(torch::empty(param.sizes(), pinned));
+    }
+  }
+
+  // The gradients of the last backward, in host memory.
+  std::vector<torch::Tensor> gradients() {
+    if (!staged()) {
+      std::vector<torch::Tensor> grads;
+      grads.reserve(params.size());
+      for (const auto& p : params) grads.push_back(p.grad());
+      return grads;
+    }
+    // Blocking copies: they also wait for the last step's parameter uploads, so the client
+    // overwrites host_params only after the device has read them.
+    for (size_t i = 0; i < params.size(); ++i) host_grads_[i].copy_(params[i].grad());
+    return host_grads_;
+  }
+
+  // The model takes the values the client wrote into host_params.
+  void upload() {
+    if (!staged()) return;
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < params.size(); ++i) {
+      params[i].copy_(host_params[i], /*non_blocking=*/true);
+    }
+  }
+
+  std::vector<ParameterInfo> infos;
+  std::vector<torch::Tensor> params;
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<torch::Tensor> host_params;  // the params themselves on the CPU
+
+ private:
+  [[nodiscard]] bool staged() const { return !host_grads_.empty(); }
+  std::vector<torch::Tensor> host_grads_;  // empty on the CPU
+};
+
+namespace {
+
+ClientOptions client_options(const train::TrainConfig& config, int stripes) {
+  const auto& ps = config.distributed.ps;
+  ClientOptions o;
+  o.addresses = config.distributed.job.cluster.ps;
+  o.stripes = stripes;
+  o.token = ps.token;
+  o.max_message_bytes = ps.max_message_mb << 20;
+  o.wire_dtype = wire_dtype(ps.wire_dtype);
+  o.retry_seconds = ps.retry_seconds;
+  // A sync round may wait --ps-timeout for a silent trainer before it goes on.
+  o.call_seconds = 2 * ps.timeout_seconds + 60;
+  return o;
+}
+
+}  // namespace
+
+ParameterServerExchange::ParameterServerExchange(const train::TrainConfig& config)
+    : config_(config),
+      mode_(parse_mode(config.distributed.ps.mode)),
+      checkpoints_(config.model_dir, train::run_name(config), config.keep_checkpoints) {}
+
+ParameterServerExchange::~ParameterServerExchange() = default;
+
+train::TrainerPlace ParameterServerExchange::place() const {
+  const auto& job = config_.distributed.job;
+  return {job.trainer_rank(), job.trainer_count(), job.is_chief(), /*in_lockstep=*/false};
+}
+
+int64_t ParameterServerExchange::updates_per_epoch(int64_t batches) const {
+  return mode_ == Mode::kSync ? batches : batches * place().count;
+}
+
+JobState ParameterServerExchange::current_state() const {
+  JobState s;
+  s.version = version_;
+  s.total_updates = total_updates_;
+  s.trainers = place().count;
+  for (const auto& p : staging_->params) s.params.push_back(p.detach().cpu());
+  return s;
+}
+
+train::TrainState ParameterServerExchange::start(const train::TrainableModel& model,
+                                                 const train::UpdatePlan& plan,
+                                                 metrics::RuntimeMetrics& metrics) {
+  const auto& dist = config_.distributed;
+  const auto trainer = place();
+  model_ = &model.model;
+  total_updates_ = plan.total_updates;
+  staging_ = std::make_unique<HostStaging>(*model_);
+  const int servers = static_cast<int>(dist.job.cluster.ps.size());
+  stripes_ = stripes_per_server(staging_->infos, servers, dist.ps.stripes);
+  client_ = std::make_unique<PsClient>(client_options(config_, stripes_),
+                                       ShardLayout(staging_->infos, servers * stripes_), &metrics);
+  const auto& layout = client_->layout();
+
+  if (trainer.chief) {
+    auto registered = client_->register_trainer(trainer.rank, /*wait_until_initialized=*/false);
+    std::vector<std::unique_ptr<proto::InitRequest>> requests(registered.size());
+    bool any_uninitialized = false;
+    for (const auto& r : registered) any_uninitialized = any_uninitialized || !r.initialized();
+    if (any_uninitialized) {
+      JobState state = current_state();
+      // A restarted job (or master) continues from its newest checkpoint.
+      auto restored = checkpoints_.load_latest(
+          *model_, [&](torch::serialize::InputArchive& ar) { state = read_job_state(ar, layout); });
+      if (restored) {
+        state.total_updates = total_updates_;
+        state.trainers = trainer.count;
+      } else {
+        std::filesystem::remove(train::done_marker_path(config_));
+      }
+      for (size_t s = 0; s < registered.size(); ++s) {
+        if (registered[s].initialized()) continue;
+        requests[s] = std::make_unique<proto::InitRequest>(
+            make_init_request(layout, static_cast<int>(s), state, config_.optimizer));
+      }
+      client_->initialize(requests);
+    }
+    // A shard that restarts later without a checkpoint gets the chief's current parameters.
+    client_->on_shard_lost([this, &layout](int shard) {
+      spdlog::warn("PS shard {} lost its state; re-initialising it from the master's parameters",
+                   shard);
+      std::vector<std::unique_ptr<proto::InitRequest>> one(static_cast<size_t>(layout.shards()));
+      one[static_cast<size_t>(shard)] = std::make_unique<proto::InitRequest>(
+          make_init_request(layout, shard, current_state(), config_.optimizer));
+      client_->initialize(one);
+    });
+  }
+  for (const auto& r : client_->register_trainer(trainer.rank, /*wait_until_initialized=*/true)) {
+    version_ = std::max(version_, r.version());
+  }
+  version_ = std::max(version_, client_->pull(trainer.rank, staging_->host_params).version);
+  staging_->upload();
+
+  // Sync steps are global, so this trainer's place in the epoch follows the version.
+  train::TrainState state;
+  state.step = version_;
+  state.epoch = version_ / plan.updates_per_epoch;
+  state.batch_in_epoch = mode_ == Mode::kSync ? version_ % plan.updates_per_epoch : 0;
+  spdlog::info("{}: starting at version {} (epoch {}, batch {})", dist.job.task_name(), version_,
+               state.epoch + 1, state.batch_in_epoch + 1);
+  return state;
+}
+
+std::string ParameterServerExchange::describe() const {
+  const auto trainer = place();
+  return fmt::format("{} (trainer {} of {}) on {} PS ({} stripe(s) each), mode {}, {} updates",
+                     config_.distributed.job.task_name(), trainer.rank, trainer.count,
+                     config_.distributed.job.cluster.ps.size(), stripes_, mode_name(mode_),
+                     total_updates_);
+}
+
+train::UpdateResult ParameterServerExchange::update(double lr) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto pulled =
+      client_->push_pull(place().rank, staging_->gradients(), staging_->host_params, lr);
+  staging_->upload();
+  version_ = pulled.version;
+  return {version_, pulled.done,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+}
+
+void ParameterServerExchange::save_checkpoint(const train::TrainState& state) {
+  auto gathered = gather_state(client_->layout(), client_->get_state(), staging_->shapes);
+  gathered.total_updates = total_updates_;
+  gathered.trainers = place().count;
+  {
+    torch::NoGradGuard no_grad;
+    for (size_t i = 0; i < staging_->params.size(); ++i) {
+      staging_->params[i].copy_(gathered.params[i]);
+    }
+  }
+  train::TrainState saved = state;
+  saved.step = gathered.version;
+  checkpoints_.save(*model_, saved, [&](torch::serialize::OutputArchive& archive) {
+    write_job_state(archive, client_->layout(), gathered);
+  });
+}
+
+void ParameterServerExchange::finish(const train::TrainState& state) {
+  if (place().chief) {
+    client_->finish();
+    train::write_done_marker(config_, state.step);
+  }
+  spdlog::info("{}: job done at version {}", config_.distributed.job.task_name(), state.step);
+}
+
+}  // namespace cifar::ps

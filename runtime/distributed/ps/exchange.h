@@ -1,0 +1,59 @@
+// The parameter-server exchange: a trainer (the master, which is the chief, or a worker) pushes
+// each step's gradients to the PS shards, which apply them in the job's mode (shard.h), and pulls
+// the parameters back in the same round trip. The version the shards count is the job's step.
+// The chief initialises the shards (from its checkpoint or its model), writes the checkpoints
+// from their gathered state, re-initialises a shard that lost its state, and ends the job.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "distributed/ps/shard.h"
+#include "train/checkpoint.h"
+#include "train/exchange.h"
+
+namespace cifar::ps {
+
+class PsClient;
+struct JobState;
+
+class ParameterServerExchange final : public train::GradientExchange {
+ public:
+  explicit ParameterServerExchange(const train::TrainConfig& config);
+  ~ParameterServerExchange() override;
+
+  [[nodiscard]] train::TrainerPlace place() const override;
+  // Sync: one update per batch of every trainer together; otherwise one per batch of each.
+  [[nodiscard]] int64_t updates_per_epoch(int64_t batches) const override;
+  [[nodiscard]] bool initializes_model() const override { return place().chief; }
+  [[nodiscard]] bool evaluates() const override { return false; }  // the evaluator role's
+
+  // Registers with every shard; the chief initialises those that are not yet (from the newest
+  // checkpoint, or its model). Returns where the job stands: its version, in epochs and batches.
+  train::TrainState start(const train::TrainableModel& model, const train::UpdatePlan& plan,
+                          metrics::RuntimeMetrics& metrics) override;
+  [[nodiscard]] std::string describe() const override;
+  // Pushes the gradients, pulls the parameters (one round trip to all shards in parallel).
+  train::UpdateResult update(double lr) override;
+  // Gathers the shards' parameters and optimizer state into one checkpoint.
+  void save_checkpoint(const train::TrainState& state) override;
+  // The chief tells the shards the job is done and writes the done marker.
+  void finish(const train::TrainState& state) override;
+
+ private:
+  class HostStaging;
+  [[nodiscard]] JobState current_state() const;
+
+  const train::TrainConfig& config_;
+  Mode mode_;
+  train::CheckpointManager checkpoints_;
+  models::Classifier* model_ = nullptr;
+  std::unique_ptr<HostStaging> staging_;
+  std::unique_ptr<PsClient> client_;
+  int64_t total_updates_ = 0;
+  int stripes_ = 0;
+  int64_t version_ = 0;
+};
+
+}  // namespace cifar::ps

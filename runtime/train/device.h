@@ -1,0 +1,17 @@
+// The device and the CPU threads a process trains or evaluates with.
+#pragma once
+
+#include <torch/types.h>
+
+#include <string>
+
+#include "train/config.h"
+
+namespace cifar::train {
+
+// "cpu", "cuda" or "cuda:N" (a data-parallel rank's own GPU); throws std::invalid_argument.
+torch::Device resolve_device(const std::string& name);
+// Sets LibTorch's intra-op threads (it defaults to one on some machines); returns the count.
+int configure_threads(const TrainConfig& config);
+
+}  // namespace cifar::train

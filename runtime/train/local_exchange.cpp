@@ -1,0 +1,48 @@
+#include "train/local_exchange.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <stdexcept>
+
+#include "models/model.h"
+#include "train/optimizer.h"
+
+namespace cifar::train {
+
+LocalExchange::LocalExchange(const TrainConfig& config)
+    : config_(config), checkpoints_(config.model_dir, run_name(config), config.keep_checkpoints) {}
+
+TrainState LocalExchange::start(const TrainableModel& model, const UpdatePlan& /*plan*/,
+                                metrics::RuntimeMetrics& /*metrics*/) {
+  model_ = &model.model;
+  optimizer_ = make_optimizer(config_.optimizer, config_.schedule.base_lr, model.parameters);
+  TrainState state;
+  if (config_.resume) {
+    if (auto restored = checkpoints_.load_latest(*model_, *optimizer_)) {
+      state = *restored;
+    } else {
+      spdlog::info("no checkpoint in {}: starting from scratch", config_.model_dir);
+    }
+  } else if (!checkpoints_.list().empty()) {
+    // Never overwrite a run's checkpoints silently.
+    throw std::invalid_argument("model dir " + config_.model_dir +
+                                " already holds checkpoints; pass --resume to continue that run "
+                                "or choose another -md");
+  }
+  step_ = state.step;
+  return state;
+}
+
+UpdateResult LocalExchange::update(double lr) {
+  set_learning_rate(*optimizer_, lr);
+  optimizer_->step();
+  return {++step_, false, 0};
+}
+
+void LocalExchange::save_checkpoint(const TrainState& state) {
+  const auto path = checkpoints_.save(*model_, *optimizer_, state);
+  spdlog::debug("checkpoint {}", path.string());
+}
+
+}  // namespace cifar::train

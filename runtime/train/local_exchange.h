@@ -1,0 +1,41 @@
+// Training in this process: the optimizer applies the gradients here, and the checkpoints hold
+// the model and the optimizer's state. The all-reduce exchange builds on it.
+#pragma once
+
+#include <torch/optim/optimizer.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/exchange.h"
+
+namespace cifar::train {
+
+class LocalExchange : public GradientExchange {
+ public:
+  explicit LocalExchange(const TrainConfig& config);
+
+  [[nodiscard]] TrainerPlace place() const override { return {}; }
+  // Restores the newest checkpoint under --resume; refuses to train over one without it.
+  TrainState start(const TrainableModel& model, const UpdatePlan& plan,
+                   metrics::RuntimeMetrics& metrics) override;
+  [[nodiscard]] std::string describe() const override { return "trained in this process"; }
+  UpdateResult update(double lr) override;
+  void save_checkpoint(const TrainState& state) override;
+  void finish(const TrainState& /*state*/) override {}
+
+ protected:
+  const TrainConfig& config() const { return config_; }
+
+ private:
+  const TrainConfig& config_;
+  CheckpointManager checkpoints_;
+  models::Classifier* model_ = nullptr;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  int64_t step_ = 0;
+};
+
+}  // namespace cifar::train

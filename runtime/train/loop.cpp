@@ -1,0 +1,223 @@
+#include "train/loop.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "data/loader.h"
+#include "metrics/runtime_metrics.h"
+#include "models/model.h"
+#include "train/batches.h"
+#include "train/datasets.h"
+#include "train/device.h"
+#include "train/loss.h"
+#include "train/lr_schedule.h"
+#include "train/metrics_endpoint.h"
+#include "train/monitor.h"
+#include "train/progress.h"
+
+namespace cifar::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+UpdatePlan plan_updates(const TrainConfig& config, const GradientExchange& exchange,
+                        const data::DataLoader& loader, int64_t training_images) {
+  UpdatePlan plan;
+  plan.batches_per_epoch = loader.batches_per_epoch();
+  if (plan.batches_per_epoch == 0) {
+    const auto place = exchange.place();
+    throw std::invalid_argument(
+        "batch size " + std::to_string(config.batch_size) +
+        (place.count == 1
+             ? " is larger than the training set (" + std::to_string(training_images) + " images)"
+             : " leaves no batch in this trainer's share of " +
+                   std::to_string(loader.samples_per_epoch()) + " images"));
+  }
+  plan.updates_per_epoch = exchange.updates_per_epoch(plan.batches_per_epoch);
+  plan.schedule_updates = config.epochs * plan.updates_per_epoch;
+  plan.total_updates = config.max_steps > 0 ? std::min(plan.schedule_updates, config.max_steps)
+                                            : plan.schedule_updates;
+  return plan;
+}
+
+TrainableModel trainable(models::Classifier& model) {
+  TrainableModel parts{model, {}, model.buffers()};
+  for (auto& p : model.parameters()) {
+    if (p.requires_grad()) parts.parameters.push_back(p);
+  }
+  return parts;
+}
+
+}  // namespace
+
+TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) {
+  const auto place = exchange.place();
+  const auto device = resolve_device(config.device);
+  const int threads = configure_threads(config);
+
+  auto sets = load_datasets(config);
+  const auto stats = data::channel_stats(sets.train);
+  auto train_set = std::make_shared<const data::Dataset>(std::move(sets.train));
+  auto test_set = std::make_shared<const data::Dataset>(std::move(sets.test));
+  auto train_options = loader_options(config, stats, /*training=*/true);
+  train_options.rank = place.rank;
+  train_options.world_size = place.count;
+  data::DataLoader train_loader(train_set, train_options);
+  const auto plan = plan_updates(config, exchange, train_loader, train_set->size());
+
+  torch::manual_seed(config.seed);
+  auto model = models::make_model(config.model,
+                                  {config.num_classes, train_set->channels, train_set->height});
+  model->to(device);
+  if (exchange.initializes_model()) model->init_from_data(init_sample(train_set, stats, device));
+
+  std::filesystem::create_directories(config.model_dir);
+  const auto metrics_endpoint = make_runtime_metrics(config);
+  auto& metrics = *metrics_endpoint;
+  TrainState state = exchange.start(trainable(*model), plan, metrics);
+  spdlog::info("model {}: {} trainable parameters, {} threads, device {}; {}", config.model,
+               models::parameter_count(*model), threads, device.str(), exchange.describe());
+
+  std::optional<MonitorLog> monitor;
+  if (place.chief) {
+    MonitorLog::truncate_after(config.model_dir, state.epoch);  // epochs to be redone
+    monitor.emplace(config.model_dir);
+  }
+  std::optional<data::DataLoader> test_loader;
+  if (exchange.evaluates()) {
+    test_loader.emplace(test_set, loader_options(config, stats, /*training=*/false));
+  }
+  const bool shows_progress = place.chief || !place.in_lockstep;
+  Progress progress(Progress::parse_mode(shows_progress ? config.progress : "none"),
+                    plan.batches_per_epoch, config.epochs, config.log_every_steps);
+  TrainResult result;
+  result.evaluated = exchange.evaluates();
+  result.best_test_accuracy = state.best_test_accuracy;
+  ThroughputMeter throughput;
+  int64_t last_saved = -1;
+  double lr = 0;
+
+  auto save_checkpoint = [&] {
+    if (!place.chief || last_saved == state.step) return;
+    const auto start = Clock::now();
+    exchange.save_checkpoint(state);
+    last_saved = state.step;
+    metrics.record_checkpoint(seconds_between(start, Clock::now()));
+  };
+  // The record of the epoch so far, with the test set's figures where this trainer evaluates.
+  auto epoch_record = [&](int64_t epoch) {
+    auto record = state.epoch_record(epoch, lr);
+    record.test_loss = std::nan("");  // the evaluator role's, where there is one
+    record.test_accuracy = std::nan("");
+    if (test_loader) {
+      const auto evaluation = evaluate(*model, *test_loader, device);
+      metrics.set_test_accuracy(evaluation.accuracy);
+      record.test_loss = evaluation.loss;
+      record.test_accuracy = evaluation.accuracy;
+      result.best_test_accuracy = std::max(result.best_test_accuracy, evaluation.accuracy);
+    }
+    progress.end_epoch(record);
+    result.last_epoch = record;
+    return record;
+  };
+  auto begin_epoch = [&] {
+    progress.begin_epoch(state.epoch + 1);
+    metrics.set_epoch(state.epoch + 1);
+  };
+
+  // The loader's epochs follow the job's where the trainers step together; where they do not
+  // (an asynchronous PS), each trainer's loader runs through its share at its own pace.
+  int64_t loader_epoch = state.epoch;
+  train_loader.start_epoch(loader_epoch, state.batch_in_epoch);
+  begin_epoch();
+  bool done = state.step >= plan.total_updates;
+  bool epoch_open = !done;  // whether the current epoch has batches not yet recorded
+  while (!done) {
+    const auto t_start = Clock::now();
+    auto batch = train_loader.next();
+    if (!batch) {
+      train_loader.start_epoch(++loader_epoch);
+      continue;
+    }
+    const auto t_data = Clock::now();
+    lr = learning_rate(config.schedule, state.step, plan.updates_per_epoch, plan.schedule_updates);
+    auto [images, labels] = to_tensors(std::move(*batch), device);
+    auto logits = model->forward(images);
+    auto loss = classification_loss(logits, labels, config.label_smoothing);
+    const auto t_forward = Clock::now();
+    model->zero_grad();
+    exchange.begin_backward();
+    loss.backward();
+    const auto t_backward = Clock::now();
+    const auto loss_value = loss.item<double>();
+    if (!std::isfinite(loss_value)) {
+      // Training on would only spread NaNs through the weights and every later checkpoint.
+      throw std::runtime_error("training diverged: loss is " + std::to_string(loss_value) +
+                               " at step " + std::to_string(state.step + 1) + "; lower --lr (now " +
+                               std::to_string(lr) +
+                               ") or add --warmup-epochs. Checkpoints so far are kept.");
+    }
+    const auto update = exchange.update(lr);
+    const auto t_update = Clock::now();
+
+    const int64_t previous_step = state.step;
+    state.step = update.step;
+    state.batch_in_epoch += 1;
+    done = update.done || state.step >= plan.total_updates;
+    const int64_t n = labels.size(0);
+    const double step_seconds = seconds_between(t_start, t_update);
+    const double data_wait_seconds = seconds_between(t_start, t_data);
+    state.add_batch(loss_value, logits.argmax(1).eq(labels).sum().item<int64_t>(), n, step_seconds);
+    throughput.add_step(n, step_seconds);
+    const double accuracy = state.running_accuracy();
+    const double images_per_second = state.running_images_per_second();
+    metrics.record_step(
+        {step_seconds, data_wait_seconds, n, loss_value, accuracy, images_per_second});
+    progress.update(
+        {state.batch_in_epoch, state.step, loss_value, accuracy, images_per_second, lr});
+
+    const int64_t job_epoch = std::min(state.step / plan.updates_per_epoch, config.epochs);
+    if (job_epoch > state.epoch) {
+      const auto record = epoch_record(job_epoch);
+      if (monitor) monitor->append(record);
+      state.start_epoch_after(job_epoch);
+      state.best_test_accuracy = result.best_test_accuracy;
+      save_checkpoint();
+      epoch_open = !done;
+      if (epoch_open) begin_epoch();
+    } else if (const int64_t every = config.checkpoint_every_steps;
+               done || (every > 0 && state.step / every > previous_step / every)) {
+      save_checkpoint();  // the end, or the step crossed a multiple of --checkpoint-every
+    }
+    result.time.data_wait += data_wait_seconds;
+    result.time.forward += seconds_between(t_data, t_forward);
+    result.time.backward += seconds_between(t_forward, t_backward);
+    result.time.communication += update.communication_seconds;
+    result.time.optimizer += seconds_between(t_backward, t_update) - update.communication_seconds;
+    result.time.other += seconds_between(t_update, Clock::now());
+  }
+  // Stopped inside an epoch (--max-steps): its test figures so far, but no epoch record.
+  if (epoch_open && test_loader) epoch_record(state.epoch + 1);
+
+  save_checkpoint();
+  exchange.finish(state);
+  result.epochs_completed = state.epoch;
+  result.steps = state.step;
+  throughput.report(result);
+  return result;
+}
+
+}  // namespace cifar::train
