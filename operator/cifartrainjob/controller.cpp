@@ -12,6 +12,7 @@
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/progress_scraper.h"
 #include "cifartrainjob/resource.h"
+#include "framework/merge_patch.h"
 
 namespace cifar::op {
 namespace {
@@ -172,7 +173,7 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
   job.name = metadata["name"];
   job.namespace_ = metadata.value("namespace", "");
   job.uid = metadata.value("uid", "");
-  const auto status = object->value("status", json::object());
+  const auto status = object->value("status", json::object()).get<JobStatus>();
   Plan plan;
   std::map<std::string, std::string> pod_uids;  // name -> uid of the pods seen, for deletes
   try {
@@ -189,7 +190,7 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
     observed.service_exists = services_->get(job.namespace_ + "/" + job.name).has_value();
     plan = reconcile(job, status, observed, Clock::now());
   } catch (const InvalidSpec& e) {
-    plan = reconcile_failed(status, "InvalidSpec", e.what(), Clock::now());
+    plan = reconcile_failed(status, reason::kInvalidSpec, e.what(), Clock::now());
   }
   try {
     apply(*object, job, plan, pod_uids);
@@ -199,7 +200,7 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
     // field): say so in the job's status and an Event instead of retrying forever.
     spdlog::warn("{}: the API server refused an object for good: {}", key, e.what());
     apply(*object, job,
-          reconcile_failed(status, "CreateRejected",
+          reconcile_failed(status, reason::kCreateRejected,
                            "the API server refused an object of the job: " + std::string(e.what()),
                            Clock::now()),
           {});
@@ -236,19 +237,16 @@ void JobController::apply(const json& object, const Job& job, const Plan& plan,
   // The status first: a restart is counted before the failed pod that shows it is deleted, and a
   // status refused as stale (409) leaves the pods as they were for the retry.
   const auto old_status = object.value("status", json::object());
-  if (plan.status != old_status) {
-    auto patch = plan.status;
-    for (const auto& [field, value] : old_status.items()) {
-      if (!plan.status.contains(field)) patch[field] = nullptr;  // a merge patch removes by null
-    }
+  const json new_status = plan.status;
+  if (new_status != old_status) {
     // With the resourceVersion we read: a status computed from a stale cache is refused (409)
     // and the key retried, instead of overwriting what a newer round wrote (restart counts).
     client_.patch(cifartrainjobs(job.namespace_).named(job.name).sub("status"),
                   {{"metadata", {{"resourceVersion", object["metadata"]["resourceVersion"]}}},
-                   {"status", patch}},
+                   {"status", replacing_merge_patch(old_status, new_status)}},
                   kube::PatchType::kMerge);
-    if (plan.status.value("state", "") != old_status.value("state", "")) {
-      spdlog::info("{}: state {}", key, plan.status.value("state", ""));
+    if (new_status.value("state", "") != old_status.value("state", "")) {
+      spdlog::info("{}: state {}", key, new_status.value("state", ""));
     }
   }
   int deleted = 0;
@@ -303,11 +301,12 @@ void JobController::record_event(const json& object, const EventRecord& event) {
 }
 
 void JobController::update_job_counts() {
-  std::map<std::string, int> counts = {{"Created", 0},   {"Running", 0}, {"Restarting", 0},
-                                       {"Succeeded", 0}, {"Failed", 0},  {"Suspended", 0}};
+  std::map<std::string, int> counts;
+  for (const auto type : kConditionTypes) counts[std::string(condition_type_name(type))] = 0;
+  const std::string created(condition_type_name(ConditionType::kCreated));
   jobs_->for_each([&](const json& job) {
     const auto status = job.find("status");
-    counts[status == job.end() ? "Created" : status->value("state", "Created")] += 1;
+    counts[status == job.end() ? created : status->value("state", created)] += 1;
   });
   for (const auto& [state, n] : counts) metrics_.set_jobs(state, n);
 }

@@ -23,12 +23,9 @@ std::string number(double value) {
 }
 
 json owner_reference(const Job& job) {
-  return {{"apiVersion", kApiVersion},
-          {"kind", kKind},
-          {"name", job.name},
-          {"uid", job.uid},
-          {"controller", true},
-          {"blockOwnerDeletion", true}};
+  return {{"apiVersion", kApiVersion}, {"kind", kKind},
+          {"name", job.name},          {"uid", job.uid},
+          {"controller", true},        {"blockOwnerDeletion", true}};
 }
 
 // The metadata of an object the job owns (Service, Secret, NetworkPolicy): garbage-collected with

@@ -8,11 +8,13 @@
 #include <charconv>
 #include <map>
 
+#include "api/job.h"
+#include "api/status.h"
 #include "cifartrainjob/progress.h"
-#include "cifartrainjob/reconcile.h"
 #include "cifartrainjob/resource.h"
 #include "contract/ports.h"
 #include "contract/roles.h"
+#include "framework/clock.h"
 #include "framework/sleep_until.h"
 
 namespace cifar::op {
@@ -89,7 +91,8 @@ void ProgressScraper::run(const std::atomic<bool>& stop) {
 void ProgressScraper::scrape_once() {
   std::map<std::string, json> running;  // job key -> its status
   for (const auto& job : jobs_.list([](const json& j) {
-         return j.value("status", json::object()).value("state", "") == "Running";
+         return j.value("status", json::object()).value("state", "") ==
+                condition_type_name(ConditionType::kRunning);
        })) {
     running[Informer::key_of(job)] = job["status"];
   }

@@ -21,9 +21,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/job.h"
+#include "api/status.h"
 #include "framework/clock.h"
 
 namespace cifar::op {
@@ -48,20 +50,21 @@ struct Plan {
   std::optional<nlohmann::json> create_service;
   std::vector<nlohmann::json> create_pods;
   std::vector<std::string> delete_pods;  // names
-  nlohmann::json status;                 // the job's whole new status
+  JobStatus status;                      // the job's whole new status
   bool delete_job = false;               // ttlSecondsAfterFinished has passed
   std::optional<std::chrono::seconds> requeue_after;
   std::vector<EventRecord> events;
 };
 
-Plan reconcile(const Job& job, const nlohmann::json& status, const Observed& observed,
+// The phases (reconcile_phases.h) in order: finished, suspended, deadline, replicas.
+Plan reconcile(const Job& job, const JobStatus& status, const Observed& observed,
                Clock::time_point now);
 
 // A job that cannot run: condition Failed with `reason` and `message`, a Warning Event, nothing
 // created. For a spec that parse_spec refused (reason InvalidSpec), and for an object that the
 // API server refused for good (a 4xx other than conflict and throttling: reason
 // CreateRejected, the server's message), which retrying could never change.
-Plan reconcile_failed(const nlohmann::json& status, const std::string& reason,
-                      const std::string& message, Clock::time_point now);
+Plan reconcile_failed(const JobStatus& status, std::string_view reason, const std::string& message,
+                      Clock::time_point now);
 
 }  // namespace cifar::op

@@ -65,13 +65,13 @@ std::string reason_of(const json& status, const std::string& type) {
 
 TEST(Reconcile, ANewJobCreatesItsServiceAndEveryPodOnce) {
   const auto job = make_job("OnFailure");
-  const auto plan = reconcile(job, json(), Observed{}, kT0);
+  const auto plan = reconcile(job, JobStatus{}, Observed{}, kT0);
   ASSERT_TRUE(plan.create_service.has_value());
   EXPECT_TRUE(plan.create_token_secret);
   ASSERT_TRUE(plan.create_network_policy.has_value());
   EXPECT_EQ(plan.create_pods.size(), 5U);
   EXPECT_EQ(reason_of(plan.status, "Created"), "JobCreated");
-  EXPECT_EQ(plan.status["startTime"], "2026-11-22T12:00:00Z");
+  EXPECT_EQ(json(plan.status)["startTime"], "2026-11-22T12:00:00Z");
   // The next round sees them: nothing more to create, and all running means Running.
   const auto next = reconcile(job, plan.status, running(job), kT0 + seconds(5));
   EXPECT_FALSE(next.create_service.has_value());
@@ -79,16 +79,16 @@ TEST(Reconcile, ANewJobCreatesItsServiceAndEveryPodOnce) {
   EXPECT_FALSE(next.create_network_policy.has_value());
   EXPECT_TRUE(next.create_pods.empty());
   EXPECT_TRUE(next.delete_pods.empty());
-  EXPECT_EQ(next.status["state"], "Running");
-  EXPECT_EQ(next.status["replicaStatuses"]["Worker"]["active"], 2);
-  EXPECT_EQ(next.status["startTime"], "2026-11-22T12:00:00Z");
+  EXPECT_EQ(json(next.status)["state"], "Running");
+  EXPECT_EQ(json(next.status)["replicaStatuses"]["Worker"]["active"], 2);
+  EXPECT_EQ(json(next.status)["startTime"], "2026-11-22T12:00:00Z");
 }
 
 TEST(Reconcile, AMissingPodIsRecreatedAlone) {
   const auto job = make_job("OnFailure");
   auto observed = running(job);
   observed.pods.erase(observed.pods.begin() + 2);  // worker 0
-  const auto plan = reconcile(job, json(), observed, kT0);
+  const auto plan = reconcile(job, JobStatus{}, observed, kT0);
   ASSERT_EQ(plan.create_pods.size(), 1U);
   EXPECT_EQ(plan.create_pods[0]["metadata"]["name"], "j-worker-0");
 }
@@ -118,18 +118,19 @@ TEST(Reconcile, RestartPolicyByExitCode) {
     auto observed = running(job);
     pod_named(observed, "j-worker-1") =
         with_phase(pod_named(observed, "j-worker-1"), "Failed", c.code);
-    const auto plan = reconcile(job, json(), observed, kT0);
+    const auto plan = reconcile(job, JobStatus{}, observed, kT0);
     const auto what = c.policy + " exit " + (c.code ? std::to_string(*c.code) : "none");
     if (c.retried) {
       EXPECT_TRUE(has(plan.delete_pods, "j-worker-1")) << what;
-      EXPECT_EQ(plan.status["restarts"], 1) << what;
-      EXPECT_EQ(plan.status["state"], "Restarting") << what;
+      EXPECT_EQ(json(plan.status)["restarts"], 1) << what;
+      EXPECT_EQ(json(plan.status)["state"], "Restarting") << what;
     } else {
       EXPECT_EQ(reason_of(plan.status, "Failed"), "PodFailed") << what;
-      EXPECT_NE(plan.status["conditions"].back()["message"].get<std::string>().find("j-worker-1"),
-                std::string::npos)
+      EXPECT_NE(
+          json(plan.status)["conditions"].back()["message"].get<std::string>().find("j-worker-1"),
+          std::string::npos)
           << what;
-      EXPECT_TRUE(plan.status.contains("completionTime")) << what;
+      EXPECT_TRUE(json(plan.status).contains("completionTime")) << what;
     }
   }
 }
@@ -138,15 +139,15 @@ TEST(Reconcile, AFailedPsIsNotIgnored) {
   auto job = make_job("ExitCode");
   auto observed = running(job);
   pod_named(observed, "j-ps-0") = with_phase(pod_named(observed, "j-ps-0"), "Failed", 2);
-  EXPECT_EQ(reason_of(reconcile(job, json(), observed, kT0).status, "Failed"), "PodFailed");
+  EXPECT_EQ(reason_of(reconcile(job, JobStatus{}, observed, kT0).status, "Failed"), "PodFailed");
   pod_named(observed, "j-ps-0") = with_phase(pod_named(observed, "j-ps-0"), "Failed", 137);
-  EXPECT_TRUE(has(reconcile(job, json(), observed, kT0).delete_pods, "j-ps-0"));
+  EXPECT_TRUE(has(reconcile(job, JobStatus{}, observed, kT0).delete_pods, "j-ps-0"));
 }
 
 TEST(Reconcile, BackoffCountsRecreatedPodsUntilTheLimit) {
   // Kubeflow's bug: ExitCode restarts recreate the pod, so a per-pod restartCount never grows.
   const auto job = make_job("ExitCode", /*backoff_limit=*/2);
-  json status;
+  JobStatus status;
   for (int round = 1; round <= 3; ++round) {
     auto observed = running(job);
     pod_named(observed, "j-worker-0") =
@@ -154,11 +155,11 @@ TEST(Reconcile, BackoffCountsRecreatedPodsUntilTheLimit) {
     const auto plan = reconcile(job, status, observed, kT0 + seconds(round));
     status = plan.status;
     if (round <= 2) {
-      EXPECT_EQ(status["restarts"], round);
+      EXPECT_EQ(json(status)["restarts"], round);
       EXPECT_TRUE(has(plan.delete_pods, "j-worker-0"));
     } else {
       EXPECT_EQ(reason_of(status, "Failed"), "BackoffLimitExceeded");
-      EXPECT_NE(status["conditions"].back()["message"].get<std::string>().find("3 times"),
+      EXPECT_NE(json(status)["conditions"].back()["message"].get<std::string>().find("3 times"),
                 std::string::npos);
     }
   }
@@ -169,9 +170,9 @@ TEST(Reconcile, InPlaceRestartsCountTowardsTheLimit) {
   auto observed = running(job);
   pod_named(observed, "j-worker-0") =
       with_phase(pod_named(observed, "j-worker-0"), "Running", {}, 2);
-  EXPECT_EQ(reconcile(job, json(), observed, kT0).status["state"], "Running");
+  EXPECT_EQ(json(reconcile(job, JobStatus{}, observed, kT0).status)["state"], "Running");
   pod_named(observed, "j-ps-0") = with_phase(pod_named(observed, "j-ps-0"), "Running", {}, 2);
-  EXPECT_EQ(reason_of(reconcile(job, json(), observed, kT0).status, "Failed"),
+  EXPECT_EQ(reason_of(reconcile(job, JobStatus{}, observed, kT0).status, "Failed"),
             "BackoffLimitExceeded");
 }
 
@@ -181,9 +182,10 @@ TEST(Reconcile, TheMasterDecidesSuccessAndRunningPodsAreCleanedUp) {
   pod_named(observed, "j-worker-0") = with_phase(pod_named(observed, "j-worker-0"), "Succeeded", 0);
   pod_named(observed, "j-evaluator-0") =
       with_phase(pod_named(observed, "j-evaluator-0"), "Succeeded", 0);
-  EXPECT_EQ(reconcile(job, json(), observed, kT0).status["state"], "Running");  // not the chief
+  EXPECT_EQ(json(reconcile(job, JobStatus{}, observed, kT0).status)["state"],
+            "Running");  // not the chief
   pod_named(observed, "j-master-0") = with_phase(pod_named(observed, "j-master-0"), "Succeeded", 0);
-  const auto plan = reconcile(job, json(), observed, kT0);
+  const auto plan = reconcile(job, JobStatus{}, observed, kT0);
   EXPECT_EQ(reason_of(plan.status, "Succeeded"), "JobSucceeded");
   // cleanPodPolicy Running (the default): the PS and the other worker, not the finished ones.
   auto deleted = plan.delete_pods;
@@ -195,19 +197,19 @@ TEST(Reconcile, WithoutAMasterWorkerZeroDecides) {
   const auto job = make_job("OnFailure", 3, /*with_master=*/false);
   auto observed = running(job);
   pod_named(observed, "j-worker-1") = with_phase(pod_named(observed, "j-worker-1"), "Succeeded", 0);
-  EXPECT_EQ(reconcile(job, json(), observed, kT0).status["state"], "Running");
+  EXPECT_EQ(json(reconcile(job, JobStatus{}, observed, kT0).status)["state"], "Running");
   pod_named(observed, "j-worker-0") = with_phase(pod_named(observed, "j-worker-0"), "Succeeded", 0);
-  EXPECT_EQ(reconcile(job, json(), observed, kT0).status["state"], "Succeeded");
+  EXPECT_EQ(json(reconcile(job, JobStatus{}, observed, kT0).status)["state"], "Succeeded");
 }
 
 TEST(Reconcile, TheDeadlineRequeuesThenFails) {
   auto job = make_job("OnFailure");
   job.spec.active_deadline_seconds = 600;
-  const auto first = reconcile(job, json(), Observed{}, kT0);
+  const auto first = reconcile(job, JobStatus{}, Observed{}, kT0);
   ASSERT_TRUE(first.requeue_after.has_value());
   EXPECT_EQ(*first.requeue_after, seconds(601));
   const auto before = reconcile(job, first.status, running(job), kT0 + seconds(599));
-  EXPECT_EQ(before.status["state"], "Running");
+  EXPECT_EQ(json(before.status)["state"], "Running");
   const auto after = reconcile(job, first.status, running(job), kT0 + seconds(600));
   EXPECT_EQ(reason_of(after.status, "Failed"), "DeadlineExceeded");
   EXPECT_EQ(after.delete_pods.size(), 5U);  // all still running
@@ -218,8 +220,8 @@ TEST(Reconcile, FinishedJobsAreDeletedAfterTheirTtl) {
   job.spec.ttl_seconds_after_finished = 60;
   auto observed = running(job);
   pod_named(observed, "j-master-0") = with_phase(pod_named(observed, "j-master-0"), "Succeeded", 0);
-  const auto done = reconcile(job, json(), observed, kT0);
-  EXPECT_EQ(done.status["state"], "Succeeded");
+  const auto done = reconcile(job, JobStatus{}, observed, kT0);
+  EXPECT_EQ(json(done.status)["state"], "Succeeded");
   EXPECT_EQ(done.requeue_after, seconds(60));
   const auto early = reconcile(job, done.status, Observed{}, kT0 + seconds(30));
   EXPECT_FALSE(early.delete_job);
@@ -236,32 +238,32 @@ TEST(Reconcile, CleanPodPolicyAllAndNone) {
     auto observed = running(job);
     pod_named(observed, "j-master-0") =
         with_phase(pod_named(observed, "j-master-0"), "Succeeded", 0);
-    EXPECT_EQ(reconcile(job, json(), observed, kT0).delete_pods.size(), count) << policy;
+    EXPECT_EQ(reconcile(job, JobStatus{}, observed, kT0).delete_pods.size(), count) << policy;
   }
 }
 
 TEST(Reconcile, SuspendDeletesThePodsAndResumeCreatesThemAnew) {
   auto job = make_job("OnFailure");
-  const auto started = reconcile(job, json(), running(job), kT0);
+  const auto started = reconcile(job, JobStatus{}, running(job), kT0);
   job.spec.suspend = true;
   const auto suspended = reconcile(job, started.status, running(job), kT0 + seconds(10));
   EXPECT_EQ(suspended.delete_pods.size(), 5U);
-  EXPECT_EQ(suspended.status["state"], "Suspended");
-  EXPECT_FALSE(suspended.status.contains("startTime"));
+  EXPECT_EQ(json(suspended.status)["state"], "Suspended");
+  EXPECT_FALSE(json(suspended.status).contains("startTime"));
   const auto still = reconcile(job, suspended.status, Observed{{}, true}, kT0 + seconds(20));
   EXPECT_TRUE(still.create_pods.empty());
   job.spec.suspend = false;
   const auto resumed = reconcile(job, suspended.status, Observed{{}, true}, kT0 + seconds(30));
   EXPECT_EQ(resumed.create_pods.size(), 5U);
-  EXPECT_EQ(resumed.status["startTime"], "2026-11-22T12:00:30Z");
+  EXPECT_EQ(json(resumed.status)["startTime"], "2026-11-22T12:00:30Z");
   EXPECT_EQ(reason_of(resumed.status, "Suspended"), "");  // no longer suspended
 }
 
 TEST(Reconcile, AnInvalidSpecFailsTheJobAndCreatesNothing) {
-  const auto plan = reconcile_failed(json(), "InvalidSpec",
+  const auto plan = reconcile_failed(JobStatus{}, "InvalidSpec",
                                      InvalidSpec("replicaSpecs.PS", "needs a PS").what(), kT0);
   EXPECT_EQ(reason_of(plan.status, "Failed"), "InvalidSpec");
-  EXPECT_EQ(plan.status["conditions"].back()["message"], "spec.replicaSpecs.PS: needs a PS");
+  EXPECT_EQ(json(plan.status)["conditions"].back()["message"], "spec.replicaSpecs.PS: needs a PS");
   EXPECT_FALSE(plan.create_service.has_value());
   EXPECT_FALSE(plan.create_token_secret);
   EXPECT_TRUE(plan.create_pods.empty());

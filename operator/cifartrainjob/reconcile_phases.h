@@ -1,0 +1,60 @@
+// The phases of one reconcile (reconcile.h), in the order reconcile() runs them. Each is a pure
+// function of the job, its pods and the time that adds to the plan (and its status); every phase
+// but the last can end the round.
+//   finished   a Succeeded or Failed job: its pods' cleanup and its TTL, nothing else
+//   suspended  runPolicy.suspend deletes the pods; clearing it resumes the job
+//   deadline   the job's clock (startTime) and activeDeadlineSeconds
+//   replicas   the job's objects and pods: create the missing ones, restart or fail on failed
+//              pods, backoffLimit, success of the chief, and the state that follows
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/job.h"
+#include "api/status.h"
+#include "cifartrainjob/reconcile.h"
+#include "framework/clock.h"
+
+namespace cifar::op {
+
+// The job's pods, by name.
+using PodsByName = std::map<std::string, nlohmann::json>;
+
+// Whether a phase ended the round (kDone) or the next phase runs (kContinue).
+enum class PhaseResult { kContinue, kDone };
+
+PhaseResult reconcile_finished(const JobSpec& spec, const PodsByName& pods, Clock::time_point now,
+                               Plan& plan);
+PhaseResult reconcile_suspended(const JobSpec& spec, const PodsByName& pods, Clock::time_point now,
+                                Plan& plan);
+PhaseResult reconcile_deadline(const Job& job, const PodsByName& pods, Clock::time_point now,
+                               Plan& plan);
+void reconcile_replicas(const Job& job, const PodsByName& pods, bool service_exists,
+                        Clock::time_point now, Plan& plan);
+
+// A failed pod: its name and exit code, if it has one.
+struct FailedPod {
+  std::string name;
+  std::optional<int> exit_code;
+};
+
+// The job's pods as one pass over its replicas sees them, role by role (kRoles) and index by
+// index. The pass stops at the first pod whose failure is permanent under the restartPolicy: the
+// job fails there, and what comes after it is not looked at.
+struct ReplicaTally {
+  std::map<std::string, ReplicaStatus> statuses;  // by replica type, the roles passed in full
+  std::vector<std::pair<Role, int>> missing;      // replicas without a pod
+  std::vector<FailedPod> retryable;               // failed pods to recreate
+  std::optional<FailedPod> permanent;             // the failure that fails the job
+  int64_t in_place_restarts = 0;                  // of the pods that exist
+  bool all_exist = true;                          // every replica's pod, none terminating
+  bool any_running = false;
+};
+ReplicaTally tally_replicas(const Job& job, const PodsByName& pods);
+
+}  // namespace cifar::op
