@@ -10,9 +10,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "distributed/ps/server.h"
-#include "distributed/ps/shard.h"
 #include "distributed/ps/tensor_codec.h"
+#include "distributed/ps/transport.h"
 #include "distributed/ps/wire_framing.h"
 #include "metrics/runtime_metrics.h"
 #include "proto/ps.grpc.pb.h"
@@ -22,11 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using Stub = proto::ParameterServer::Stub;
-
-bool is_not_initialized(const grpc::Status& s) {
-  return s.error_code() == grpc::StatusCode::UNAVAILABLE &&
-         s.error_message().rfind(kNotInitialized, 0) == 0;
-}
 
 std::string describe(const grpc::Status& s) {
   return "[" + std::to_string(static_cast<int>(s.error_code())) + "] " + s.error_message();

@@ -11,6 +11,7 @@
 
 #include "distributed/ps/call_pool.h"
 #include "distributed/ps/ps_checkpoint.h"
+#include "distributed/ps/transport.h"
 #include "distributed/ps/wire_framing.h"
 #include "metrics/runtime_metrics.h"
 #include "proto/ps.grpc.pb.h"
@@ -34,13 +35,13 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
                         proto::RegisterReply* reply) override {
     Shard* shard = nullptr;
     if (auto s = admit(*context, &shard); !s.ok()) return s;
-    return shard->register_trainer(*request, reply);
+    return to_grpc(shard->register_trainer(*request, reply));
   }
   grpc::Status Initialize(grpc::ServerContext* context, const proto::InitRequest* request,
                           proto::InitReply* reply) override {
     Shard* shard = nullptr;
     if (auto s = admit(*context, &shard); !s.ok()) return s;
-    return shard->initialize(*request, reply);
+    return to_grpc(shard->initialize(*request, reply));
   }
   grpc::ServerUnaryReactor* PushPull(grpc::CallbackServerContext* context,
                                      const grpc::ByteBuffer* request,
@@ -61,15 +62,15 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
     Shard* shard = nullptr;
     if (auto s = admit(*context, &shard); !s.ok()) return s;
     ParamsSnapshot snapshot;
-    auto status = shard->pull(*request, &snapshot);
+    const auto status = shard->pull(*request, &snapshot);
     if (status.ok()) to_proto(snapshot, reply);
-    return status;
+    return to_grpc(status);
   }
   grpc::Status GetState(grpc::ServerContext* context, const proto::StateRequest* /*request*/,
                         proto::StateReply* reply) override {
     Shard* shard = nullptr;
     if (auto s = admit(*context, &shard); !s.ok()) return s;
-    return shard->get_state(reply);
+    return to_grpc(shard->get_state(reply));
   }
   grpc::Status Finish(grpc::ServerContext* context, const proto::FinishRequest* /*request*/,
                       proto::FinishReply* /*reply*/) override {
@@ -82,7 +83,7 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
  private:
   static grpc::Status push_pull(Shard& shard, const grpc::ByteBuffer& request,
                                 grpc::ByteBuffer* response) {
-    if (!shard.initialized()) return not_initialized();
+    if (!shard.initialized()) return to_grpc(ShardStatus::not_initialized());
     Push push;
     try {
       push = read_push(request, shard.piece_sizes());
@@ -91,9 +92,9 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
               std::string("the request is not a valid PushRequest: ") + e.what()};
     }
     ParamsSnapshot snapshot;
-    auto status = shard.push_pull(push, &snapshot);
+    const auto status = shard.push_pull(push, &snapshot);
     if (status.ok()) *response = frame_params(snapshot);
-    return status;
+    return to_grpc(status);
   }
 
   // Checks the job token and finds the call's stripe.
@@ -166,17 +167,6 @@ ShardServer::~ShardServer() {
   server_->Wait();
 }
 
-std::vector<std::pair<std::string, int>> large_message_channel_args() {
-  // Each round trip moves the whole model twice: with HTTP/2's default 64 KB stream window and
-  // 16 KB frames that is thousands of frames and window updates per message.
-  return {{GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 20},
-          {GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1},
-          {GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 64 << 20},
-          {GRPC_ARG_TCP_READ_CHUNK_SIZE, 4 << 20},
-          {GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 1 << 20},
-          {GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 16 << 20}};
-}
-
 std::string listen_address(const std::string& advertised) {
   const auto colon = advertised.rfind(':');
   return "0.0.0.0" + advertised.substr(colon);
@@ -215,7 +205,7 @@ void run_parameter_server(const train::TrainConfig& config) {
     proto::InitReply reply;
     if (auto status = stripes[stripe]->initialize(restored[stripe], &reply); !status.ok()) {
       throw std::runtime_error("cannot restore stripe " + std::to_string(stripe) +
-                               " from its checkpoint: " + status.error_message());
+                               " from its checkpoint: " + status.message());
     }
   }
 

@@ -18,9 +18,6 @@ namespace cifar::ps {
 
 class ParameterServerService;
 
-// The metadata key naming the stripe (layout.h) a call is for: "0", "1", ...; none means 0.
-constexpr const char* kStripeMetadata = "cifar-ps-stripe";
-
 // A PS's stripes served on `address` ("host:port", port 0 picks one). `token`, when set, must come
 // with every call as "authorization: Bearer <token>". Messages over `max_message_bytes` are
 // refused.
@@ -49,9 +46,6 @@ class ShardServer {
 // checkpoint in the model dir when there is one (a restarted PS), else waits for the master's
 // parameters; returns once the master has finished the job and the trainers have heard.
 void run_parameter_server(const train::TrainConfig& config);
-
-// gRPC channel settings for messages of many megabytes, on both ends of a connection.
-std::vector<std::pair<std::string, int>> large_message_channel_args();
 
 // "host:port" -> "0.0.0.0:port": a PS listens on every interface of its pod.
 std::string listen_address(const std::string& advertised);

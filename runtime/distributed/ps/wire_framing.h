@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "distributed/ps/shard.h"
+#include "distributed/ps/shard_messages.h"
 #include "proto/ps.pb.h"
 
 namespace grpc {
@@ -36,7 +36,7 @@ struct WirePiece {
 grpc::ByteBuffer frame_message(const google::protobuf::MessageLite& header, int field,
                                const std::vector<WirePiece>& pieces);
 
-// A ParamsReply carrying `snapshot`, its tensor referenced (shard.h).
+// A ParamsReply carrying `snapshot`, its tensor referenced (shard_messages.h).
 grpc::ByteBuffer frame_params(const ParamsSnapshot& snapshot);
 
 // Where a received WireTensor's data goes: `bytes` contiguous bytes at `data`.

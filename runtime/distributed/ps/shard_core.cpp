@@ -1,0 +1,120 @@
+#include "distributed/ps/shard_core.h"
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "distributed/ps/tensor_codec.h"
+#include "metrics/runtime_metrics.h"
+
+namespace cifar::ps {
+
+Mode parse_mode(const std::string& name) {
+  if (name == "sync") return Mode::kSync;
+  if (name == "async") return Mode::kAsync;
+  if (name == "async-reply") return Mode::kAsyncReply;
+  if (name == "hogwild") return Mode::kHogwild;
+  if (name == "ssp") return Mode::kSsp;
+  throw std::invalid_argument("unknown PS mode '" + name +
+                              "' (sync, async, async-reply, hogwild, ssp)");
+}
+
+std::string mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::kSync:
+      return "sync";
+    case Mode::kAsync:
+      return "async";
+    case Mode::kAsyncReply:
+      return "async-reply";
+    case Mode::kHogwild:
+      return "hogwild";
+    case Mode::kSsp:
+      return "ssp";
+  }
+  return "?";
+}
+
+ShardCore::ShardCore(ShardOptions shard_options, metrics::RuntimeMetrics* runtime_metrics)
+    : options(shard_options),
+      name("shard " + std::to_string(shard_options.index) +
+           (shard_options.stripe > 0 ? " stripe " + std::to_string(shard_options.stripe) : "")),
+      metrics(runtime_metrics) {}
+
+int64_t ShardCore::member_count() const {
+  int64_t n = 0;
+  for (int t = 0; t < trainers; ++t) n += is_member(t) ? 1 : 0;
+  return n;
+}
+
+void ShardCore::set_member(int trainer, bool member) {
+  members[static_cast<size_t>(trainer)].store(member);
+  publish_state();
+}
+
+void ShardCore::publish_state() {
+  if (reports_progress()) metrics->set_ps_state(version.load(), member_count());
+}
+
+void ShardCore::evict(int trainer, const std::string& why) {
+  spdlog::warn("{}: trainer {} dropped at version {}: {}; it rejoins when it registers again", name,
+               trainer, version.load(), why);
+  set_member(trainer, false);
+  if (reports_progress()) metrics->record_ps_eviction();
+}
+
+void ShardCore::apply(const torch::Tensor& grad, int64_t grad_version, double lr) {
+  const int64_t staleness = std::max<int64_t>(0, version.load() - grad_version);
+  // Staleness-aware SGD (Zhang et al., 2016): a gradient k updates old counts 1/k as much.
+  const double rate =
+      options.staleness_lr && staleness > 1 ? lr / static_cast<double>(staleness) : lr;
+  // Hogwild writes in place by design; every other mode updates under mu and replaces the
+  // tensors, so replies still being sent keep the parameters they were given.
+  const auto write = options.mode == Mode::kHogwild ? ShardOptimizer::Write::kInPlace
+                                                    : ShardOptimizer::Write::kOutOfPlace;
+  optimizer->apply(0, grad, rate, write);
+  version.fetch_add(1);
+  if (reports_progress()) {
+    metrics->record_ps_update(staleness);
+    publish_state();
+  }
+}
+
+ParamsSnapshot ShardCore::snapshot(proto::DType dtype) {
+  if (dtype == proto::DTYPE_UNSPECIFIED) dtype = proto::FLOAT32;
+  const int64_t at = version.load();
+  const bool hogwild = options.mode == Mode::kHogwild;
+  const bool reusable = !hogwild && last_snapshot.values.defined() && last_snapshot.version == at &&
+                        last_snapshot.dtype == dtype;
+  ParamsSnapshot snap;
+  if (reusable) {
+    snap = last_snapshot;
+  } else {
+    snap.version = at;
+    snap.dtype = dtype;
+    const auto& params = optimizer->params().front();
+    // Hogwild's parameters change under the reply, so it gets a copy (possibly mid-update).
+    const bool shareable = !hogwild && dtype == proto::FLOAT32;
+    snap.values = shareable ? params : to_wire(params, dtype);
+    snap.piece_sizes = piece_sizes;
+    if (!hogwild) last_snapshot = snap;
+  }
+  snap.done = done();
+  if (metrics != nullptr) metrics->record_ps_traffic(0, static_cast<int64_t>(snap.values.nbytes()));
+  return snap;
+}
+
+void ShardCore::answer(int trainer, proto::DType dtype, ParamsSnapshot* reply) {
+  *reply = snapshot(dtype);
+  note_told(trainer, *reply);
+}
+
+void ShardCore::note_told(int trainer, const ParamsSnapshot& reply) {
+  if (!reply.done) return;
+  told_done[static_cast<size_t>(trainer)] = true;
+  changed.notify_all();
+}
+
+}  // namespace cifar::ps

@@ -1,0 +1,100 @@
+// The state every mode of a shard shares, guarded by `mu`: the parameters and their optimizer,
+// the version, the job's members and what each has been told. Shard (shard.h) owns one and
+// serves the calls every mode answers alike; its mode (shard_mode.h) handles pushes.
+#pragma once
+
+#include <torch/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "distributed/ps/shard_messages.h"
+#include "distributed/ps/shard_optimizer.h"
+
+namespace cifar::metrics {
+class RuntimeMetrics;
+}
+
+namespace cifar::ps {
+
+enum class Mode {
+  kSync,        // wait for every trainer's gradient, average, apply once, answer all
+  kAsync,       // apply each push at once under a lock, answer with the fresh parameters
+  kAsyncReply,  // answer with the current parameters at once, apply the queued gradient after
+  kHogwild,     // apply without any lock, answer at once
+  kSsp,         // like async, but a trainer more than `staleness` pushes ahead of the slowest waits
+};
+Mode parse_mode(const std::string& name);  // throws std::invalid_argument
+std::string mode_name(Mode mode);
+
+struct ShardOptions {
+  int index = 0;   // the PS's index in the job
+  int stripe = 0;  // of that PS (layout.h); stripe 0 reports the PS's version, members, updates
+
+  Mode mode = Mode::kSync;
+  int64_t staleness = 3;
+  bool staleness_lr = false;
+  std::chrono::milliseconds timeout{30000};
+};
+
+struct ShardCore {
+  using Lock = std::unique_lock<std::mutex>;
+  using Clock = std::chrono::steady_clock;
+
+  ShardCore(ShardOptions options, metrics::RuntimeMetrics* metrics);
+
+  [[nodiscard]] bool done() const { return finished.load() || version.load() >= total_updates; }
+  [[nodiscard]] bool is_member(int trainer) const {
+    return members[static_cast<size_t>(trainer)].load();
+  }
+  [[nodiscard]] int64_t member_count() const;
+  void set_member(int trainer, bool member);
+  // Drops a member (logged and counted); it rejoins when it registers again.
+  void evict(int trainer, const std::string& why);
+  // One update with `grad`, computed on version `grad_version`, at rate `lr`.
+  void apply(const torch::Tensor& grad, int64_t grad_version, double lr);
+  // The current parameters (under mu, except in hogwild mode).
+  [[nodiscard]] ParamsSnapshot snapshot(proto::DType dtype);
+  // Answers `trainer` with the current parameters and notes whether it heard the job is done
+  // (under mu).
+  void answer(int trainer, proto::DType dtype, ParamsSnapshot* reply);
+  void note_told(int trainer, const ParamsSnapshot& reply);  // under mu
+  // Stripe 0 speaks for its PS in the progress metrics (every stripe counts its traffic).
+  [[nodiscard]] bool reports_progress() const { return metrics != nullptr && options.stripe == 0; }
+  void publish_state();
+
+  const ShardOptions options;
+  const std::string name;  // "shard 1", "shard 1 stripe 2": for the log
+  metrics::RuntimeMetrics* const metrics;
+
+  mutable std::mutex mu;
+  std::condition_variable changed;  // version, membership, queue or finish changed
+  std::atomic<bool> initialized{false};
+  std::atomic<int64_t> version{0};
+  std::atomic<bool> finished{false};
+  // Fixed at initialisation.
+  uint64_t fingerprint = 0;
+  int trainers = 0;
+  int64_t total_updates = 0;
+  int64_t elements = 0;  // of all pieces
+  std::vector<int64_t> piece_sizes;
+  std::vector<int64_t> piece_offsets;
+  // Holds the parameters, all pieces in one flat tensor so that an update is one pass however
+  // many pieces there are; outside hogwild mode it writes them out of place, so a snapshot shares
+  // the tensor instead of copying it.
+  std::unique_ptr<ShardOptimizer> optimizer;
+  // The newest snapshot, reused while the version stays (not in hogwild mode).
+  ParamsSnapshot last_snapshot;
+  // Membership (read without the lock in hogwild mode), written under mu.
+  std::unique_ptr<std::atomic<bool>[]> members;
+  std::vector<bool> told_done;
+  Clock::time_point finished_at;
+};
+
+}  // namespace cifar::ps

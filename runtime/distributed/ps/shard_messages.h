@@ -1,0 +1,39 @@
+// What a shard takes and gives in a push-and-pull, free of the transport: wire_framing.h reads
+// and writes them from and to gRPC's byte buffers, the shard (shard.h) works on them.
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "proto/ps.pb.h"
+
+namespace cifar::ps {
+
+// The parameters a reply carries, immutable and in the wire dtype, all pieces end to end: in
+// float32 outside hogwild mode the shard's own tensor (updates replace it rather than write into
+// it), else a copy. Shareable between replies (a sync round's trainers all get the same one) and
+// sent without a copy.
+struct ParamsSnapshot {
+  int64_t version = 0;
+  bool done = false;
+  proto::DType dtype = proto::FLOAT32;
+  torch::Tensor values;
+  std::vector<int64_t> piece_sizes;
+};
+
+// The snapshot as a protobuf message (copies the bytes; for the rarely used Pull path and tests).
+void to_proto(const ParamsSnapshot& snapshot, proto::ParamsReply* reply);
+
+// A trainer's push, its gradient pieces already received end to end into one float32 tensor.
+struct Push {
+  int trainer = 0;
+  int64_t version = 0;
+  double learning_rate = 0;
+  proto::DType reply_dtype = proto::DTYPE_UNSPECIFIED;
+  torch::Tensor grad;
+  int64_t wire_bytes = 0;  // as received, for the traffic metric
+};
+
+}  // namespace cifar::ps

@@ -1,0 +1,47 @@
+#include "distributed/ps/transport.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "proto/ps.pb.h"
+
+namespace cifar::ps {
+
+grpc::Status to_grpc(const ShardStatus& status) {
+  using Code = ShardStatus::Code;
+  switch (status.code()) {
+    case Code::kOk:
+      return grpc::Status::OK;
+    case Code::kInvalidArgument:
+      return {grpc::StatusCode::INVALID_ARGUMENT, status.message()};
+    case Code::kNotInitialized: {
+      proto::ShardError error;
+      error.set_reason(proto::ShardError::NOT_INITIALIZED);
+      return {grpc::StatusCode::UNAVAILABLE, status.message(), error.SerializeAsString()};
+    }
+    case Code::kRetry:
+      return {grpc::StatusCode::ABORTED, status.message()};
+    case Code::kWrongJob:
+      return {grpc::StatusCode::FAILED_PRECONDITION, status.message()};
+  }
+  return {grpc::StatusCode::INTERNAL, status.message()};
+}
+
+std::vector<std::pair<std::string, int>> large_message_channel_args() {
+  // Each round trip moves the whole model twice: with HTTP/2's default 64 KB stream window and
+  // 16 KB frames that is thousands of frames and window updates per message.
+  return {{GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 64 << 20},
+          {GRPC_ARG_HTTP2_MAX_FRAME_SIZE, (16 << 20) - 1},
+          {GRPC_ARG_HTTP2_WRITE_BUFFER_SIZE, 64 << 20},
+          {GRPC_ARG_TCP_READ_CHUNK_SIZE, 4 << 20},
+          {GRPC_ARG_TCP_MIN_READ_CHUNK_SIZE, 1 << 20},
+          {GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 16 << 20}};
+}
+
+bool is_not_initialized(const grpc::Status& status) {
+  proto::ShardError error;
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE && !status.error_details().empty() &&
+         error.ParseFromString(status.error_details()) &&
+         error.reason() == proto::ShardError::NOT_INITIALIZED;
+}
+
+}  // namespace cifar::ps

@@ -1,0 +1,27 @@
+// What the two gRPC ends of the parameter server agree on beyond ps.proto: the metadata naming a
+// call's stripe, and how a shard's answer becomes a gRPC status and is recognised again.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "distributed/ps/shard_status.h"
+
+namespace cifar::ps {
+
+// The metadata key naming the stripe (layout.h) a call is for: "0", "1", ...; none means 0.
+constexpr const char* kStripeMetadata = "cifar-ps-stripe";
+
+// kNotInitialized goes out as UNAVAILABLE (the client waits and retries, as for a shard that is
+// down) with a typed proto::ShardError in the status's details, so the chief can tell it from a
+// connection that failed and re-initialise the shard.
+// gRPC channel settings for messages of many megabytes, on both ends of a connection.
+std::vector<std::pair<std::string, int>> large_message_channel_args();
+
+grpc::Status to_grpc(const ShardStatus& status);
+bool is_not_initialized(const grpc::Status& status);
+
+}  // namespace cifar::ps
