@@ -32,12 +32,12 @@ const std::vector<int64_t> kSizes = {int64_t{256} << 10, int64_t{1} << 20, int64
 
 // One rank: all-reduces float tensors of each size; rank 0 prints "bytes seconds_per_op" lines.
 int run_rank(int rank, int world, int port) {
-  cifar::train::AllReduceOptions options;
+  cifar::allreduce::Options options;
   options.rank = rank;
   options.world_size = world;
   options.master_port = port;
   options.timeout_seconds = 120;
-  auto group = cifar::allreduce::make_process_group(options, "gloo");
+  auto group = cifar::allreduce::make_process_group(options, cifar::allreduce::Backend::kGloo);
   for (const auto bytes : kSizes) {
     std::vector<torch::Tensor> buffer{torch::ones({bytes / 4})};
     const int iterations = static_cast<int>(std::max<int64_t>(10, (int64_t{1} << 30) / bytes));

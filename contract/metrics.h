@@ -1,5 +1,5 @@
 // The Prometheus metrics cifar-train serves on the metrics port (runtime/metrics) and the
-// operator reads into status.progress (operator/controller/progress.cpp). Every series carries
+// operator reads into status.progress (operator/cifartrainjob/progress.cpp). Every series carries
 // the labels job, role and index.
 #pragma once
 

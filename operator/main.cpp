@@ -1,4 +1,4 @@
-// cifar-operator: reconciles CifarTrainJobs into pods and a Service (controller/), against the
+// cifar-operator: reconciles CifarTrainJobs into pods and a Service (cifartrainjob/), against the
 // API server of the kubeconfig or, in a pod, of its service account.
 #include <spdlog/spdlog.h>
 

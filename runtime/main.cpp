@@ -40,8 +40,9 @@ int run(const cifar::train::TrainConfig& config) {
       cifar::train::LocalExchange local(config);
       return cifar::train::run_training(config, local);
     }
-    return dist.strategy == "allreduce" ? cifar::allreduce::run_allreduce_trainer(config)
-                                        : cifar::ps::run_ps_trainer(config);
+    return dist.strategy == cifar::train::Strategy::kAllReduce
+               ? cifar::allreduce::run_allreduce_trainer(config)
+               : cifar::ps::run_ps_trainer(config);
   }();
   for (const auto& line : cifar::train::describe(result)) spdlog::info("{}", line);
   return 0;
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
   if (!parsed.config) return parsed.exit_code;
   const auto& dist = parsed.config->distributed;
   // In a job's interleaved logs every line says which process wrote it.
-  const auto task = dist.strategy == "allreduce" && dist.job.is_trainer()
+  const auto task = dist.strategy == cifar::train::Strategy::kAllReduce && dist.job.is_trainer()
                         ? "rank " + std::to_string(dist.allreduce.rank)
                         : dist.job.task_name();
   spdlog::set_pattern(dist.enabled ? "[%H:%M:%S.%e] [" + task + "] [%^%l%$] %v"

@@ -44,6 +44,28 @@ std::vector<std::string> seed_compatible_args(int argc, const char* const argv[]
   return args;
 }
 
+// An option that is one of `names` on the command line and their enum in the config: the help
+// shows it like any other choice ("TEXT:{a,b}=default"), and only the names are accepted.
+template <typename Enum, size_t N>
+CLI::Option* add_choice(CLI::App& app, const std::string& flags, Enum& value,
+                        const train::EnumNames<Enum, N>& names, const std::string& help) {
+  std::string shown;
+  for (const auto& [name, v] : names) shown += (shown.empty() ? "{" : ",") + std::string(name);
+  shown += "}";
+  CLI::Validator to_enum(
+      [names, shown](std::string& input) -> std::string {
+        const auto found = train::find_named(names, CLI::detail::to_lower(input));
+        if (!found) return "'" + input + "' is not one of " + shown;
+        input = std::to_string(static_cast<int>(*found));  // CLI11 reads an enum as its number
+        return {};
+      },
+      shown);
+  return app.add_option(flags, value, help)
+      ->type_name("TEXT")
+      ->transform(to_enum)
+      ->default_str(train::name_of(names, value));
+}
+
 std::vector<std::string> role_names() {
   std::vector<std::string> names;
   names.reserve(contract::kRoles.size());
@@ -89,18 +111,14 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
   app.add_option("--dist-host", d.local.host, "Host of every process of a local job")
       ->group(group)
       ->capture_default_str();
-  app.add_option(cli_names(flag::kStrategy), c.distributed.strategy,
-                 "Distributed strategy: ps (parameter server), allreduce (data parallel, c10d)")
-      ->check(CLI::IsMember({"ps", "allreduce"}))
-      ->group(group)
-      ->capture_default_str();
+  add_choice(app, cli_names(flag::kStrategy), c.distributed.strategy, train::kStrategyNames,
+             "Distributed strategy: ps (parameter server), allreduce (data parallel, c10d)")
+      ->group(group);
   auto& ar = c.distributed.allreduce;
   const char* ar_group = "All-reduce (ranks from MASTER_ADDR/WORLD_SIZE/RANK, TF_CONFIG or mpirun)";
-  app.add_option(cli_names(flag::kDistBackend), ar.backend,
-                 "c10d backend: auto (nccl on cuda, else gloo)")
-      ->check(CLI::IsMember({"auto", "gloo", "nccl"}))
-      ->group(ar_group)
-      ->capture_default_str();
+  add_choice(app, cli_names(flag::kDistBackend), ar.backend, allreduce::kBackendNames,
+             "c10d backend: auto (nccl on cuda, else gloo)")
+      ->group(ar_group);
   app.add_option(cli_names(flag::kBucketCapMb), ar.bucket_cap_mb, "Gradient bucket size")
       ->check(CLI::PositiveNumber)
       ->group(ar_group)
@@ -124,12 +142,10 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
       ->check(CLI::NonNegativeNumber)
       ->group(ar_group)
       ->capture_default_str();
-  app.add_option(cli_names(flag::kPsMode), ps.mode,
-                 "sync, async (apply then reply), async-reply (reply then apply), hogwild "
-                 "(lock-free), ssp (bounded staleness)")
-      ->check(CLI::IsMember({"sync", "async", "async-reply", "hogwild", "ssp"}))
-      ->group(group)
-      ->capture_default_str();
+  add_choice(app, cli_names(flag::kPsMode), ps.mode, ps::kModeNames,
+             "sync, async (apply then reply), async-reply (reply then apply), hogwild "
+             "(lock-free), ssp (bounded staleness)")
+      ->group(group);
   app.add_option(cli_names(flag::kStaleness), ps.staleness,
                  "ssp: updates a trainer may run ahead of the slowest")
       ->check(CLI::NonNegativeNumber)
@@ -143,10 +159,9 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
       ->check(CLI::PositiveNumber)
       ->group(group)
       ->capture_default_str();
-  app.add_option("--ps-wire-dtype", ps.wire_dtype, "Gradients and parameters on the wire")
-      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}))
-      ->group(group)
-      ->capture_default_str();
+  add_choice(app, "--ps-wire-dtype", ps.wire_dtype, ps::kWireDTypeNames,
+             "Gradients and parameters on the wire")
+      ->group(group);
   app.add_option("--ps-stripes", ps.stripes,
                  "Connections (stripes) per PS that each trainer spreads a PS's share over; 0: "
                  "one per 256 KiB of the share, at most 4. Every process of a job needs the same")
@@ -196,7 +211,7 @@ void resolve_allreduce(train::DistributedOptions& dist, const char* tf_config) {
 void resolve_distributed(const CLI::App& app, const DistributedFlags& d, train::TrainConfig& c) {
   auto& dist = c.distributed;
   const char* tf_config = std::getenv(contract::env::kTfConfig);
-  if (dist.strategy == "allreduce") {
+  if (dist.strategy == train::Strategy::kAllReduce) {
     resolve_allreduce(dist, tf_config);
     return;
   }
@@ -272,9 +287,7 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
   app.add_flag("!--no-augment", c.augment, "Disable random crop and flip");
 
   auto& o = c.optimizer;
-  app.add_option(cli_names(flag::kOptimizer), o.name, "Optimizer")
-      ->check(CLI::IsMember({"sgd", "adam"}))
-      ->capture_default_str();
+  add_choice(app, cli_names(flag::kOptimizer), o.kind, train::kOptimizerNames, "Optimizer");
   app.add_option(cli_names(flag::kLearningRate), c.schedule.base_lr, "Base (peak) learning rate")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -286,14 +299,8 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
   app.add_option(cli_names(flag::kWeightDecay), o.weight_decay, "L2 weight decay")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  const std::map<std::string, train::ScheduleKind> schedules = {
-      {"constant", train::ScheduleKind::kConstant},
-      {"step", train::ScheduleKind::kStep},
-      {"cosine", train::ScheduleKind::kCosine},
-      {"onecycle", train::ScheduleKind::kOneCycle}};
-  app.add_option(cli_names(flag::kSchedule), c.schedule.kind,
-                 "Learning-rate schedule: constant, step, cosine (default), onecycle")
-      ->transform(CLI::CheckedTransformer(schedules, CLI::ignore_case));
+  add_choice(app, cli_names(flag::kSchedule), c.schedule.kind, train::kScheduleNames,
+             "Learning-rate schedule");
   app.add_option(cli_names(flag::kWarmupEpochs), c.schedule.warmup_epochs,
                  "Linear warm-up (epochs)")
       ->check(CLI::NonNegativeNumber)

@@ -7,10 +7,19 @@
 
 #include "cluster/cluster.h"
 #include "contract/ports.h"
+#include "distributed/allreduce/options.h"
+#include "distributed/ps/options.h"
+#include "train/enum_names.h"
 
 namespace cifar::train {
 
 enum class ScheduleKind { kConstant, kStep, kCosine, kOneCycle };
+inline constexpr EnumNames<ScheduleKind, 4> kScheduleNames{{
+    {"constant", ScheduleKind::kConstant},
+    {"step", ScheduleKind::kStep},
+    {"cosine", ScheduleKind::kCosine},
+    {"onecycle", ScheduleKind::kOneCycle},
+}};
 
 struct ScheduleOptions {
   ScheduleKind kind = ScheduleKind::kCosine;
@@ -22,8 +31,14 @@ struct ScheduleOptions {
   double one_cycle_peak_fraction = 0.25;  // kOneCycle: where the peak sits in the run
 };
 
+enum class OptimizerKind { kSgd, kAdam };
+inline constexpr EnumNames<OptimizerKind, 2> kOptimizerNames{{
+    {"sgd", OptimizerKind::kSgd},
+    {"adam", OptimizerKind::kAdam},
+}};
+
 struct OptimizerOptions {
-  std::string name = "sgd";  // sgd | adam
+  OptimizerKind kind = OptimizerKind::kSgd;
   double momentum = 0.9;
   bool nesterov = true;
   double weight_decay = 5e-4;
@@ -31,41 +46,20 @@ struct OptimizerOptions {
   double adam_beta2 = 0.999;
 };
 
-// Parameter-server training (docs/ARCHITECTURE.md, "Parameter server").
-struct PsOptions {
-  std::string mode = "sync";        // sync | async | async-reply | hogwild | ssp
-  int64_t staleness = 3;            // ssp: how many updates a trainer may run ahead of the slowest
-  bool staleness_lr = false;        // divide the learning rate of a stale gradient by its staleness
-  double timeout_seconds = 30;      // sync/ssp: a trainer silent this long leaves the round
-  std::string wire_dtype = "fp32";  // fp32 | fp16 | bf16 for gradients and parameters
-  int stripes = 0;  // per PS (distributed/ps/layout.h); 0: one per 256 KiB of its share
-  int64_t max_message_mb = 512;  // larger gRPC messages are refused
-  double retry_seconds = 120;    // how long a trainer retries an unreachable PS
-  std::string token;  // shared secret of the job's members (env CIFAR_PS_TOKEN); empty: none
-};
+enum class Strategy { kParameterServer, kAllReduce };
+inline constexpr EnumNames<Strategy, 2> kStrategyNames{{
+    {"ps", Strategy::kParameterServer},
+    {"allreduce", Strategy::kAllReduce},
+}};
 
-// All-reduce data parallelism (c10d): who this rank is and how gradients are reduced.
-struct AllReduceOptions {
-  int rank = 0;
-  int world_size = 1;
-  int local_rank = 0;                     // among the ranks on this machine (launch, mpirun)
-  std::string master_addr = "127.0.0.1";  // rank 0's host: the c10d TCPStore
-  int master_port = contract::kC10dStorePort.number;
-  std::string backend = "auto";  // auto (nccl on cuda, else gloo) | gloo | nccl
-  double bucket_cap_mb = 25;
-  double first_bucket_mb = 1;         // small, so the first all-reduce starts early in backward
-  bool overlap = true;                // all-reduce buckets during backward (false: after it)
-  double timeout_seconds = 60;        // a collective waiting longer fails: a rank died or hangs
-  int64_t verify_replicas_every = 0;  // steps between bitwise checks that ranks agree (0: never)
-};
-
+// Each strategy owns its options (distributed/<strategy>/options.h); this holds them for the CLI.
 struct DistributedOptions {
   bool enabled = false;
-  std::string strategy = "ps";  // ps | allreduce
+  Strategy strategy = Strategy::kParameterServer;
   cluster::Job job;
   bool local = false;  // from the local flags: each process offsets its metrics port
-  PsOptions ps;
-  AllReduceOptions allreduce;
+  ps::Options ps;
+  allreduce::Options allreduce;
 };
 
 struct TrainConfig {

@@ -15,7 +15,7 @@ std::unique_ptr<metrics::RuntimeMetrics> make_runtime_metrics(const TrainConfig&
     identity.index = std::to_string(dist.job.index);
     if (dist.local && port > 0) port += cluster::local_port_offset(dist.job);
     // Ranks that share a machine (launch -n N, mpirun) each get their own port.
-    if (dist.strategy == "allreduce" && port > 0) port += dist.allreduce.local_rank;
+    if (dist.strategy == Strategy::kAllReduce && port > 0) port += dist.allreduce.local_rank;
   }
   std::string bind;
   if (port >= 0) bind = config.metrics_bind + ":" + std::to_string(port);

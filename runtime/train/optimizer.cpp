@@ -10,7 +10,7 @@ namespace cifar::train {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& o,
                                                         double initial_lr,
                                                         std::vector<torch::Tensor> parameters) {
-  if (o.name == "sgd") {
+  if (o.kind == OptimizerKind::kSgd) {
     if (o.nesterov && o.momentum <= 0) {
       throw std::invalid_argument("Nesterov momentum needs --momentum > 0");
     }
@@ -20,13 +20,10 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerOptions& 
                                                    .nesterov(o.nesterov)
                                                    .weight_decay(o.weight_decay));
   }
-  if (o.name == "adam") {
-    return std::make_unique<torch::optim::Adam>(std::move(parameters),
-                                                torch::optim::AdamOptions(initial_lr)
-                                                    .betas({o.adam_beta1, o.adam_beta2})
-                                                    .weight_decay(o.weight_decay));
-  }
-  throw std::invalid_argument("unknown optimizer '" + o.name + "' (sgd, adam)");
+  return std::make_unique<torch::optim::Adam>(std::move(parameters),
+                                              torch::optim::AdamOptions(initial_lr)
+                                                  .betas({o.adam_beta1, o.adam_beta2})
+                                                  .weight_decay(o.weight_decay));
 }
 
 void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "cifartrainjob/desired_state.h"
+#include "cifartrainjob/progress.h"
 #include "cli/options.h"
 #include "cluster/cluster.h"
 #include "cluster/ranks.h"
@@ -21,8 +23,6 @@
 #include "contract/flags.h"
 #include "contract/ports.h"
 #include "contract/roles.h"
-#include "cifartrainjob/desired_state.h"
-#include "cifartrainjob/progress.h"
 #include "metrics/runtime_metrics.h"
 
 namespace cifar {
@@ -111,7 +111,7 @@ TEST(Contract, TheRuntimeReadsEveryValueOfTheSpec) {
   EXPECT_EQ(c.download_mirror, s.download_mirror);
   EXPECT_EQ(c.epochs, s.epochs);
   EXPECT_EQ(c.batch_size, s.batch_size);
-  EXPECT_EQ(c.optimizer.name, s.optimizer);
+  EXPECT_EQ(train::name_of(train::kOptimizerNames, c.optimizer.kind), s.optimizer);
   EXPECT_DOUBLE_EQ(c.optimizer.momentum, s.momentum);
   EXPECT_EQ(c.optimizer.nesterov, s.nesterov);
   EXPECT_DOUBLE_EQ(c.optimizer.weight_decay, s.weight_decay);
@@ -123,8 +123,8 @@ TEST(Contract, TheRuntimeReadsEveryValueOfTheSpec) {
   EXPECT_EQ(c.checkpoint_every_steps, s.checkpoint_every_steps);
   EXPECT_EQ(c.keep_checkpoints, s.keep_checkpoints);
   EXPECT_EQ(c.metrics_port, contract::kMetricsPort.number);
-  EXPECT_EQ(c.distributed.strategy, "ps");
-  EXPECT_EQ(c.distributed.ps.mode, s.ps_mode);
+  EXPECT_EQ(c.distributed.strategy, train::Strategy::kParameterServer);
+  EXPECT_EQ(ps::mode_name(c.distributed.ps.mode), s.ps_mode);
   EXPECT_EQ(c.distributed.ps.staleness, *s.staleness);
   EXPECT_EQ(c.distributed.job.cluster.ps.size(), 2U);
   EXPECT_EQ(c.distributed.job.role, contract::Role::kWorker);
@@ -135,7 +135,7 @@ TEST(Contract, TheRuntimeReadsEveryValueOfTheSpec) {
   ASSERT_TRUE(rank2.config);
   const auto& ar = rank2.config->distributed.allreduce;
   EXPECT_EQ(rank2.config->device, "cuda");
-  EXPECT_EQ(ar.backend, gpu_job.spec.backend);
+  EXPECT_EQ(train::name_of(allreduce::kBackendNames, ar.backend), gpu_job.spec.backend);
   EXPECT_DOUBLE_EQ(ar.bucket_cap_mb, gpu_job.spec.bucket_cap_mb);
   EXPECT_FALSE(ar.overlap);
   EXPECT_EQ(ar.rank, 2);
@@ -168,8 +168,8 @@ TEST(Contract, CifarTrainParsesAPsPodsArgumentsAsTheSpecSays) {
   EXPECT_EQ(config.batch_size, 64);
   EXPECT_EQ(config.model_dir, "/checkpoints/mnist");
   EXPECT_EQ(config.data_dir, "/data");
-  EXPECT_EQ(config.distributed.strategy, "ps");
-  EXPECT_EQ(config.distributed.ps.mode, "async");
+  EXPECT_EQ(config.distributed.strategy, train::Strategy::kParameterServer);
+  EXPECT_EQ(config.distributed.ps.mode, ps::Mode::kAsync);
   EXPECT_TRUE(config.distributed.enabled);
   EXPECT_EQ(config.distributed.job.role, cluster::Role::kWorker);
   EXPECT_EQ(config.distributed.job.index, 1);
@@ -187,12 +187,12 @@ TEST(Contract, AllReducePodsGetRanksAndTheRuntimeReadsThem) {
     EXPECT_EQ(env_of(pod, contract::env::kMasterAddr), "mnist-worker-0.mnist.team.svc");
     EXPECT_EQ(env_of(pod, contract::env::kWorldSize), "3");
     const auto config = runtime_config(pod);
-    EXPECT_EQ(config.distributed.strategy, "allreduce");
+    EXPECT_EQ(config.distributed.strategy, train::Strategy::kAllReduce);
     EXPECT_EQ(config.distributed.allreduce.rank, i);
     EXPECT_EQ(config.distributed.allreduce.world_size, 3);
     EXPECT_EQ(config.distributed.allreduce.master_addr, "mnist-worker-0.mnist.team.svc");
     EXPECT_EQ(config.distributed.allreduce.master_port, 29500);
-    EXPECT_EQ(config.distributed.allreduce.backend, "gloo");
+    EXPECT_EQ(config.distributed.allreduce.backend, allreduce::Backend::kGloo);
     EXPECT_FALSE(config.distributed.allreduce.overlap);
   }
   const auto evaluator = op::desired_pod(job, contract::Role::kEvaluator, 0);

@@ -56,10 +56,11 @@ void set_default_backend(Group& group, typename Group::BackendType type) {
 
 }  // namespace
 
-std::string resolve_backend(const std::string& requested, const std::string& device) {
+Backend resolve_backend(Backend requested, const std::string& device) {
   const bool cuda = device.rfind("cuda", 0) == 0;
-  std::string backend = requested == "auto" ? (cuda ? "nccl" : "gloo") : requested;
-  if (backend == "nccl") {
+  const Backend backend =
+      requested == Backend::kAuto ? (cuda ? Backend::kNccl : Backend::kGloo) : requested;
+  if (backend == Backend::kNccl) {
 #ifndef CIFAR_WITH_NCCL
     throw std::invalid_argument(
         "--dist-backend nccl: this cifar-train was built without NCCL (CUDA LibTorch); use gloo");
@@ -69,8 +70,7 @@ std::string resolve_backend(const std::string& requested, const std::string& dev
   return backend;
 }
 
-c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const train::AllReduceOptions& options,
-                                                          const std::string& backend) {
+c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const Options& options, Backend backend) {
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000));
   c10d::TCPStoreOptions store_options;
@@ -102,16 +102,17 @@ c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const train::AllReduce
                                                        gloo_options);
   };
   spdlog::info("rank {} of {}: {} process group via the c10d store at {}", options.rank,
-               options.world_size, backend, where);
+               options.world_size, train::name_of(kBackendNames, backend), where);
 #if TORCH_VERSION_MAJOR >= 2
   using Group = c10d::ProcessGroup;
-  auto group = make_group<Group>(store, options.rank, options.world_size, backend, timeout);
+  auto group = make_group<Group>(store, options.rank, options.world_size,
+                                 train::name_of(kBackendNames, backend), timeout);
   // CPU tensors (the resume step's broadcast, the replica digest) always take Gloo, as with
   // torch.distributed's "cpu:gloo,cuda:nccl"; each backend rendezvouses under its own prefix.
   auto gloo = make_gloo(c10::make_intrusive<c10d::PrefixStore>("gloo", store));
   group->setBackend(c10::DeviceType::CPU, Group::BackendType::GLOO, gloo);
 #ifdef CIFAR_WITH_NCCL
-  if (backend == "nccl") {
+  if (backend == Backend::kNccl) {
     auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
     nccl_options->timeout = timeout;
     set_default_backend(*group, Group::BackendType::NCCL);
@@ -127,7 +128,7 @@ c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const train::AllReduce
   return group;
 #else
 #ifdef CIFAR_WITH_NCCL
-  if (backend == "nccl") {
+  if (backend == Backend::kNccl) {
     auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
     nccl_options->timeout = timeout;
     return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank, options.world_size,

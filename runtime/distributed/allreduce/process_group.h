@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "train/config.h"
+#include "distributed/allreduce/options.h"
 
 namespace c10d {
 class ProcessGroup;
@@ -16,11 +16,10 @@ namespace cifar::allreduce {
 
 // "auto" -> "nccl" on cuda, "gloo" otherwise; throws std::invalid_argument for nccl without
 // CUDA (or a LibTorch built without it).
-std::string resolve_backend(const std::string& requested, const std::string& device);
+Backend resolve_backend(Backend requested, const std::string& device);
 
 // Blocks until every rank has joined (up to options.timeout_seconds); throws std::runtime_error
 // naming the store's address when they do not.
-c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const train::AllReduceOptions& options,
-                                                          const std::string& backend);
+c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const Options& options, Backend backend);
 
 }  // namespace cifar::allreduce

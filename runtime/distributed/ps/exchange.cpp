@@ -94,7 +94,7 @@ ClientOptions client_options(const train::TrainConfig& config, int stripes) {
 
 ParameterServerExchange::ParameterServerExchange(const train::TrainConfig& config)
     : config_(config),
-      mode_(parse_mode(config.distributed.ps.mode)),
+      mode_(config.distributed.ps.mode),
       checkpoints_(config.model_dir, train::run_name(config), config.keep_checkpoints) {}
 
 ParameterServerExchange::~ParameterServerExchange() = default;

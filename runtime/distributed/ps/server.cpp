@@ -189,7 +189,7 @@ void run_parameter_server(const train::TrainConfig& config) {
     ShardOptions options;
     options.index = job.index;
     options.stripe = stripe;
-    options.mode = parse_mode(dist.ps.mode);
+    options.mode = dist.ps.mode;
     options.staleness = dist.ps.staleness;
     options.staleness_lr = dist.ps.staleness_lr;
     options.timeout = timeout;
@@ -212,7 +212,7 @@ void run_parameter_server(const train::TrainConfig& config) {
   const auto address = listen_address(job.cluster.ps.at(static_cast<size_t>(job.index)));
   ShardServer server(stripes, address, dist.ps.token, dist.ps.max_message_mb << 20);
   spdlog::info("ps {}: serving shard {} of {} on {} (mode {})", job.index, job.index, servers,
-               address, dist.ps.mode);
+               address, mode_name(dist.ps.mode));
   // Stripe 0 is always used; by the time the master finishes it, every other stripe it uses has
   // been initialised (before training) and is finished too. Each stripe is waited for once.
   for (const auto& stripe : stripes) {

@@ -21,7 +21,12 @@ ShardStatus invalid(std::string message) { return ShardStatus::invalid(std::move
 
 train::OptimizerOptions optimizer_options(const proto::OptimizerConfig& c) {
   train::OptimizerOptions o;
-  o.name = c.name();
+  const auto kind = train::find_named(train::kOptimizerNames, c.name());
+  if (!kind) {
+    throw std::invalid_argument("unknown optimizer '" + c.name() + "' (" +
+                                train::list_names(train::kOptimizerNames) + ")");
+  }
+  o.kind = *kind;
   o.momentum = c.momentum();
   o.nesterov = c.nesterov();
   o.weight_decay = c.weight_decay();

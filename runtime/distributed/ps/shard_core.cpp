@@ -4,38 +4,11 @@
 #include <torch/torch.h>
 
 #include <algorithm>
-#include <stdexcept>
 
 #include "distributed/ps/tensor_codec.h"
 #include "metrics/runtime_metrics.h"
 
 namespace cifar::ps {
-
-Mode parse_mode(const std::string& name) {
-  if (name == "sync") return Mode::kSync;
-  if (name == "async") return Mode::kAsync;
-  if (name == "async-reply") return Mode::kAsyncReply;
-  if (name == "hogwild") return Mode::kHogwild;
-  if (name == "ssp") return Mode::kSsp;
-  throw std::invalid_argument("unknown PS mode '" + name +
-                              "' (sync, async, async-reply, hogwild, ssp)");
-}
-
-std::string mode_name(Mode mode) {
-  switch (mode) {
-    case Mode::kSync:
-      return "sync";
-    case Mode::kAsync:
-      return "async";
-    case Mode::kAsyncReply:
-      return "async-reply";
-    case Mode::kHogwild:
-      return "hogwild";
-    case Mode::kSsp:
-      return "ssp";
-  }
-  return "?";
-}
 
 ShardCore::ShardCore(ShardOptions shard_options, metrics::RuntimeMetrics* runtime_metrics)
     : options(shard_options),

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed/ps/options.h"
 #include "distributed/ps/shard_messages.h"
 #include "distributed/ps/shard_optimizer.h"
 
@@ -22,16 +23,6 @@ class RuntimeMetrics;
 }
 
 namespace cifar::ps {
-
-enum class Mode {
-  kSync,        // wait for every trainer's gradient, average, apply once, answer all
-  kAsync,       // apply each push at once under a lock, answer with the fresh parameters
-  kAsyncReply,  // answer with the current parameters at once, apply the queued gradient after
-  kHogwild,     // apply without any lock, answer at once
-  kSsp,         // like async, but a trainer more than `staleness` pushes ahead of the slowest waits
-};
-Mode parse_mode(const std::string& name);  // throws std::invalid_argument
-std::string mode_name(Mode mode);
 
 struct ShardOptions {
   int index = 0;   // the PS's index in the job

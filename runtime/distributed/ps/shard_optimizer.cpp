@@ -12,12 +12,10 @@ constexpr double kAdamEpsilon = 1e-8;
 
 ShardOptimizer::ShardOptimizer(train::OptimizerOptions options, std::vector<torch::Tensor> params)
     : options_(std::move(options)), params_(std::move(params)), steps_(params_.size()) {
-  if (options_.name == "sgd") {
+  if (options_.kind == train::OptimizerKind::kSgd) {
     if (options_.momentum > 0) slot_names_ = {"momentum"};
-  } else if (options_.name == "adam") {
-    slot_names_ = {"exp_avg", "exp_avg_sq"};
   } else {
-    throw std::invalid_argument("unknown optimizer '" + options_.name + "' (sgd, adam)");
+    slot_names_ = {"exp_avg", "exp_avg_sq"};
   }
   // Zero state reproduces torch's first step exactly: SGD's buffer becomes 0 * m + d_p = d_p.
   for (size_t s = 0; s < slot_names_.size(); ++s) {
@@ -40,7 +38,7 @@ void ShardOptimizer::apply(size_t piece, const torch::Tensor& grad, double lr, W
   torch::NoGradGuard no_grad;
   auto& p = params_.at(piece);
   const double wd = options_.weight_decay;
-  if (options_.name == "sgd") {
+  if (options_.kind == train::OptimizerKind::kSgd) {
     auto d_p = wd != 0 ? grad.add(p, wd) : grad;
     if (options_.momentum != 0) {
       auto& buf = slots_[0][piece];

@@ -20,11 +20,16 @@ torch::ScalarType wire_scalar_type(proto::DType dtype) {
   }
 }
 
-proto::DType wire_dtype(const std::string& name) {
-  if (name == "fp32") return proto::FLOAT32;
-  if (name == "fp16") return proto::FLOAT16;
-  if (name == "bf16") return proto::BFLOAT16;
-  throw std::invalid_argument("unknown wire dtype '" + name + "' (fp32, fp16, bf16)");
+proto::DType wire_dtype(WireDType dtype) {
+  switch (dtype) {
+    case WireDType::kFp32:
+      return proto::FLOAT32;
+    case WireDType::kFp16:
+      return proto::FLOAT16;
+    case WireDType::kBf16:
+      return proto::BFLOAT16;
+  }
+  return proto::FLOAT32;
 }
 
 torch::Tensor to_wire(const torch::Tensor& values, proto::DType dtype) {

@@ -6,12 +6,13 @@
 #include <cstdint>
 #include <string>
 
+#include "distributed/ps/options.h"
 #include "proto/ps.pb.h"
 
 namespace cifar::ps {
 
 // "fp32", "fp16", "bf16" -> the wire dtype; throws std::invalid_argument otherwise.
-proto::DType wire_dtype(const std::string& name);
+proto::DType wire_dtype(WireDType dtype);
 
 torch::ScalarType wire_scalar_type(proto::DType dtype);  // unspecified: float32
 // Bytes per element on the wire (unspecified: float32's 4).

@@ -35,7 +35,7 @@ TEST(AssignBuckets, EveryParameterExactlyOnce) {
 // `world` ranks as threads train the same tiny linear model on different inputs; after backward
 // every rank's gradient must be the mean of the ranks' own gradients, overlap or not.
 void expect_mean_gradients(int world, bool overlap) {
-  train::AllReduceOptions options;
+  allreduce::Options options;
   options.world_size = world;
   options.master_port = cifar::testing::free_port();
   options.timeout_seconds = 30;
@@ -46,7 +46,7 @@ void expect_mean_gradients(int world, bool overlap) {
     ranks.emplace_back([&, r] {
       auto rank_options = options;
       rank_options.rank = r;
-      auto group = make_process_group(rank_options, "gloo");
+      auto group = make_process_group(rank_options, Backend::kGloo);
       torch::manual_seed(0);
       auto w1 = torch::randn({300, 20}, torch::requires_grad());
       auto w2 = torch::randn({20, 3}, torch::requires_grad());

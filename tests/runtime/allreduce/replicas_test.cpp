@@ -61,7 +61,7 @@ TEST(BitwiseDigest, EqualForEqualBytesAndChangedByOneBitShapeOrDtype) {
 // Runs `body(rank, group)` on `world` ranks (threads) of one Gloo group.
 template <typename Body>
 void on_ranks(int world, Body body) {
-  train::AllReduceOptions options;
+  allreduce::Options options;
   options.world_size = world;
   options.master_port = cifar::testing::free_port();
   options.timeout_seconds = 30;
@@ -71,7 +71,7 @@ void on_ranks(int world, Body body) {
     ranks.emplace_back([&, r] {
       auto rank_options = options;
       rank_options.rank = r;
-      auto group = make_process_group(rank_options, "gloo");
+      auto group = make_process_group(rank_options, Backend::kGloo);
       body(r, *group);
     });
   }

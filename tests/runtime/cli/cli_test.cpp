@@ -32,6 +32,23 @@ TEST(CommandLine, AcceptsTheSeedFlags) {
   EXPECT_EQ(p.config->name, "cifar10-simplecnn");
 }
 
+// Past the command line a choice is an enum; on it, only its names (any case) are accepted.
+TEST(CommandLine, ChoicesTakeTheirNamesAndBecomeEnums) {
+  const auto p = parse({"--strategy", "PS", "--dist-backend", "gloo", "--ps-mode", "Async-Reply",
+                        "--ps-wire-dtype", "bf16", "--optimizer", "adam"});
+  ASSERT_TRUE(p.config.has_value());
+  EXPECT_EQ(p.config->distributed.strategy, train::Strategy::kParameterServer);
+  EXPECT_EQ(p.config->distributed.allreduce.backend, allreduce::Backend::kGloo);
+  EXPECT_EQ(p.config->distributed.ps.mode, ps::Mode::kAsyncReply);
+  EXPECT_EQ(p.config->distributed.ps.wire_dtype, ps::WireDType::kBf16);
+  EXPECT_EQ(p.config->optimizer.kind, train::OptimizerKind::kAdam);
+  for (const char* value : {"3", "lockfree", ""}) {
+    const auto bad = parse({"--ps-mode", value});
+    EXPECT_FALSE(bad.config.has_value()) << value;
+    EXPECT_EQ(bad.exit_code, 2) << value;
+  }
+}
+
 TEST(CommandLine, ARepeatedOptionTakesItsLastValue) {
   const auto p = parse({"-e", "5", "--lr", "0.1", "-e", "7", "--lr", "0.3"});
   ASSERT_TRUE(p.config.has_value());
@@ -50,7 +67,7 @@ TEST(CommandLine, TrainingOptionsReachTheConfig) {
                         "--weight-decay", "0", "--label-smoothing", "0.1", "--no-augment",
                         "--resume", "-nc=100", "-d", "cifar100", "--ps-stripes", "3"});
   ASSERT_TRUE(p.config.has_value());
-  EXPECT_EQ(p.config->optimizer.name, "adam");
+  EXPECT_EQ(p.config->optimizer.kind, train::OptimizerKind::kAdam);
   EXPECT_DOUBLE_EQ(p.config->schedule.base_lr, 0.002);
   EXPECT_EQ(p.config->schedule.kind, train::ScheduleKind::kOneCycle);
   EXPECT_DOUBLE_EQ(p.config->label_smoothing, 0.1);

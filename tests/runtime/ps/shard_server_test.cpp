@@ -53,13 +53,14 @@ class ServedShard {
     stub_ = proto::ParameterServer::NewStub(channel_);
   }
 
-  grpc::Status initialize(uint64_t fingerprint = kFingerprint) {
+  grpc::Status initialize(uint64_t fingerprint = kFingerprint,
+                          const std::string& optimizer = "sgd") {
     proto::InitRequest request;
     request.mutable_layout()->set_fingerprint(fingerprint);
     request.mutable_layout()->set_pieces(2);
     request.set_trainers(2);
     request.set_total_updates(100);
-    request.mutable_optimizer()->set_name("sgd");  // plain SGD: p -= lr * g
+    request.mutable_optimizer()->set_name(optimizer);  // plain SGD: p -= lr * g
     *request.add_params() = piece(0, {1, 2, 3, 4});
     *request.add_params() = piece(1, {5, 6, 7});
     proto::InitReply reply;
@@ -176,6 +177,18 @@ TEST(ShardServer, RefusesAnotherModelsLayout) {
   EXPECT_EQ(shard.initialize(7).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(shard.register_trainer(0, 7).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_TRUE(shard.register_trainer(0).ok());
+}
+
+// The optimizer's name is the one string a shard parses (from the master's InitRequest).
+TEST(ShardServer, AnInitialisationWithAnUnknownOptimizerIsRefusedAndLeavesItUninitialised) {
+  ServedShard shard(Mode::kAsync);
+  const auto status = shard.initialize(kFingerprint, "lion");
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("unknown optimizer 'lion' (sgd, adam)"), std::string::npos)
+      << status.error_message();
+  proto::ParamsReply reply;
+  EXPECT_TRUE(is_not_initialized(shard.push_pull(ServedShard::push(0, 0, 1, 1), &reply)));
+  EXPECT_TRUE(shard.initialize().ok());
 }
 
 TEST(ShardServer, BadPushesGetInvalidArgumentAndLeaveTheStateUnharmed) {

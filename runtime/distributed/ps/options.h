@@ -1,0 +1,57 @@
+// The parameter-server strategy's options, as the command line (cli/) fills them. No torch and
+// no gRPC, so the CLI compiles fast; the names are the flags' values.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "train/enum_names.h"
+
+namespace cifar::ps {
+
+// How a shard applies pushed gradients (shard_mode.h; one file per mode in modes/).
+enum class Mode {
+  kSync,        // wait for every trainer's gradient, average, apply once, answer all
+  kAsync,       // apply each push at once under a lock, answer with the fresh parameters
+  kAsyncReply,  // answer with the current parameters at once, apply the queued gradient after
+  kHogwild,     // apply without any lock, answer at once
+  kSsp,         // like async, but a trainer more than `staleness` pushes ahead of the slowest waits
+};
+inline constexpr train::EnumNames<Mode, 5> kModeNames{{
+    {"sync", Mode::kSync},
+    {"async", Mode::kAsync},
+    {"async-reply", Mode::kAsyncReply},
+    {"hogwild", Mode::kHogwild},
+    {"ssp", Mode::kSsp},
+}};
+inline std::string mode_name(Mode mode) { return train::name_of(kModeNames, mode); }
+// Throws std::invalid_argument naming the modes.
+inline Mode parse_mode(std::string_view name) {
+  if (auto mode = train::find_named(kModeNames, name)) return *mode;
+  throw std::invalid_argument("unknown PS mode '" + std::string(name) + "' (" +
+                              train::list_names(kModeNames) + ")");
+}
+
+// Gradients and parameters on the wire.
+enum class WireDType { kFp32, kFp16, kBf16 };
+inline constexpr train::EnumNames<WireDType, 3> kWireDTypeNames{{
+    {"fp32", WireDType::kFp32},
+    {"fp16", WireDType::kFp16},
+    {"bf16", WireDType::kBf16},
+}};
+
+struct Options {
+  Mode mode = Mode::kSync;
+  int64_t staleness = 3;        // ssp: how many updates a trainer may run ahead of the slowest
+  bool staleness_lr = false;    // divide the learning rate of a stale gradient by its staleness
+  double timeout_seconds = 30;  // sync/ssp: a trainer silent this long leaves the round
+  WireDType wire_dtype = WireDType::kFp32;
+  int stripes = 0;               // per PS (layout.h); 0: one per 256 KiB of its share
+  int64_t max_message_mb = 512;  // larger gRPC messages are refused
+  double retry_seconds = 120;    // how long a trainer retries an unreachable PS
+  std::string token;  // shared secret of the job's members (env CIFAR_PS_TOKEN); empty: none
+};
+
+}  // namespace cifar::ps
