@@ -1,6 +1,6 @@
-// The cifar-train flags the operator writes into a pod's arguments (operator/cifartrainjob/desired_state.cpp)
-// and the runtime's CLI defines (cli/options.cpp). `name` is the spelling the operator writes,
-// `alias` the other one the CLI also accepts.
+// The cifar-train flags the operator writes into a pod's arguments
+// (operator/cifartrainjob/desired_state.cpp) and the runtime's CLI defines (cli/options.cpp).
+// `name` is the spelling the operator writes, `alias` the other one the CLI also accepts.
 #pragma once
 
 #include <array>

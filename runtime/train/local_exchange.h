@@ -28,7 +28,7 @@ class LocalExchange : public GradientExchange {
   void finish(const TrainState& /*state*/) override {}
 
  protected:
-  const TrainConfig& config() const { return config_; }
+  [[nodiscard]] const TrainConfig& config() const { return config_; }
 
  private:
   const TrainConfig& config_;

@@ -11,7 +11,7 @@ namespace cifar::ps {
 constexpr double kAdamEpsilon = 1e-8;
 
 ShardOptimizer::ShardOptimizer(train::OptimizerOptions options, std::vector<torch::Tensor> params)
-    : options_(std::move(options)), params_(std::move(params)), steps_(params_.size()) {
+    : options_(options), params_(std::move(params)), steps_(params_.size()) {
   if (options_.kind == train::OptimizerKind::kSgd) {
     if (options_.momentum > 0) slot_names_ = {"momentum"};
   } else {

@@ -23,6 +23,7 @@ TEST(AssignBuckets, ReverseOrderSmallFirstBucketCapsAndOversizedAlone) {
 
 TEST(AssignBuckets, EveryParameterExactlyOnce) {
   std::vector<int64_t> bytes;
+  bytes.reserve(40);
   for (int i = 0; i < 40; ++i) bytes.push_back((i * 7919) % 1000 + 1);
   const auto buckets = assign_buckets(bytes, 500, 3000);
   std::vector<int> seen(bytes.size(), 0);
@@ -42,6 +43,7 @@ void expect_mean_gradients(int world, bool overlap) {
   std::vector<std::vector<torch::Tensor>> grads(static_cast<size_t>(world));
   std::vector<std::vector<torch::Tensor>> local(static_cast<size_t>(world));
   std::vector<std::thread> ranks;
+  ranks.reserve(static_cast<size_t>(world));
   for (int r = 0; r < world; ++r) {
     ranks.emplace_back([&, r] {
       auto rank_options = options;
