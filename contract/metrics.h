@@ -18,6 +18,10 @@ inline constexpr char kLoss[] = "cifar_loss";
 inline constexpr char kTrainAccuracy[] = "cifar_train_accuracy";
 inline constexpr char kTestAccuracy[] = "cifar_test_accuracy";  // the evaluator's, if any
 inline constexpr char kEpoch[] = "cifar_epoch";
+// Where the job stands: its updates so far (a PS's version counts every trainer's) and in all;
+// status.progress's step, progressPercentage and estimatedRemainingSeconds come from these.
+inline constexpr char kJobStep[] = "cifar_job_step";
+inline constexpr char kJobTotalSteps[] = "cifar_job_total_steps";
 inline constexpr char kImagesPerSecond[] = "cifar_images_per_second";  // summed over trainers
 inline constexpr char kStepSeconds[] = "cifar_step_seconds";
 inline constexpr char kCheckpointSeconds[] = "cifar_checkpoint_seconds";

@@ -1,11 +1,14 @@
 #include "cifartrainjob/progress.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
+#include <stdexcept>
 
 #include "contract/metrics.h"
 #include "contract/roles.h"
+#include "framework/clock.h"
 
 namespace cifar::op {
 namespace {
@@ -26,6 +29,27 @@ std::optional<double> sample(const PodMetrics* pod, const std::string& name) {
   const auto found = pod->samples.find(name);
   if (found == pod->samples.end()) return std::nullopt;
   return found->second;
+}
+
+// Seconds until `total` at the rate since the previous progress was written (its updatedAt, in
+// whole seconds); where that gives no rate (no step since, or not a second) the previous
+// estimate stands.
+std::optional<int64_t> remaining_seconds(double step, double total, const json& previous,
+                                         const std::string& now) {
+  if (!previous.contains("step") || !previous.contains("updatedAt")) return std::nullopt;
+  const double steps = step - previous["step"].get<double>();
+  double seconds = 0;
+  try {
+    seconds = static_cast<double>(
+        (parse_time(now) - parse_time(previous["updatedAt"].get<std::string>())).count());
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (steps > 0 && seconds > 0) return std::llround(std::ceil((total - step) * seconds / steps));
+  if (previous.contains("estimatedRemainingSeconds")) {
+    return previous["estimatedRemainingSeconds"].get<int64_t>();
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -52,12 +76,25 @@ MetricSamples parse_metric_samples(const std::string& exposition) {
 }
 
 std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const JobPods& job,
-                                 const std::string& now) {
+                                 const std::string& now, const json& previous) {
   const auto* chief = find(pods, job.has_master ? Role::kMaster : Role::kWorker, 0);
   if (chief == nullptr) return std::nullopt;
   json progress = {{"updatedAt", now}};
   if (const auto epoch = sample(chief, metric::kEpoch)) progress["epoch"] = std::llround(*epoch);
-  if (const auto step = sample(chief, metric::kSteps)) progress["step"] = std::llround(*step);
+  // The job's step (a runtime before cifar_job_step had only its own steps to tell).
+  auto step = sample(chief, metric::kJobStep);
+  if (!step) step = sample(chief, metric::kSteps);
+  if (step) progress["step"] = std::llround(*step);
+  const auto total = sample(chief, metric::kJobTotalSteps);
+  if (step && total && *total > 0) {
+    progress["progressPercentage"] =
+        static_cast<int>(std::floor(100 * std::clamp(*step / *total, 0.0, 1.0)));
+    if (*step >= *total) {
+      progress["estimatedRemainingSeconds"] = 0;
+    } else if (const auto eta = remaining_seconds(*step, *total, previous, now)) {
+      progress["estimatedRemainingSeconds"] = *eta;
+    }
+  }
   if (const auto loss = sample(chief, metric::kLoss)) progress["loss"] = *loss;
   if (const auto accuracy = sample(chief, metric::kTrainAccuracy)) {
     progress["trainAccuracy"] = *accuracy;

@@ -31,11 +31,15 @@ struct JobPods {
   bool has_evaluator = false;
 };
 
-// status.progress: epoch, step, loss and train accuracy from the chief, images/s summed over every
-// trainer scraped (master and workers), test accuracy from the evaluator when the job has one,
-// else from the chief. nullopt when the chief was not scraped (no figures from a stand-in). A test
-// accuracy of 0 means "not evaluated yet" to the runtime and is left out.
-std::optional<nlohmann::json> job_progress(const std::vector<PodMetrics>& scraped,
-                                           const JobPods& job, const std::string& now);
+// status.progress: epoch, the job's step, loss and train accuracy from the chief, images/s summed
+// over every trainer scraped (master and workers), test accuracy from the evaluator when the job
+// has one, else from the chief. nullopt when the chief was not scraped (no figures from a
+// stand-in). A test accuracy of 0 means "not evaluated yet" to the runtime and is left out.
+// progressPercentage and estimatedRemainingSeconds (the names of Kubeflow Trainer's KEP-2779)
+// come from the job's step and total, the estimate from the rate since `previous` (the
+// status.progress written last, at its updatedAt); each is absent until known.
+std::optional<nlohmann::json> job_progress(
+    const std::vector<PodMetrics>& scraped, const JobPods& job, const std::string& now,
+    const nlohmann::json& previous = nlohmann::json::object());
 
 }  // namespace cifar::op

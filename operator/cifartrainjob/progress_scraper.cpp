@@ -135,9 +135,9 @@ void ProgressScraper::scrape_once() {
   }
   const auto now = format_time(Clock::now());
   for (const auto& [key, pods] : scraped) {
-    const auto progress = job_progress(pods, job_pods[key], now);
-    if (!progress) continue;
     const auto old = running[key].value("progress", json::object());
+    const auto progress = job_progress(pods, job_pods[key], now, old);
+    if (!progress) continue;
     if (without_timestamp(old) == without_timestamp(*progress)) continue;
     const auto slash = key.find('/');
     try {

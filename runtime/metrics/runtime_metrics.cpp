@@ -53,6 +53,10 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
   train_accuracy_ = gauge(metric::kTrainAccuracy, "Training accuracy of the current epoch so far.");
   test_accuracy_ = gauge(metric::kTestAccuracy, "Test-set accuracy of the latest evaluation.");
   epoch_ = gauge(metric::kEpoch, "Current epoch (1-based).");
+  job_step_ = gauge(metric::kJobStep,
+                    "The job's updates so far (a PS's version counts every "
+                    "trainer's).");
+  job_total_steps_ = gauge(metric::kJobTotalSteps, "The job's updates in all.");
   images_per_second_ = gauge(metric::kImagesPerSecond, "Training throughput, images per second.");
   step_seconds_ = histogram(metric::kStepSeconds, "Wall time of one training step.");
   checkpoint_seconds_ = histogram(metric::kCheckpointSeconds, "Time to write one checkpoint.");
@@ -116,6 +120,11 @@ void RuntimeMetrics::record_step(const Step& step) {
 }
 
 void RuntimeMetrics::set_epoch(int64_t epoch) { epoch_->Set(static_cast<double>(epoch)); }
+
+void RuntimeMetrics::set_job_position(int64_t step, int64_t total_steps) {
+  job_step_->Set(static_cast<double>(step));
+  job_total_steps_->Set(static_cast<double>(total_steps));
+}
 
 void RuntimeMetrics::set_test_accuracy(double accuracy) { test_accuracy_->Set(accuracy); }
 

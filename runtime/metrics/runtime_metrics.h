@@ -45,6 +45,8 @@ class RuntimeMetrics {
   };
   void record_step(const Step& step);
   void set_epoch(int64_t epoch);
+  // The job's updates so far and in all (a PS's version, or the optimizer steps of the job).
+  void set_job_position(int64_t step, int64_t total_steps);
   void set_test_accuracy(double accuracy);
   void record_checkpoint(double seconds);
 
@@ -73,6 +75,8 @@ class RuntimeMetrics {
   prometheus::Gauge* train_accuracy_;
   prometheus::Gauge* test_accuracy_;
   prometheus::Gauge* epoch_;
+  prometheus::Gauge* job_step_;
+  prometheus::Gauge* job_total_steps_;
   prometheus::Gauge* images_per_second_;
   prometheus::Histogram* step_seconds_;
   prometheus::Histogram* checkpoint_seconds_;

@@ -143,6 +143,7 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
   int64_t loader_epoch = state.epoch;
   train_loader.start_epoch(loader_epoch, state.batch_in_epoch);
   begin_epoch();
+  metrics.set_job_position(state.step, plan.total_updates);
   bool done = state.step >= plan.total_updates;
   bool epoch_open = !done;  // whether the current epoch has batches not yet recorded
   while (!done) {
@@ -186,6 +187,7 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
     const double images_per_second = state.running_images_per_second();
     metrics.record_step(
         {step_seconds, data_wait_seconds, n, loss_value, accuracy, images_per_second});
+    metrics.set_job_position(state.step, plan.total_updates);
     progress.update(
         {state.batch_in_epoch, state.step, loss_value, accuracy, images_per_second, lr});
 

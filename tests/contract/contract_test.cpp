@@ -240,6 +240,8 @@ TEST(Contract, TheMetricsTheRuntimeServesFillTheJobsProgress) {
   for (int i = 0; i < 4; ++i) {
     chief.record_step({0.1, 0.01, 64, 1.5 - 0.1 * i, 0.25 + 0.05 * i, 640});
   }
+  // The job's position, as the loop sets it: a PS's version counts every trainer's updates.
+  chief.set_job_position(40, 1000);
   metrics::RuntimeMetrics evaluator({"mnist", "evaluator", "0"}, "");
   evaluator.set_test_accuracy(0.42);
   auto exposition = [](metrics::RuntimeMetrics& m) {
@@ -253,7 +255,8 @@ TEST(Contract, TheMetricsTheRuntimeServesFillTheJobsProgress) {
   const auto progress = op::job_progress(scraped, {true, true}, "2026-11-23T00:00:00Z");
   ASSERT_TRUE(progress);
   EXPECT_EQ((*progress)["epoch"], 3);
-  EXPECT_EQ((*progress)["step"], 4);
+  EXPECT_EQ((*progress)["step"], 40);
+  EXPECT_EQ((*progress)["progressPercentage"], 4);
   EXPECT_NEAR((*progress)["loss"].get<double>(), 1.2, 1e-9);
   EXPECT_NEAR((*progress)["trainAccuracy"].get<double>(), 0.4, 1e-9);
   EXPECT_NEAR((*progress)["imagesPerSecond"].get<double>(), 640, 1e-9);

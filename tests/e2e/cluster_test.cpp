@@ -212,19 +212,23 @@ TEST_F(Cluster, AParameterServerJobRunsToSucceededAndReportsItsProgress) {
   data_and_checkpoint_volumes();
   // Three epochs (~40 s): time for the evaluator to evaluate and the operator to read it.
   submit("ps", kPsSync, kPsReplicas, "", "cifar10", 3);
-  // `kubectl get ctj` fills its progress columns while the job runs: epoch, accuracy (from the
-  // evaluator), images/s.
+  // `kubectl get ctj` fills its progress columns while the job runs: epoch, progress and the
+  // time to go, accuracy (from the evaluator), images/s.
   std::string table;
+  json running;
   EXPECT_TRUE(wait_for(
       [&] {
         table = kubectl({"get", "ctj", "ps", "-n", ns_, "--no-headers"}).output;
-        const auto progress = status_of("ps").value("progress", json::object());
-        return progress.contains("testAccuracy") && progress.contains("imagesPerSecond") &&
+        running = status_of("ps").value("progress", json::object());
+        return running.contains("testAccuracy") && running.contains("imagesPerSecond") &&
+               running.contains("estimatedRemainingSeconds") &&
                table.find("<none>") == std::string::npos;
       },
       seconds(240)))
       << table;
   EXPECT_NE(table.find("Running"), std::string::npos) << table;
+  EXPECT_GE(running.value("progressPercentage", -1), 0) << running.dump();
+  EXPECT_LE(running.value("progressPercentage", 101), 100) << running.dump();
   ASSERT_TRUE(wait_for_state("ps", "Succeeded", seconds(300))) << state("ps");
   const auto status = status_of("ps");
   const double accuracy = status["progress"]["testAccuracy"];

@@ -375,15 +375,24 @@ TEST_F(Operator, ProgressIsReadFromTheMastersMetricsEndpoint) {
   EXPECT_GE(first.value("epoch", 0), 1);
   EXPECT_TRUE(first.contains("loss"));
   EXPECT_TRUE(first.contains("updatedAt"));
-  // It follows the training.
+  // The job's total: 1000 epochs of 640 / 32 = 20 steps.
+  ASSERT_TRUE(first.contains("progressPercentage")) << first.dump();
+  EXPECT_EQ(first["progressPercentage"].get<int>(), first["step"].get<int>() * 100 / 20000);
+  // It follows the training, and estimates the time to go from the rate since its last write.
   EXPECT_TRUE(cifar::testing::wait_for(
-      [&] { return progress().value("step", 0) > first["step"].get<int>(); }, seconds(60)))
+      [&] {
+        return progress().value("step", 0) > first["step"].get<int>() &&
+               progress().value("estimatedRemainingSeconds", 0) > 0;
+      },
+      seconds(60)))
       << job_status("j").dump();
   // kubectl shows it in the printer columns.
   const auto table = cifar::testing::run_process(
       {"kubectl", "--kubeconfig", kubeconfig(), "get", "ctj", "j", "-n", ns_});
   ASSERT_EQ(table.exit_code, 0) << table.output;
   EXPECT_NE(table.output.find("IMAGES/S"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("PROGRESS"), std::string::npos) << table.output;
+  EXPECT_NE(table.output.find("ETA"), std::string::npos) << table.output;
   EXPECT_NE(table.output.find("Running"), std::string::npos) << table.output;
 }
 

@@ -81,4 +81,47 @@ TEST(Progress, NoStandInsForPodsWhoseScrapeFailed) {
   EXPECT_FALSE(progress->contains("testAccuracy"));
 }
 
+// KEP-2779's progressPercentage and estimatedRemainingSeconds, from the job's step and total.
+const char* const kJobAt250 =
+    "cifar_steps_total 40\ncifar_job_step 250\ncifar_job_total_steps 1000\n";
+
+TEST(Progress, TheJobsStepAndTotalGiveThePercentageAndTheRateSinceTheLastWriteTheEstimate) {
+  const nlohmann::json previous = {{"step", 150}, {"updatedAt", "2026-11-22T10:00:00Z"}};
+  const auto progress = job_progress({pod("master", 0, kJobAt250)}, JobPods{true, false},
+                                     "2026-11-22T10:00:10Z", previous);
+  ASSERT_TRUE(progress);
+  EXPECT_EQ((*progress)["step"], 250);  // the job's, not this process's 40
+  EXPECT_EQ((*progress)["progressPercentage"], 25);
+  EXPECT_EQ((*progress)["estimatedRemainingSeconds"], 75);  // 750 steps at 10 a second
+}
+
+TEST(Progress, NoEstimateUntilThereIsARateAndThePreviousOneStandsWithoutANewStep) {
+  const auto first =
+      job_progress({pod("master", 0, kJobAt250)}, JobPods{true, false}, "2026-11-22T10:00:10Z");
+  ASSERT_TRUE(first);
+  EXPECT_EQ((*first)["progressPercentage"], 25);
+  EXPECT_FALSE(first->contains("estimatedRemainingSeconds"));
+  const nlohmann::json previous = {
+      {"step", 250}, {"updatedAt", "2026-11-22T10:00:00Z"}, {"estimatedRemainingSeconds", 80}};
+  const auto stalled = job_progress({pod("master", 0, kJobAt250)}, JobPods{true, false},
+                                    "2026-11-22T10:00:10Z", previous);
+  ASSERT_TRUE(stalled);
+  EXPECT_EQ((*stalled)["estimatedRemainingSeconds"], 80);
+}
+
+TEST(Progress, ADoneJobIsAtOneHundredPercentWithNothingToGoAndNoTotalMeansNoPercentage) {
+  const auto done =
+      job_progress({pod("master", 0, "cifar_job_step 1000\ncifar_job_total_steps 1000\n")},
+                   JobPods{true, false}, "t");
+  ASSERT_TRUE(done);
+  EXPECT_EQ((*done)["progressPercentage"], 100);
+  EXPECT_EQ((*done)["estimatedRemainingSeconds"], 0);
+  // A runtime without the job's position: its own steps, and no percentage to give.
+  const auto older = job_progress({pod("master", 0, kMaster)}, JobPods{true, false}, "t");
+  ASSERT_TRUE(older);
+  EXPECT_EQ((*older)["step"], 220);
+  EXPECT_FALSE(older->contains("progressPercentage"));
+  EXPECT_FALSE(older->contains("estimatedRemainingSeconds"));
+}
+
 }  // namespace

@@ -15,7 +15,8 @@ const std::vector<std::string> kNamedMetrics = {
     "cifar_steps_total",        "cifar_images_total",      "cifar_loss",
     "cifar_train_accuracy",     "cifar_test_accuracy",     "cifar_epoch",
     "cifar_step_seconds",       "cifar_images_per_second", "cifar_data_wait_seconds_total",
-    "cifar_checkpoint_seconds", "cifar_checkpoints_total"};
+    "cifar_checkpoint_seconds", "cifar_checkpoints_total", "cifar_job_step",
+    "cifar_job_total_steps"};
 
 // The value of `name{...labels...}` in a Prometheus text exposition, NaN if absent.
 double sample(const std::string& exposition, const std::string& name) {
@@ -33,6 +34,7 @@ TEST(RuntimeMetrics, ServesEveryNamedMetricWithJobRoleIndexLabels) {
   metrics.record_step({0.1, 0.02, 64, 1.25, 0.5, 640});
   metrics.set_test_accuracy(0.75);
   metrics.record_checkpoint(0.3);
+  metrics.set_job_position(42, 600);
 
   const auto body = http_get("http://127.0.0.1:" + std::to_string(metrics.port()) + "/metrics");
   ASSERT_FALSE(body.empty());
@@ -46,6 +48,8 @@ TEST(RuntimeMetrics, ServesEveryNamedMetricWithJobRoleIndexLabels) {
   EXPECT_DOUBLE_EQ(sample(body, "cifar_loss"), 1.25);
   EXPECT_DOUBLE_EQ(sample(body, "cifar_test_accuracy"), 0.75);
   EXPECT_DOUBLE_EQ(sample(body, "cifar_epoch"), 2);
+  EXPECT_DOUBLE_EQ(sample(body, "cifar_job_step"), 42);
+  EXPECT_DOUBLE_EQ(sample(body, "cifar_job_total_steps"), 600);
   EXPECT_NEAR(sample(body, "cifar_data_wait_seconds_total"), 0.03, 1e-12);
   EXPECT_DOUBLE_EQ(sample(body, "cifar_step_seconds_count"), 2);
   EXPECT_NEAR(sample(body, "cifar_step_seconds_sum"), 0.3, 1e-12);
@@ -102,6 +106,9 @@ TEST(RuntimeMetrics, TrainingProcessServesLiveMetrics) {
   EXPECT_NE(body.find(R"(job="live",role="master")"), std::string::npos) << body;
   EXPECT_GT(sample(body, "cifar_images_per_second"), 0);
   EXPECT_DOUBLE_EQ(sample(body, "cifar_epoch"), 1);
+  // The job's position: 100 epochs of 2000 / 32 = 62 batches (the last, partial one is dropped).
+  EXPECT_DOUBLE_EQ(sample(body, "cifar_job_total_steps"), 6200);
+  EXPECT_GE(sample(body, "cifar_job_step"), 2);  // set just after the step counter
   child.kill_hard();
 }
 
