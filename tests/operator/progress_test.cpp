@@ -95,6 +95,18 @@ TEST(Progress, TheJobsStepAndTotalGiveThePercentageAndTheRateSinceTheLastWriteTh
   EXPECT_EQ((*progress)["estimatedRemainingSeconds"], 75);  // 750 steps at 10 a second
 }
 
+// A new estimate is blended with the previous one counted down, so one slow or fast interval
+// (an evaluation, a checkpoint) does not swing the ETA.
+TEST(Progress, TheEstimateIsSmoothedWithThePreviousOneCountedDown) {
+  const nlohmann::json previous = {
+      {"step", 150}, {"updatedAt", "2026-11-22T10:00:00Z"}, {"estimatedRemainingSeconds", 100}};
+  const auto progress = job_progress({pod("master", 0, kJobAt250)}, JobPods{true, false},
+                                     "2026-11-22T10:00:10Z", previous);
+  ASSERT_TRUE(progress);
+  // 0.3 x 75 (750 steps at 10 a second) + 0.7 x 90 (100 counted down by 10 s) = 85.5
+  EXPECT_EQ((*progress)["estimatedRemainingSeconds"], 86);
+}
+
 TEST(Progress, NoEstimateUntilThereIsARateAndThePreviousOneStandsWithoutANewStep) {
   const auto first =
       job_progress({pod("master", 0, kJobAt250)}, JobPods{true, false}, "2026-11-22T10:00:10Z");
