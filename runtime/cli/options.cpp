@@ -49,9 +49,7 @@ std::vector<std::string> seed_compatible_args(int argc, const char* const argv[]
 template <typename Enum, size_t N>
 CLI::Option* add_choice(CLI::App& app, const std::string& flags, Enum& value,
                         const train::EnumNames<Enum, N>& names, const std::string& help) {
-  std::string shown;
-  for (const auto& [name, v] : names) shown += (shown.empty() ? "{" : ",") + std::string(name);
-  shown += "}";
+  const std::string shown = "{" + train::list_names(names, ",") + "}";
   CLI::Validator to_enum(
       [names, shown](std::string& input) -> std::string {
         const auto found = train::find_named(names, CLI::detail::to_lower(input));

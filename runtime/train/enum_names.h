@@ -4,8 +4,8 @@
 
 #include <array>
 #include <cstddef>
-#include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,20 +31,23 @@ std::optional<Enum> find_named(const EnumNames<Enum, N>& names, std::string_view
   return std::nullopt;
 }
 
-// "a, b, c": for error messages.
+// The names joined: "a, b, c" for error messages, "a,b,c" for the help.
 template <typename Enum, size_t N>
-std::string list_names(const EnumNames<Enum, N>& names) {
+std::string list_names(const EnumNames<Enum, N>& names, std::string_view separator = ", ") {
   std::string list;
-  for (const auto& [name, v] : names) list += (list.empty() ? "" : ", ") + std::string(name);
+  for (const auto& [name, v] : names) {
+    if (!list.empty()) list += separator;
+    list += name;
+  }
   return list;
 }
 
-// The table as CLI11's CheckedTransformer takes it.
+// The enum named `name`; throws std::invalid_argument "unknown <what> '<name>' (a, b, c)".
 template <typename Enum, size_t N>
-std::map<std::string, Enum> name_map(const EnumNames<Enum, N>& names) {
-  std::map<std::string, Enum> map;
-  for (const auto& [name, v] : names) map.emplace(name, v);
-  return map;
+Enum parse_named(const EnumNames<Enum, N>& names, std::string_view name, const std::string& what) {
+  if (auto value = find_named(names, name)) return *value;
+  throw std::invalid_argument("unknown " + what + " '" + std::string(name) + "' (" +
+                              list_names(names) + ")");
 }
 
 }  // namespace cifar::train

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -29,9 +28,7 @@ inline constexpr train::EnumNames<Mode, 5> kModeNames{{
 inline std::string mode_name(Mode mode) { return train::name_of(kModeNames, mode); }
 // Throws std::invalid_argument naming the modes.
 inline Mode parse_mode(std::string_view name) {
-  if (auto mode = train::find_named(kModeNames, name)) return *mode;
-  throw std::invalid_argument("unknown PS mode '" + std::string(name) + "' (" +
-                              train::list_names(kModeNames) + ")");
+  return train::parse_named(kModeNames, name, "PS mode");
 }
 
 // Gradients and parameters on the wire.

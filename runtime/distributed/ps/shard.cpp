@@ -21,12 +21,7 @@ ShardStatus invalid(std::string message) { return ShardStatus::invalid(std::move
 
 train::OptimizerOptions optimizer_options(const proto::OptimizerConfig& c) {
   train::OptimizerOptions o;
-  const auto kind = train::find_named(train::kOptimizerNames, c.name());
-  if (!kind) {
-    throw std::invalid_argument("unknown optimizer '" + c.name() + "' (" +
-                                train::list_names(train::kOptimizerNames) + ")");
-  }
-  o.kind = *kind;
+  o.kind = train::parse_named(train::kOptimizerNames, c.name(), "optimizer");
   o.momentum = c.momentum();
   o.nesterov = c.nesterov();
   o.weight_decay = c.weight_decay();
@@ -254,7 +249,7 @@ void Shard::wait_until_finished(std::chrono::milliseconds grace) {
 }
 
 Shard::Shard(ShardOptions options, metrics::RuntimeMetrics* metrics)
-    : core_(options, metrics), mode_(make_shard_mode(options.mode)) {}
+    : mode_(make_shard_mode(options.mode)), core_(options, metrics, mode_->lock_free()) {}
 
 Shard::~Shard() { mode_->stop(core_); }
 

@@ -50,8 +50,8 @@ class Shard {
  private:
   [[nodiscard]] ShardStatus check_push(const Push& push) const;
 
+  std::unique_ptr<ShardMode> mode_;  // first: the core is built knowing whether it is lock-free
   ShardCore core_;
-  std::unique_ptr<ShardMode> mode_;
 };
 
 }  // namespace cifar::ps

@@ -10,8 +10,10 @@
 
 namespace cifar::ps {
 
-ShardCore::ShardCore(ShardOptions shard_options, metrics::RuntimeMetrics* runtime_metrics)
+ShardCore::ShardCore(ShardOptions shard_options, metrics::RuntimeMetrics* runtime_metrics,
+                     bool serves_lock_free)
     : options(shard_options),
+      lock_free(serves_lock_free),
       name("shard " + std::to_string(shard_options.index) +
            (shard_options.stripe > 0 ? " stripe " + std::to_string(shard_options.stripe) : "")),
       metrics(runtime_metrics) {}
@@ -43,10 +45,10 @@ void ShardCore::apply(const torch::Tensor& grad, int64_t grad_version, double lr
   // Staleness-aware SGD (Zhang et al., 2016): a gradient k updates old counts 1/k as much.
   const double rate =
       options.staleness_lr && staleness > 1 ? lr / static_cast<double>(staleness) : lr;
-  // Hogwild writes in place by design; every other mode updates under mu and replaces the
-  // tensors, so replies still being sent keep the parameters they were given.
-  const auto write = options.mode == Mode::kHogwild ? ShardOptimizer::Write::kInPlace
-                                                    : ShardOptimizer::Write::kOutOfPlace;
+  // Lock-free updates write in place by design; every other mode updates under mu and replaces
+  // the tensors, so replies still being sent keep the parameters they were given.
+  const auto write =
+      lock_free ? ShardOptimizer::Write::kInPlace : ShardOptimizer::Write::kOutOfPlace;
   optimizer->apply(0, grad, rate, write);
   version.fetch_add(1);
   if (reports_progress()) {
@@ -58,9 +60,8 @@ void ShardCore::apply(const torch::Tensor& grad, int64_t grad_version, double lr
 ParamsSnapshot ShardCore::snapshot(proto::DType dtype) {
   if (dtype == proto::DTYPE_UNSPECIFIED) dtype = proto::FLOAT32;
   const int64_t at = version.load();
-  const bool hogwild = options.mode == Mode::kHogwild;
-  const bool reusable = !hogwild && last_snapshot.values.defined() && last_snapshot.version == at &&
-                        last_snapshot.dtype == dtype;
+  const bool reusable = !lock_free && last_snapshot.values.defined() &&
+                        last_snapshot.version == at && last_snapshot.dtype == dtype;
   ParamsSnapshot snap;
   if (reusable) {
     snap = last_snapshot;
@@ -68,11 +69,11 @@ ParamsSnapshot ShardCore::snapshot(proto::DType dtype) {
     snap.version = at;
     snap.dtype = dtype;
     const auto& params = optimizer->params().front();
-    // Hogwild's parameters change under the reply, so it gets a copy (possibly mid-update).
-    const bool shareable = !hogwild && dtype == proto::FLOAT32;
+    // Lock-free parameters change under the reply, so it gets a copy (possibly mid-update).
+    const bool shareable = !lock_free && dtype == proto::FLOAT32;
     snap.values = shareable ? params : to_wire(params, dtype);
     snap.piece_sizes = piece_sizes;
-    if (!hogwild) last_snapshot = snap;
+    if (!lock_free) last_snapshot = snap;
   }
   snap.done = done();
   if (metrics != nullptr) metrics->record_ps_traffic(0, static_cast<int64_t>(snap.values.nbytes()));

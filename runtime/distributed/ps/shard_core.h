@@ -38,7 +38,9 @@ struct ShardCore {
   using Lock = std::unique_lock<std::mutex>;
   using Clock = std::chrono::steady_clock;
 
-  ShardCore(ShardOptions options, metrics::RuntimeMetrics* metrics);
+  // `lock_free`: the mode serves pushes without `mu` (shard_mode.h), so updates write the
+  // parameters in place and a snapshot must copy them.
+  ShardCore(ShardOptions options, metrics::RuntimeMetrics* metrics, bool lock_free);
 
   [[nodiscard]] bool done() const { return finished.load() || version.load() >= total_updates; }
   [[nodiscard]] bool is_member(int trainer) const {
@@ -50,7 +52,7 @@ struct ShardCore {
   void evict(int trainer, const std::string& why);
   // One update with `grad`, computed on version `grad_version`, at rate `lr`.
   void apply(const torch::Tensor& grad, int64_t grad_version, double lr);
-  // The current parameters (under mu, except in hogwild mode).
+  // The current parameters (under mu, unless lock_free).
   [[nodiscard]] ParamsSnapshot snapshot(proto::DType dtype);
   // Answers `trainer` with the current parameters and notes whether it heard the job is done
   // (under mu).
@@ -61,6 +63,7 @@ struct ShardCore {
   void publish_state();
 
   const ShardOptions options;
+  const bool lock_free;
   const std::string name;  // "shard 1", "shard 1 stripe 2": for the log
   metrics::RuntimeMetrics* const metrics;
 
@@ -77,12 +80,12 @@ struct ShardCore {
   std::vector<int64_t> piece_sizes;
   std::vector<int64_t> piece_offsets;
   // Holds the parameters, all pieces in one flat tensor so that an update is one pass however
-  // many pieces there are; outside hogwild mode it writes them out of place, so a snapshot shares
+  // many pieces there are; unless lock-free it writes them out of place, so a snapshot shares
   // the tensor instead of copying it.
   std::unique_ptr<ShardOptimizer> optimizer;
-  // The newest snapshot, reused while the version stays (not in hogwild mode).
+  // The newest snapshot, reused while the version stays (not when lock-free).
   ParamsSnapshot last_snapshot;
-  // Membership (read without the lock in hogwild mode), written under mu.
+  // Membership (read without the lock when lock-free), written under mu.
   std::unique_ptr<std::atomic<bool>[]> members;
   std::vector<bool> told_done;
   Clock::time_point finished_at;
