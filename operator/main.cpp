@@ -7,10 +7,12 @@
 #include <cmath>
 #include <csignal>
 #include <thread>
+#include <vector>
 
 #include "cifartrainjob/controller.h"
 #include "cifartrainjob/operator_metrics.h"
 #include "framework/health_server.h"
+#include "framework/http_probe.h"
 #include "framework/leader_election.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
@@ -30,6 +32,17 @@ void stop_on_signals(std::atomic<bool>& stop) {
     spdlog::info("signal {}: finishing the reconciles in progress, then exiting", received);
     stop = true;
   }).detach();
+}
+
+int probe(const std::vector<std::string>& urls) {
+  int failed = 0;
+  for (const auto& url : urls) {
+    const auto result = cifar::op::probe_http(url, std::chrono::seconds(10));
+    spdlog::log(result.ok ? spdlog::level::info : spdlog::level::err, "probe {}: {}", url,
+                result.detail);
+    failed += result.ok ? 0 : 1;
+  }
+  return failed == 0 ? 0 : 1;
 }
 
 int run(int argc, char** argv) {
@@ -78,7 +91,13 @@ int run(int argc, char** argv) {
                  "Seconds between attempts to acquire or renew")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  std::vector<std::string> probe_urls;
+  app.add_option("--probe", probe_urls,
+                 "GET each URL and exit 0 if all answer 2xx (the chart's `helm test`); "
+                 "nothing else runs")
+      ->expected(1, -1);
   CLI11_PARSE(app, argc, argv);
+  if (!probe_urls.empty()) return probe(probe_urls);
   if (renew_deadline_s >= lease_duration_s) {
     // Otherwise a leader cut off from the API server could still act after a standby took over.
     spdlog::error(

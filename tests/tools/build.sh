@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the test tools that come from Go modules: Helm, Prometheus + promtool, and the loader of
-# kind's cluster configs. Each is a directory here whose go.mod pins it (with any local sources);
+# kind's cluster configs (and fetches the Prometheus Operator's CRDs). Each is a directory here whose go.mod pins it (with any local sources);
 # the binaries are cached outside the repo ($CIFAR_TOOLS_CACHE, default ~/.cache/cifartrain/tools)
 # under a key of that directory's contents, so a warm run does nothing and a new pin rebuilds.
 # Prints the directory holding the binaries.
-#   tests/tools/build.sh helm|prometheus|kind
+#   tests/tools/build.sh helm|prometheus|kind|prometheus-operator-crds
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-tool=${1:?usage: build.sh helm|prometheus|kind}
+tool=${1:?usage: build.sh helm|prometheus|kind|prometheus-operator-crds}
 module=$here/$tool
 [ -f "$module/go.mod" ] || { echo "build.sh: no tool '$tool' (no $module/go.mod)" >&2; exit 1; }
 source "$here/go-build.sh"
@@ -21,6 +21,22 @@ case $tool in
   helm)
     v=$(version helm.sh/helm/v4)
     go_build "$out" "$module" "" "-X helm.sh/helm/v4/internal/version.version=$v" helm.sh/helm/v4/cmd/helm
+    ;;
+  prometheus-operator-crds)
+    # Not a binary: the Prometheus Operator's CRDs (ServiceMonitor, PodMonitor, PrometheusRule),
+    # from its module's example/ directory, for validating the chart's monitoring objects.
+    v=$(version github.com/prometheus-operator/prometheus-operator)
+    if [ ! -f "$out/crds/monitoring.coreos.com_prometheusrules.yaml" ]; then
+      src=$(cd "$module" && GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json \
+        "github.com/prometheus-operator/prometheus-operator@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+      mkdir -p "$out/crds.partial"
+      for kind in servicemonitors podmonitors prometheusrules; do
+        cp "$src/example/prometheus-operator-crd/monitoring.coreos.com_$kind.yaml" "$out/crds.partial/"
+      done
+      rm -rf "$out/crds" && mv "$out/crds.partial" "$out/crds"
+    fi
+    echo "$out/crds"
+    exit 0
     ;;
   *)
     echo "build.sh: no build recipe for '$tool'" >&2

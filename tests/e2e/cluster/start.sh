@@ -5,7 +5,7 @@
 # + runc with the bridge CNI plugin, and CoreDNS on the host. Everything of the cluster lives in
 # DIR (`kubeconfig`, logs, state) except what the kubelet and containerd insist on writing
 # elsewhere, which stop.sh removes. Then it loads the images (scripts/build-images.sh) into
-# containerd, installs the CRD and runs the operator as a Deployment (deploy/manifests).
+# containerd, and installs the operator and its CRD with the Helm chart (deploy/helm).
 #   tests/e2e/cluster/start.sh DIR [IMAGES_DIR]
 # IMAGES_DIR holds runtime.tar and operator.tar (default ~/.cache/cifartrain/images).
 #
@@ -217,12 +217,14 @@ wait_for kube-proxy 60 bash -c "iptables -t nat -S KUBE-SERVICES | grep -q defau
 # the ServiceAccount admission needs each namespace's default account (controller-manager's)
 wait_for kube-controller-manager 60 "${kubectl[@]}" get serviceaccount default -n default
 
-# --- the CRD and the operator --------------------------------------------------------------------
-"${kubectl[@]}" apply --server-side -f "$repo/deploy/crds/" >>"$dir/logs/install.log"
-"${kubectl[@]}" wait --for=condition=Established --timeout=60s crd/cifartrainjobs.cifartrain.io >>"$dir/logs/install.log"
-"${kubectl[@]}" apply -f "$repo/deploy/manifests/operator.yaml" >>"$dir/logs/install.log"
-if ! "${kubectl[@]}" -n cifartrain-system rollout status deployment/cifar-operator --timeout=120s >>"$dir/logs/install.log" 2>&1; then
+# --- the CRD and the operator: the Helm chart, as a user installs it ----------------------------
+# Progress every 5 s (the chart's default is 15): the tests watch it move within a short job.
+helm="$("$repo/tests/tools/build.sh" helm)/helm"
+if ! "$helm" --kubeconfig "$dir/kubeconfig" install cifar-operator "$repo/deploy/helm/cifar-operator" \
+    --namespace cifartrain-system --create-namespace --set progressIntervalSeconds=5 \
+    --wait --timeout 120s >>"$dir/logs/install.log" 2>&1; then
   log "the operator did not become ready:"
+  tail -20 "$dir/logs/install.log" >&2
   "${kubectl[@]}" -n cifartrain-system describe pods >&2 || true
   "${kubectl[@]}" -n cifartrain-system logs deployment/cifar-operator >&2 || true
   exit 1
@@ -230,7 +232,8 @@ fi
 
 echo "$dir/kubeconfig"
 cat >&2 <<DONE
-The cluster is up (node $node, operator in namespace cifartrain-system). Point kubectl at it:
+The cluster is up (node $node, operator in namespace cifartrain-system: Helm release
+cifar-operator). Point kubectl (and helm) at it:
   export KUBECONFIG=$dir/kubeconfig
   kubectl get nodes
 Then volumes and a job: README, "Run it on Kubernetes", steps 3 and 4.

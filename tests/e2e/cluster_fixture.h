@@ -1,0 +1,199 @@
+// The fixture of the end-to-end tests on the real one-node cluster (tests/e2e/cluster): a fresh
+// namespace per test, kubectl and an API client on the cluster's kubeconfig, hostPath volumes with
+// the CIFAR-10 slice, CifarTrainJobs submitted as a user would, and on failure a diagnosis (the
+// job's status, Events, its pods' and the operator's logs).
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
+#include "tests/integration/cifartrainjobs.h"
+#include "tests/integration/test_namespace.h"
+#include "tests/support/process.h"
+
+namespace cifar::e2e {
+
+using cifar::kube::Client;
+using cifar::testing::run_process;
+using cifar::testing::wait_for;
+using nlohmann::json;
+using std::chrono::seconds;
+
+inline std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) throw std::runtime_error(std::string(name) + " is not set (ctest sets it)");
+  return value;
+}
+
+// What the ctest fixtures made: build/e2e/{cluster,cifar10-slice,volumes}.
+inline std::filesystem::path e2e_dir() { return env("CIFAR_E2E_DIR"); }
+inline std::string cluster_file(const std::string& name) {
+  return (e2e_dir() / "cluster" / name).string();
+}
+
+inline const std::string kImage = "localhost/cifartrain/runtime:dev";
+
+class Cluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ns_ = cifar::testing::create_test_namespace(client_, "e2e");
+    // The namespace's default ServiceAccount (the controller-manager's) must exist before pods.
+    ASSERT_TRUE(wait_for(
+        [&] {
+          return kubectl({"get", "serviceaccount", "default", "-n", ns_}).exit_code == 0;
+        },
+        seconds(30)));
+    volumes_ = e2e_dir() / "volumes" / ns_;
+    std::filesystem::create_directories(volumes_);
+  }
+
+  void TearDown() override {
+    if (HasFailure()) {
+      for (const auto& job : jobs_) std::cerr << diagnose(job);
+    }
+    kubectl({"delete", "namespace", ns_, "--wait=false"});
+    for (const auto& pv : persistent_volumes_) kubectl({"delete", "pv", pv, "--wait=false"});
+  }
+
+  cifar::testing::ProcessResult kubectl(std::vector<std::string> args) {
+    args.insert(args.begin(), {"kubectl", "--kubeconfig", cluster_file("kubeconfig")});
+    return run_process(args);
+  }
+
+  // `kubectl apply -f` of a manifest written to a file, as a user would.
+  void apply(const std::string& manifest) {
+    const auto path = volumes_ / ("manifest-" + std::to_string(manifests_++) + ".yaml");
+    std::ofstream(path) << manifest;
+    const auto applied = kubectl({"apply", "-n", ns_, "-f", path.string()});
+    ASSERT_EQ(applied.exit_code, 0) << applied.output;
+  }
+
+  // A PersistentVolumeClaim `name` bound to a hostPath PersistentVolume at `path`.
+  void host_volume(const std::string& name, const std::filesystem::path& path, bool read_only) {
+    const auto pv = ns_ + "-" + name;
+    persistent_volumes_.push_back(pv);
+    const std::string mode = read_only ? "ReadOnlyMany" : "ReadWriteMany";
+    apply("apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: " + pv +
+          "}\nspec:\n  capacity: {storage: 1Gi}\n  accessModes: [" + mode +
+          "]\n  storageClassName: ''\n  persistentVolumeReclaimPolicy: Retain\n"
+          "  hostPath: {path: " +
+          path.string() + ", type: Directory}\n  claimRef: {namespace: " + ns_ + ", name: " + name +
+          "}\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: " + name +
+          "}\nspec:\n  accessModes: [" + mode + "]\n  storageClassName: ''\n  volumeName: " + pv +
+          "\n  resources: {requests: {storage: 1Gi}}\n");
+  }
+
+  // The slice of CIFAR-10 (read-only) and a fresh shared checkpoint directory, as claims.
+  void data_and_checkpoint_volumes() {
+    host_volume("cifar10", e2e_dir() / "cifar10-slice", true);
+    const auto checkpoints = volumes_ / "checkpoints";
+    std::filesystem::create_directories(checkpoints);
+    ::chmod(checkpoints.c_str(), 0777);  // the pods' user (65532) writes there
+    host_volume("checkpoints", checkpoints, false);
+  }
+
+  // A CifarTrainJob on the CIFAR-10 slice; `strategy` and `replicas` are YAML lines.
+  void submit(const std::string& name, const std::string& strategy, const std::string& replicas,
+              const std::string& extra = "", const std::string& dataset = "cifar10",
+              int epochs = 1) {
+    jobs_.push_back(name);
+    apply("apiVersion: cifartrain.io/v1alpha1\nkind: CifarTrainJob\nmetadata: {name: " + name +
+          "}\nspec:\n  image: " + kImage +
+          "\n  model: {name: simplecnn}\n"
+          "  dataset: {name: " +
+          dataset +
+          ", volume: {claimName: cifar10}}\n"
+          "  training: {epochs: " +
+          std::to_string(epochs) +
+          ", batchSize: 32, learningRate: {base: 0.02, schedule: "
+          "constant}}\n"
+          "  checkpoint: {volume: {claimName: checkpoints}, everySteps: 4}\n" +
+          strategy + "  replicaSpecs:\n" + replicas + extra);
+  }
+
+  json job(const std::string& name) {
+    return client_.get(cifar::testing::cifartrainjobs(ns_).named(name));
+  }
+  // The job's status; {} before the operator first wrote it.
+  json status_of(const std::string& name) { return job(name).value("status", json::object()); }
+  std::string state(const std::string& name) { return status_of(name).value("state", ""); }
+  bool wait_for_state(const std::string& name, const std::string& wanted, seconds timeout) {
+    return wait_for([&] { return state(name) == wanted; }, timeout);
+  }
+
+  std::vector<json> pods_of(const std::string& name) {
+    return client_.list(cifar::kube::pods(ns_),
+                        {"cifartrain.io/job-name=" + name, "", ""})["items"];
+  }
+  // Until the job trains: its chief has taken steps (status.progress, which the operator reads
+  // from the chief's metrics). A fault made after this lands mid-run.
+  bool wait_until_training(const std::string& name) {
+    return wait_for(
+        [&] { return status_of(name).value("progress", json::object()).value("step", 0) > 0; },
+        seconds(120));
+  }
+
+  json pod(const std::string& name) { return client_.get(cifar::kube::pods(ns_).named(name)); }
+  std::string phase(const std::string& name) {
+    try {
+      return pod(name)["status"].value("phase", "");
+    } catch (const cifar::kube::ApiError&) {
+      return "";
+    }
+  }
+
+  // The host PID of the pod's container, from containerd (the test runs on the node).
+  int container_pid(const std::string& pod_name) { return pid_of_container(pod(pod_name)); }
+  static int pid_of_container(const json& pod_object) {
+    const auto id = pod_object["status"]["containerStatuses"][0].value("containerID", "");
+    if (id.find("://") == std::string::npos) return 0;  // not started yet
+    const auto bare = id.substr(id.find("://") + 3);
+    const auto tasks = run_process(
+        {"ctr", "--address", cluster_file("containerd.sock"), "-n", "k8s.io", "tasks", "ls"});
+    std::istringstream lines(tasks.output);
+    std::string task;
+    int pid = 0;
+    std::string rest;
+    std::getline(lines, rest);  // TASK PID STATUS
+    while (lines >> task >> pid) {
+      std::getline(lines, rest);
+      if (task == bare) return pid;
+    }
+    return 0;
+  }
+
+  std::string diagnose(const std::string& name) {
+    std::string out = "---- job " + name + " status:\n";
+    out += kubectl({"get", "ctj", name, "-n", ns_, "-o", "jsonpath={.status}"}).output;
+    out += "\n---- events:\n" +
+           kubectl({"get", "events", "-n", ns_, "--sort-by=.lastTimestamp"}).output;
+    out += "---- pods:\n" + kubectl({"get", "pods", "-n", ns_, "-o", "wide"}).output;
+    for (const auto& p : pods_of(name)) {
+      const auto pod_name = p["metadata"]["name"].get<std::string>();
+      out += "---- logs of " + pod_name + ":\n" +
+             kubectl({"logs", pod_name, "-n", ns_, "--tail=40"}).output;
+    }
+    out += "---- operator:\n" +
+           kubectl({"logs", "-n", "cifartrain-system", "deployment/cifar-operator", "--tail=40"})
+               .output;
+    return out;
+  }
+
+  Client client_{cifar::kube::load_kubeconfig(cluster_file("kubeconfig"))};
+  std::string ns_;
+  std::filesystem::path volumes_;
+  std::vector<std::string> jobs_;
+  std::vector<std::string> persistent_volumes_;
+  int manifests_ = 0;
+};
+
+}  // namespace cifar::e2e

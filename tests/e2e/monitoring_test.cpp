@@ -1,0 +1,191 @@
+// Monitoring end to end: a real Prometheus (tests/tools/build.sh prometheus) on the host scrapes
+// the one-node cluster through Kubernetes service discovery with deploy/prometheus's config and
+// rules, while a parameter-server job (with an evaluator) and an all-reduce job train. Then every
+// panel of the Grafana dashboard (deploy/grafana/cifartrain.json) is evaluated against it, its
+// variables substituted, and must return data; the dashboard's variables must list the jobs; and
+// every alert rule must have evaluated without error on the real series.
+#include <regex>
+
+#include "tests/e2e/cluster_fixture.h"
+
+namespace {
+
+using cifar::e2e::Cluster;
+using cifar::testing::run_process;
+using cifar::testing::wait_for;
+using nlohmann::json;
+using std::chrono::seconds;
+namespace fs = std::filesystem;
+
+const fs::path kSource = CIFAR_SOURCE_DIR;
+// Scrapes every 5 s here (the config's default is 15 s) so that short test jobs give rate()
+// several samples; Grafana's $__rate_interval is four scrape intervals.
+constexpr int kScrapeSeconds = 5;
+const std::string kRateInterval = "20s";
+
+std::string url_encoded(const std::string& text) {
+  std::string out;
+  for (const unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", c);
+      out += hex;
+    }
+  }
+  return out;
+}
+
+std::string last_line(const std::string& output) {
+  auto text = output;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text.substr(text.find_last_of('\n') + 1);
+}
+
+// Every panel with its queries, rows' nested panels included.
+struct Panel {
+  std::string title;
+  std::vector<std::string> queries;
+};
+void collect_panels(const json& panels, std::vector<Panel>& out) {
+  for (const auto& panel : panels) {
+    if (panel.contains("panels")) collect_panels(panel["panels"], out);
+    if (panel.value("type", "") == "row") continue;
+    Panel p{panel.value("title", "(untitled)"), {}};
+    for (const auto& target : panel.value("targets", json::array())) {
+      if (target.contains("expr")) p.queries.push_back(target["expr"]);
+    }
+    out.push_back(p);
+  }
+}
+
+class Monitoring : public Cluster {
+ protected:
+  // Prometheus on the host: the cluster's kubeconfig for service discovery (pods' IPs are
+  // routable from the node), the repository's rules, a scratch TSDB.
+  void start_prometheus() {
+    const auto built =
+        run_process({(kSource / "tests/tools/build.sh").string(), "prometheus"});
+    ASSERT_EQ(built.exit_code, 0) << built.output;
+    const auto bin = fs::path(last_line(built.output));
+    const auto config = volumes_ / "prometheus.yml";
+    const auto rendered = run_process(
+        {(kSource / "deploy/prometheus/render-config.sh").string(), "--kubeconfig",
+         cifar::e2e::cluster_file("kubeconfig"), "--scrape-interval",
+         std::to_string(kScrapeSeconds) + "s", "--rules-dir",
+         (kSource / "deploy/prometheus/rules").string(), "--out", config.string()});
+    ASSERT_EQ(rendered.exit_code, 0) << rendered.output;
+    port_ = cifar::testing::free_port();
+    prometheus_ = std::make_unique<cifar::testing::ChildProcess>(
+        std::vector<std::string>{(bin / "prometheus").string(),
+                                 "--config.file=" + config.string(),
+                                 "--storage.tsdb.path=" + (volumes_ / "tsdb").string(),
+                                 "--web.listen-address=127.0.0.1:" + std::to_string(port_)},
+        volumes_ / "prometheus.log");
+    ASSERT_TRUE(wait_for([&] { return !get("/-/ready").empty(); }, seconds(60)))
+        << cifar::testing::read_file(volumes_ / "prometheus.log");
+  }
+
+  std::string get(const std::string& path) {
+    return cifar::testing::http_get("http://127.0.0.1:" + std::to_string(port_) + path);
+  }
+  json api(const std::string& path) {
+    const auto body = get(path);
+    if (body.empty()) return json::object();
+    return json::parse(body);
+  }
+  // A range query over the test's window: a job's series end with its pods, so an instant query
+  // after it finished would find them stale.
+  json range_query(const std::string& expr) {
+    const auto now = std::chrono::duration_cast<seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    return api("/api/v1/query_range?query=" + url_encoded(expr) + "&start=" +
+               std::to_string(started_) + "&end=" + std::to_string(now) + "&step=5");
+  }
+  std::string substituted(std::string expr, const std::string& job) {
+    expr = std::regex_replace(expr, std::regex(R"(\$\{?namespace\}?)"), ns_);
+    expr = std::regex_replace(expr, std::regex(R"(\$\{?job\}?)"), job);
+    return std::regex_replace(expr, std::regex(R"(\$\{?__rate_interval\}?)"), kRateInterval);
+  }
+
+  void TearDown() override {
+    if (HasFailure() && prometheus_) {
+      std::cerr << "---- prometheus targets:\n" << get("/api/v1/targets").substr(0, 4000) << "\n";
+    }
+    prometheus_.reset();
+    Cluster::TearDown();
+  }
+
+  int port_ = 0;
+  long long started_ = std::chrono::duration_cast<seconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+  std::unique_ptr<cifar::testing::ChildProcess> prometheus_;
+};
+
+TEST_F(Monitoring, PrometheusScrapesTheJobsAndEveryDashboardPanelHasData) {
+  start_prometheus();
+  data_and_checkpoint_volumes();
+  submit("ps", "  strategy: {type: ParameterServer, parameterServer: {mode: sync}}\n",
+         "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 1}\n"
+         "    Evaluator: {replicas: 1}\n",
+         "", "cifar10", 3);
+  submit("ar", "  strategy: {type: AllReduce, allReduce: {backend: gloo}}\n",
+         "    Worker: {replicas: 2}\n", "", "cifar10", 2);
+  ASSERT_TRUE(wait_for_state("ps", "Succeeded", seconds(420))) << state("ps");
+  ASSERT_TRUE(wait_for_state("ar", "Succeeded", seconds(300))) << state("ar");
+  // One more scrape and rule evaluation after the end.
+  std::this_thread::sleep_for(seconds(2 * kScrapeSeconds));
+
+  // The dashboard's variables: its namespace and both jobs are there to pick.
+  const auto namespaces = api("/api/v1/label/namespace/values?match[]=cifar_steps_total");
+  EXPECT_NE(namespaces.dump().find("\"" + ns_ + "\""), std::string::npos) << namespaces.dump();
+  const auto jobs = api("/api/v1/label/cifartrain_job/values?match[]=" +
+                        url_encoded("cifar_steps_total{namespace=\"" + ns_ + "\"}"));
+  for (const std::string job : {"ps", "ar"}) {
+    EXPECT_NE(jobs.dump().find("\"" + job + "\""), std::string::npos) << jobs.dump();
+  }
+
+  // Every panel returns data for the job it is about (a PS panel for the PS job, an all-reduce
+  // panel for the all-reduce job; most panels for both).
+  std::vector<Panel> panels;
+  collect_panels(json::parse(cifar::testing::read_file(kSource / "deploy/grafana/cifartrain.json"))
+                     .value("panels", json::array()),
+                 panels);
+  ASSERT_GT(panels.size(), 10U);
+  for (const auto& panel : panels) {
+    ASSERT_FALSE(panel.queries.empty()) << panel.title << ": no query";
+    std::vector<std::string> with_data;
+    for (const std::string job : {"ps", "ar"}) {
+      bool all = true;
+      for (const auto& query : panel.queries) {
+        const auto result = range_query(substituted(query, job));
+        all = all && result.value("status", "") == "success" &&
+              !result["data"]["result"].empty();
+      }
+      if (all) with_data.push_back(job);
+    }
+    EXPECT_FALSE(with_data.empty()) << "panel '" << panel.title << "' has no data: "
+                                    << substituted(panel.queries.front(), "ps");
+    std::cout << "panel '" << panel.title << "': data for "
+              << (with_data.empty() ? "none" : with_data.front() +
+                                                   (with_data.size() > 1 ? ", " + with_data[1] : ""))
+              << "\n";
+  }
+
+  // Every alert rule evaluated on the real series without an error.
+  const auto rules = api("/api/v1/rules");
+  int evaluated = 0;
+  for (const auto& group : rules["data"]["groups"]) {
+    for (const auto& rule : group["rules"]) {
+      EXPECT_EQ(rule.value("health", ""), "ok")
+          << rule.value("name", "") << ": " << rule.value("lastError", "");
+      ++evaluated;
+    }
+  }
+  EXPECT_GT(evaluated, 5) << rules.dump();
+}
+
+}  // namespace
