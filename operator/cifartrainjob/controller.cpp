@@ -13,6 +13,7 @@
 #include "cifartrainjob/progress_scraper.h"
 #include "cifartrainjob/resource.h"
 #include "framework/merge_patch.h"
+#include "framework/pod_status.h"
 
 namespace cifar::op {
 namespace {
@@ -20,6 +21,7 @@ namespace {
 using nlohmann::json;
 
 const char* const kJobLabel = "cifartrain.io/job-name";
+const char* const kReplicaTypeLabel = "cifartrain.io/replica-type";
 
 // The job a pod or Service belongs to, "namespace/job" from its job-name label ("" for none).
 std::string owner_key(const json& object) {
@@ -65,6 +67,22 @@ void trim_pod(json& pod) {
                           {"ports", container.value("ports", json::array())}});
   }
   *spec = {{"containers", std::move(containers)}};
+}
+
+// The job's pods by replica type and phase, for the metrics: every replica type of the spec, so
+// that its series read 0 rather than vanish while it has no pods, and any a pod is labelled with.
+OperatorMetrics::PodCounts count_pods(const JobSpec& spec, const std::vector<json>& pods) {
+  OperatorMetrics::PodCounts counts;
+  for (const auto& [role, replica] : spec.replicas) {
+    if (replica.replicas > 0) counts[std::string(role_name(role))];
+  }
+  for (const auto& pod : pods) {
+    const auto type = pod["metadata"].value("labels", json::object()).value(kReplicaTypeLabel, "");
+    if (type.empty()) continue;
+    const auto phase = pod_phase(pod);
+    counts[type][phase.empty() ? "Pending" : phase] += 1;  // the API server's first phase
+  }
+  return counts;
 }
 
 }  // namespace
@@ -163,8 +181,10 @@ void JobController::work(const std::atomic<bool>& stop) {
 
 std::optional<std::chrono::seconds> JobController::reconcile_key(const std::string& key) {
   const auto object = jobs_->get(key);
-  if (!object) {  // deleted: its pods go with it (ownerReferences)
+  if (!object) {  // deleted: its pods go with it (ownerReferences), its series with it
     expectations_.forget(key);
+    const auto slash = key.find('/');
+    metrics_.remove_job(key.substr(0, slash), key.substr(slash + 1));
     return std::nullopt;
   }
   const auto& metadata = (*object)["metadata"];
@@ -176,10 +196,10 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
   const auto status = object->value("status", json::object()).get<JobStatus>();
   Plan plan;
   std::map<std::string, std::string> pod_uids;  // name -> uid of the pods seen, for deletes
+  Observed observed;
+  observed.pods = pods_->indexed(key);
   try {
     job.spec = parse_spec(object->value("spec", json::object()));
-    Observed observed;
-    observed.pods = pods_->indexed(key);
     if (const auto wait = expectations_.pending(key, observed.pods)) {
       // Our own creates or deletes are not in the cache yet: their watch events requeue the job.
       return std::chrono::duration_cast<std::chrono::seconds>(*wait) + std::chrono::seconds(1);
@@ -192,6 +212,8 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
   } catch (const InvalidSpec& e) {
     plan = reconcile_failed(status, reason::kInvalidSpec, e.what(), Clock::now());
   }
+  metrics_.set_job_pods(job.namespace_, job.name, count_pods(job.spec, observed.pods));
+  metrics_.set_job_restarts(job.namespace_, job.name, plan.restarts);
   try {
     apply(*object, job, plan, pod_uids);
   } catch (const kube::ApiError& e) {

@@ -8,6 +8,7 @@ Plan reconcile_failed(const JobStatus& status, std::string_view reason, const st
                       Clock::time_point now) {
   Plan plan;
   plan.status = status;
+  plan.restarts = status.restarts.value_or(0);
   if (!plan.status.is_true(ConditionType::kFailed)) {
     plan.status.set_state(ConditionType::kFailed, reason, message, to_time(now));
     plan.status.completion_time = to_time(now);
@@ -22,9 +23,14 @@ Plan reconcile(const Job& job, const JobStatus& status, const Observed& observed
   plan.status = status;
   PodsByName pods;
   for (const auto& p : observed.pods) pods[p["metadata"]["name"].get<std::string>()] = p;
-  if (reconcile_finished(job.spec, pods, now, plan) == PhaseResult::kDone) return plan;
-  if (reconcile_suspended(job.spec, pods, now, plan) == PhaseResult::kDone) return plan;
-  if (reconcile_deadline(job, pods, now, plan) == PhaseResult::kDone) return plan;
+  if (reconcile_finished(job.spec, pods, now, plan) == PhaseResult::kDone ||
+      reconcile_suspended(job.spec, pods, now, plan) == PhaseResult::kDone ||
+      reconcile_deadline(job, pods, now, plan) == PhaseResult::kDone) {
+    // The replicas phase, which counts the restarts, did not run: the same count, from the pods
+    // as they are (a finished job's pods keep their in-place restarts until they are deleted).
+    plan.restarts = plan.status.restarts.value_or(0) + tally_replicas(job, pods).in_place_restarts;
+    return plan;
+  }
   reconcile_replicas(job, pods, observed.service_exists, now, plan);
   return plan;
 }

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -51,7 +52,10 @@ struct Plan {
   std::vector<nlohmann::json> create_pods;
   std::vector<std::string> delete_pods;  // names
   JobStatus status;                      // the job's whole new status
-  bool delete_job = false;               // ttlSecondsAfterFinished has passed
+  // The restarts backoffLimit counts: status.restarts plus the in-place restarts of the pods that
+  // exist (for the operator's metrics; a job that cannot run has its status.restarts).
+  int64_t restarts = 0;
+  bool delete_job = false;  // ttlSecondsAfterFinished has passed
   std::optional<std::chrono::seconds> requeue_after;
   std::vector<EventRecord> events;
 };

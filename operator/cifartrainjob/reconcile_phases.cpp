@@ -196,6 +196,7 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, bool service_exi
                                describe_exit(failed.exit_code) + "; recreating it (restart " +
                                std::to_string(restarts) + ")"});
   }
+  plan.restarts = restarts + tally.in_place_restarts;
   if (tally.permanent) {
     finish(spec, pods, false, reason::kPodFailed,
            "pod " + tally.permanent->name + " failed with " +
@@ -209,11 +210,11 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, bool service_exi
   status.restarts = restarts;
   status.replica_statuses = tally.statuses;
 
-  if (restarts + tally.in_place_restarts > spec.backoff_limit) {
+  if (plan.restarts > spec.backoff_limit) {
     plan.delete_pods.clear();
     finish(spec, pods, false, reason::kBackoffLimitExceeded,
-           "restarted " + std::to_string(restarts + tally.in_place_restarts) +
-               " times, more than backoffLimit " + std::to_string(spec.backoff_limit),
+           "restarted " + std::to_string(plan.restarts) + " times, more than backoffLimit " +
+               std::to_string(spec.backoff_limit),
            now, plan);
     return;
   }

@@ -5,7 +5,8 @@
 //   suspended  runPolicy.suspend deletes the pods; clearing it resumes the job
 //   deadline   the job's clock (startTime) and activeDeadlineSeconds
 //   replicas   the job's objects and pods: create the missing ones, restart or fail on failed
-//              pods, backoffLimit, success of the chief, and the state that follows
+//              pods, backoffLimit (the count in plan.restarts), success of the chief, and the
+//              state that follows
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,10 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "kube/client.h"
@@ -47,19 +50,21 @@ class Operator : public ::testing::Test {
     start_operator();
   }
 
-  void start_operator() { operator_ = launch_operator(); }
+  void start_operator() {
+    metrics_port_ = cifar::testing::free_port();
+    operator_ = launch_operator(metrics_port_);
+  }
 
   // Another instance of the operator, ready: leading with synced caches, or standing by. Short
   // lease timings so that a takeover is quick.
-  std::unique_ptr<ChildProcess> launch_operator() {
+  std::unique_ptr<ChildProcess> launch_operator(int metrics_port = cifar::testing::free_port()) {
     const auto health_port = cifar::testing::free_port();
     auto process = std::make_unique<ChildProcess>(
         std::vector<std::string>{
             CIFAR_OPERATOR_BIN, "--kubeconfig", kubeconfig(), "--namespace", ns_, "--metrics-port",
-            std::to_string(cifar::testing::free_port()), "--health-port",
-            std::to_string(health_port), "--leader-elect-lease-duration", "5",
-            "--leader-elect-renew-deadline", "4", "--leader-elect-retry-period", "0.5",
-            "--progress-interval", "0.5"},
+            std::to_string(metrics_port), "--health-port", std::to_string(health_port),
+            "--leader-elect-lease-duration", "5", "--leader-elect-renew-deadline", "4",
+            "--leader-elect-retry-period", "0.5", "--progress-interval", "0.5"},
         log_path(starts_++));
     EXPECT_TRUE(cifar::testing::wait_for(
         [&] {
@@ -112,13 +117,15 @@ class Operator : public ::testing::Test {
                                     seconds(30));
   }
 
-  // As a kubelet: the pod's phase, and its container's exit code once it ended.
-  void set_phase(const std::string& pod, const std::string& phase, int exit_code = 0) {
+  // As a kubelet: the pod's phase, its container's exit code once it ended, and how often the
+  // kubelet restarted the container in place.
+  void set_phase(const std::string& pod, const std::string& phase, int exit_code = 0,
+                 int restart_count = 0) {
     json container = {{"name", "cifar-train"},
                       {"image", "x"},
                       {"imageID", ""},
                       {"ready", phase == "Running"},
-                      {"restartCount", 0}};
+                      {"restartCount", restart_count}};
     if (phase == "Running") {
       container["state"] = {{"running", json::object()}};
     } else {
@@ -136,6 +143,33 @@ class Operator : public ::testing::Test {
                   PatchType::kMerge);
   }
 
+  // The operator's /metrics (the leader started by start_operator()).
+  std::string metrics() {
+    return cifar::testing::http_get("http://127.0.0.1:" + std::to_string(metrics_port_) +
+                                    "/metrics");
+  }
+
+  // The value of the series `name` of this test's job `job` whose labels include `labels`, if
+  // the operator exports one.
+  std::optional<double> job_metric(const std::string& name, const std::string& job,
+                                   std::map<std::string, std::string> labels = {}) {
+    labels["job_namespace"] = ns_;
+    labels["job_name"] = job;
+    std::istringstream lines(metrics());
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind(name + "{", 0) != 0) continue;
+      const auto end = line.find("} ");
+      if (end == std::string::npos) continue;
+      const auto label_set = "," + line.substr(name.size() + 1, end - name.size() - 1) + ",";
+      bool all = true;
+      for (const auto& [key, value] : labels) {
+        all = all && label_set.find("," + key + "=\"" + value + "\",") != std::string::npos;
+      }
+      if (all) return std::stod(line.substr(end + 2));
+    }
+    return std::nullopt;
+  }
+
   static json ps_spec(const std::string& restart_policy = "OnFailure", int backoff_limit = 3) {
     auto spec = json::parse(R"({"image": "cifar-train:test", "model": {"name": "resnet20"},
       "dataset": {"name": "synthetic"},
@@ -150,6 +184,7 @@ class Operator : public ::testing::Test {
   std::string ns_;
   TempDir dir_;
   int starts_ = 0;
+  int metrics_port_ = 0;
   std::unique_ptr<ChildProcess> operator_;
 };
 
@@ -200,6 +235,46 @@ TEST_F(Operator, RunningThenTheMastersSuccessEndsTheJobAndCleansUp) {
       seconds(30)))
       << log();
   EXPECT_TRUE(job_status("j").contains("completionTime"));
+}
+
+TEST_F(Operator, ItsMetricsShowEachJobsPodsByPhaseAndRestartsUntilTheJobIsDeleted) {
+  submit("j", ps_spec());
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return pod_names("j") == kPsJobPods; }, seconds(30)));
+  using Labels = std::map<std::string, std::string>;
+  const auto pods = [&](const std::string& type, const std::string& phase) {
+    return job_metric("cifar_operator_job_pods", "j",
+                      Labels{{"replica_type", type}, {"phase", phase}});
+  };
+  // No kubelet runs: the pods stay Pending. Every phase has a series, 0 for none.
+  EXPECT_TRUE(
+      cifar::testing::wait_for([&] { return pods("worker", "Pending") == 2.0; }, seconds(30)))
+      << metrics() << log();
+  EXPECT_EQ(pods("ps", "Pending"), 1.0);
+  EXPECT_EQ(pods("master", "Running"), 0.0);
+  EXPECT_EQ(pods("evaluator", "Unknown"), 0.0);
+  EXPECT_EQ(job_metric("cifar_operator_job_restarts", "j"), 0.0) << metrics();
+
+  for (const auto& name : kPsJobPods) set_phase(name, "Running");
+  EXPECT_TRUE(cifar::testing::wait_for(
+      [&] { return pods("worker", "Running") == 2.0 && pods("master", "Running") == 1.0; },
+      seconds(30)))
+      << metrics();
+  EXPECT_EQ(pods("worker", "Pending"), 0.0);
+  // The kubelet restarts worker 1's container in place: a restart as backoffLimit counts it.
+  set_phase("j-worker-1", "Running", 0, 1);
+  EXPECT_TRUE(cifar::testing::wait_for(
+      [&] { return job_metric("cifar_operator_job_restarts", "j") == 1.0; }, seconds(30)))
+      << metrics();
+
+  // A deleted job's series go with it.
+  client_.remove(cifar::testing::cifartrainjobs(ns_).named("j"));
+  EXPECT_TRUE(cifar::testing::wait_for(
+      [&] {
+        const auto served = metrics();
+        return !served.empty() && served.find("job_namespace=\"" + ns_ + "\"") == std::string::npos;
+      },
+      seconds(30)))
+      << metrics();
 }
 
 TEST_F(Operator, ExitCodeRestartsRecreateThePodAndCountTowardsTheBackoffLimit) {

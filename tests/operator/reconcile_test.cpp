@@ -154,6 +154,7 @@ TEST(Reconcile, BackoffCountsRecreatedPodsUntilTheLimit) {
         with_phase(pod_named(observed, "j-worker-0"), "Failed", 137);
     const auto plan = reconcile(job, status, observed, kT0 + seconds(round));
     status = plan.status;
+    EXPECT_EQ(plan.restarts, round);
     if (round <= 2) {
       EXPECT_EQ(json(status)["restarts"], round);
       EXPECT_TRUE(has(plan.delete_pods, "j-worker-0"));
@@ -174,6 +175,29 @@ TEST(Reconcile, InPlaceRestartsCountTowardsTheLimit) {
   pod_named(observed, "j-ps-0") = with_phase(pod_named(observed, "j-ps-0"), "Running", {}, 2);
   EXPECT_EQ(reason_of(reconcile(job, JobStatus{}, observed, kT0).status, "Failed"),
             "BackoffLimitExceeded");
+}
+
+TEST(Reconcile, PlanRestartsIsTheCountTheBackoffLimitSees) {
+  const auto job = make_job("OnFailure", 3);
+  JobStatus status;
+  status.restarts = 1;  // a pod recreated before
+  auto observed = running(job);
+  EXPECT_EQ(reconcile(job, status, observed, kT0).restarts, 1);
+  pod_named(observed, "j-worker-0") =
+      with_phase(pod_named(observed, "j-worker-0"), "Running", {}, 2);
+  const auto running_plan = reconcile(job, status, observed, kT0);
+  EXPECT_EQ(running_plan.restarts, 3);
+  EXPECT_EQ(json(running_plan.status)["state"], "Running");
+  pod_named(observed, "j-ps-0") = with_phase(pod_named(observed, "j-ps-0"), "Running", {}, 1);
+  const auto failed = reconcile(job, status, observed, kT0);
+  EXPECT_EQ(failed.restarts, 4);
+  EXPECT_EQ(reason_of(failed.status, "Failed"), "BackoffLimitExceeded");
+  // The rounds after it: a finished job's count, from the pods still there.
+  EXPECT_EQ(reconcile(job, failed.status, observed, kT0 + seconds(1)).restarts, 4);
+  EXPECT_EQ(reconcile(job, failed.status, Observed{}, kT0 + seconds(2)).restarts, 1);
+  // A job that cannot run: its status's count.
+  EXPECT_EQ(reconcile_failed(status, "InvalidSpec", "x", kT0).restarts, 1);
+  EXPECT_EQ(reconcile_failed(JobStatus{}, "InvalidSpec", "x", kT0).restarts, 0);
 }
 
 TEST(Reconcile, TheMasterDecidesSuccessAndRunningPodsAreCleanedUp) {
