@@ -4,7 +4,7 @@ BUILD_DIR ?= build
 JOBS ?= 2
 WERROR ?= ON
 
-.PHONY: all deps configure build control-plane node images cluster cluster-stop test demo bench \
+.PHONY: all deps configure build control-plane node tools images cluster cluster-stop test demo bench \
         format tidy clean
 
 all: build
@@ -28,6 +28,12 @@ control-plane: deps
 node: deps
 	bash tests/integration/control-plane/build.sh node
 
+# The test tools from their Go modules, cached like the control plane (tests/tools/build.sh):
+# Helm, Prometheus + promtool, kind (and its config checker), the Prometheus Operator's CRDs.
+TOOLS = helm prometheus kind prometheus-operator-crds
+tools: deps
+	for tool in $(TOOLS); do bash tests/tools/build.sh $$tool >/dev/null || exit 1; done
+
 # The runtime and operator images, from this build's binaries (seconds); `scripts/build-images.sh`
 # without --prebuilt compiles inside the image instead (the Dockerfile's full multi-stage build).
 images: build
@@ -35,13 +41,13 @@ images: build
 
 # A real one-node cluster with the CRD and the operator installed (root; one at a time per
 # machine); it prints how to point kubectl at it. `make cluster-stop` stops it and cleans up.
-cluster: images node
+cluster: images node tools
 	bash tests/e2e/cluster/start.sh $(BUILD_DIR)/cluster $(BUILD_DIR)/images
 
 cluster-stop:
 	bash tests/e2e/cluster/stop.sh $(BUILD_DIR)/cluster
 
-test: build control-plane node
+test: build control-plane node tools
 	cd $(BUILD_DIR) && ctest -j2 --output-on-failure --timeout 900
 
 demo: build

@@ -19,7 +19,9 @@ APT_PACKAGES=(
   # parameter server: gRPC + protobuf
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   # tests
-  libgtest-dev libgmock-dev googletest python3
+  libgtest-dev libgmock-dev googletest python3 python3-yaml
+  # Grafana's dashboard SDK lives in a venv (deploy/grafana/setup-sdk.sh)
+  python3-venv
   # the one-node cluster of the end-to-end tests (tests/e2e/cluster): container runtime, CNI
   # plugins, kube-proxy's iptables, and the image builder (no registry: a base from mmdebstrap)
   containerd runc containernetworking-plugins iptables conntrack podman buildah mmdebstrap
@@ -44,3 +46,7 @@ if ((${#missing[@]})); then
 else
   echo "install-deps: all packages present"
 fi
+
+# Grafana's dashboard SDK (deploy/grafana/dashboard.py, ctest Grafana.Dashboard): pip, into a venv
+# outside the repository; a no-op once installed.
+bash "$(dirname "$0")/../deploy/grafana/setup-sdk.sh" >/dev/null
