@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the test tools that come from Go modules: Helm, Prometheus + promtool, and the loader of
-# kind's cluster configs. Each is a directory here whose go.mod pins it (with any local sources);
+# Builds the test tools that come from Go modules: Helm, Prometheus + promtool, and the checker of
+# kind's cluster configs with the kind CLI of the same version. Each is a directory here whose
+# go.mod pins it (with any local sources);
 # the binaries are cached outside the repo ($CIFAR_TOOLS_CACHE, default ~/.cache/cifartrain/tools)
 # under a key of that directory's contents, so a warm run does nothing and a new pin rebuilds.
 # Prints the directory holding the binaries.
@@ -21,6 +22,23 @@ case $tool in
   helm)
     v=$(version helm.sh/helm/v4)
     go_build "$out" "$module" "" "-X helm.sh/helm/v4/internal/version.version=$v" helm.sh/helm/v4/cmd/helm
+    ;;
+  kind)
+    # kind-config-check (kind's config loader and validation on our files) and the kind CLI of
+    # the same pinned version; and the node image's containerd config, as kind's module ships it
+    # (images/base/files/etc/containerd/config.toml): what kind patches on every node.
+    go_build "$out" "$module" "" "" cifartrain.io/tools/kind/cmd/kind-config-check kind=sigs.k8s.io/kind
+    config=$out/share/kind/containerd-config.toml
+    if [ ! -f "$config" ]; then
+      v=$(version sigs.k8s.io/kind)
+      # outside any module (in the cache): the download leaves go.mod and go.sum alone
+      dir=$(cd "$out" && GOTOOLCHAIN=local GOFLAGS='' go mod download -json "sigs.k8s.io/kind@$v" |
+        sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+      mkdir -p "$(dirname "$config")"
+      rm -f "$config.partial"
+      cp "$dir/images/base/files/etc/containerd/config.toml" "$config.partial"
+      mv "$config.partial" "$config"
+    fi
     ;;
   *)
     echo "build.sh: no build recipe for '$tool'" >&2
