@@ -77,7 +77,7 @@ const std::string kValidSpec =
     "    Worker: {replicas: 2}\n";
 
 TEST_F(CifarTrainJobCrd, ExamplesAreStoredWithTheSchemaDefaults) {
-  for (const auto* example : {"ps-job.yaml", "allreduce-job.yaml"}) {
+  for (const auto* example : {"ps-job.yaml", "allreduce-job.yaml", "gpu-allreduce-job.yaml"}) {
     const auto applied =
         kubectl({"apply", "-n", namespace_, "-f", kSource + "/deploy/examples/" + example});
     EXPECT_EQ(applied.exit_code, 0) << example << ": " << applied.output;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the test tools that come from Go modules: Helm, Prometheus + promtool, and the loader of
-# kind's cluster configs (and fetches the Prometheus Operator's CRDs). Each is a directory here whose go.mod pins it (with any local sources);
+# Builds the test tools that come from Go modules: Helm, Prometheus + promtool, the checker of
+# kind's cluster configs with the kind CLI of the same version, and fetches the Prometheus
+# Operator's CRDs. Each is a directory here whose go.mod pins it (with any local sources);
 # the binaries are cached outside the repo ($CIFAR_TOOLS_CACHE, default ~/.cache/cifartrain/tools)
 # under a key of that directory's contents, so a warm run does nothing and a new pin rebuilds.
 # Prints the directory holding the binaries.
@@ -15,6 +16,12 @@ require_go "$module" "$tool"
 key=$(cd "$module" && find . -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
 out=${CIFAR_TOOLS_CACHE:-$HOME/.cache/cifartrain/tools}/$tool-$key
 mkdir -p "$out/bin"
+# module_dir MODULE@VERSION: the module's files in Go's module cache (downloaded if needed), run
+# outside any module so that the download leaves our go.mod and go.sum alone.
+module_dir() {
+  (cd "$out" && GOTOOLCHAIN=local GOFLAGS='' go mod download -json "$1" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+}
 version() { awk -v m="$1" '($1 == "require" && $2 == m) || $1 == m {print ($1 == m ? $2 : $3); exit}' "$module/go.mod"; }
 
 case $tool in
@@ -27,8 +34,7 @@ case $tool in
     # from its module's example/ directory, for validating the chart's monitoring objects.
     v=$(version github.com/prometheus-operator/prometheus-operator)
     if [ ! -f "$out/crds/monitoring.coreos.com_prometheusrules.yaml" ]; then
-      src=$(cd "$module" && GOTOOLCHAIN=local GOFLAGS=-mod=mod go mod download -json \
-        "github.com/prometheus-operator/prometheus-operator@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')
+      src=$(module_dir "github.com/prometheus-operator/prometheus-operator@$v")
       mkdir -p "$out/crds.partial"
       for kind in servicemonitors podmonitors prometheusrules; do
         cp "$src/example/prometheus-operator-crd/monitoring.coreos.com_$kind.yaml" "$out/crds.partial/"
@@ -37,6 +43,21 @@ case $tool in
     fi
     echo "$out/crds"
     exit 0
+    ;;
+  kind)
+    # kind-config-check (kind's config loader and validation on our files) and the kind CLI of
+    # the same pinned version; and the node image's containerd config, as kind's module ships it
+    # (images/base/files/etc/containerd/config.toml): what kind patches on every node.
+    go_build "$out" "$module" "" "" cifartrain.io/tools/kind/cmd/kind-config-check kind=sigs.k8s.io/kind
+    config=$out/share/kind/containerd-config.toml
+    if [ ! -f "$config" ]; then
+      v=$(version sigs.k8s.io/kind)
+      dir=$(module_dir "sigs.k8s.io/kind@$v")
+      mkdir -p "$(dirname "$config")"
+      rm -f "$config.partial"
+      cp "$dir/images/base/files/etc/containerd/config.toml" "$config.partial"
+      mv "$config.partial" "$config"
+    fi
     ;;
   *)
     echo "build.sh: no build recipe for '$tool'" >&2

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# Creates a kind cluster for cifartrain and runs the operator on it.
+#   cpu: cluster-cpu.yaml (a control plane, two workers); loads the runtime and operator images,
+#        installs the operator; then deploy/examples/ps-job.yaml can run (data: local-volumes.yaml).
+#   gpu: cluster-gpu.yaml (two workers with the host's GPUs); checks the host's NVIDIA set-up,
+#        installs NVIDIA's container toolkit into the GPU workers, the RuntimeClass `nvidia` and
+#        NVIDIA's device plugin; loads the images (runtime-gpu too), installs the operator, submits
+#        deploy/examples/gpu-allreduce-job.yaml and waits for it to end.
+# Needs Docker, kind, kubectl and helm (README "kind with GPUs" lists what the host needs for gpu).
+# A cluster of that name that already exists is reused.
+#   deploy/kind/create-cluster.sh cpu|gpu
+# Environment:
+#   CLUSTER_NAME          default cifartrain (cpu) or cifartrain-gpu (gpu)
+#   KIND, HELM            the kind and helm binaries (default: on PATH, else the pinned ones that
+#                         tests/tools/build.sh kind|helm builds, with Go)
+#   CIFAR_IMAGE_CACHE     where scripts/build-images.sh left its tars (default ~/.cache/cifartrain/images)
+#   NVIDIA_CTK_VERSION    NVIDIA container toolkit installed in the GPU workers (default 1.19.0-1)
+#   DEVICE_PLUGIN_VERSION NVIDIA device plugin chart (default 0.18.2)
+#   JOB_TIMEOUT           seconds to wait for the GPU example job (default 1800)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+mode=${1:-}
+case $mode in
+  cpu|gpu) ;;
+  *) echo "usage: create-cluster.sh cpu|gpu" >&2; exit 2 ;;
+esac
+default_name=cifartrain
+[ "$mode" = cpu ] || default_name=cifartrain-gpu
+name=${CLUSTER_NAME:-$default_name}
+images=${CIFAR_IMAGE_CACHE:-$HOME/.cache/cifartrain/images}
+ctk_version=${NVIDIA_CTK_VERSION:-1.19.0-1}
+plugin_version=${DEVICE_PLUGIN_VERSION:-0.18.2}
+job_timeout=${JOB_TIMEOUT:-1800}
+job=resnet20-gpu-allreduce  # metadata.name in deploy/examples/gpu-allreduce-job.yaml
+
+say() { echo "create-cluster: $*" >&2; }
+die() { say "$*"; exit 1; }
+
+for cmd in docker kubectl; do
+  command -v "$cmd" >/dev/null || die "$cmd is missing (README: kind with GPUs, prerequisites)"
+done
+# tool NAME: NAME on PATH, else the version the repository pins, built by tests/tools/build.sh.
+tool() {
+  command -v "$1" && return
+  if [ ! -f "$repo/tests/tools/$1/go.mod" ] || ! command -v go >/dev/null; then
+    die "$1 is missing (README: kind with GPUs, prerequisites)"
+  fi
+  say "no $1 on PATH: building the pinned one (tests/tools/build.sh $1)"
+  echo "$("$repo/tests/tools/build.sh" "$1")/$1"
+}
+kind=${KIND:-$(tool kind)}
+helm=${HELM:-$(tool helm)}
+say "$("$kind" version)"
+docker info >/dev/null 2>&1 || die "the Docker daemon does not answer (docker info)"
+# Every command names the cluster's context: the user's current context may change meanwhile.
+k() { kubectl --context "kind-$name" "$@"; }
+
+if [ "$mode" = gpu ]; then
+  # What nvkind requires of the host: a working driver, Docker's default runtime the NVIDIA one,
+  # and the runtime reading the GPUs to inject from volume mounts (cluster-gpu.yaml's /dev/null
+  # mounts).
+  nvidia-smi -L >/dev/null 2>&1 || die "nvidia-smi -L fails: install the NVIDIA driver first"
+  [ "$(docker info --format '{{.DefaultRuntime}}')" = nvidia ] ||
+    die "Docker's default runtime is not nvidia: sudo nvidia-ctk runtime configure --runtime=docker --set-as-default && sudo systemctl restart docker"
+  grep -Eq '^[[:space:]]*accept-nvidia-visible-devices-as-volume-mounts[[:space:]]*=[[:space:]]*true' \
+    /etc/nvidia-container-runtime/config.toml 2>/dev/null ||
+    die "the NVIDIA runtime ignores volume-mounted devices: sudo nvidia-ctk config --set accept-nvidia-visible-devices-as-volume-mounts=true --in-place && sudo systemctl restart docker"
+fi
+
+if "$kind" get clusters 2>/dev/null | grep -qx "$name"; then
+  say "cluster $name exists: reusing it"
+else
+  "$kind" create cluster --name "$name" --config "$here/cluster-$mode.yaml" --wait 5m
+fi
+workers=$("$kind" get nodes --name "$name" | grep -v -- '-control-plane$' | sort | paste -sd, -)
+[ -n "$workers" ] || die "cluster $name has no workers"
+
+if [ "$mode" = gpu ]; then
+  gpu_nodes=$(k get nodes -l nvidia.com/gpu.present=true -o jsonpath='{.items[*].metadata.name}')
+  [ -n "$gpu_nodes" ] || die "no node is labelled nvidia.com/gpu.present=true (cluster-gpu.yaml)"
+  for node in $gpu_nodes; do
+    # The host's runtime put the GPUs and the driver's tools into the node container, or not.
+    docker exec "$node" nvidia-smi -L >&2 ||
+      die "$node sees no GPU: check the host set-up (README: kind with GPUs) and recreate the cluster"
+    # The runtime behind the containerd handler `nvidia` that cluster-gpu.yaml configures; the
+    # node image lacks it. (containerd finds the binary when it starts a container: no restart.)
+    if ! docker exec "$node" test -x /usr/bin/nvidia-container-runtime; then
+      say "$node: installing nvidia-container-toolkit $ctk_version"
+      docker exec -e "V=$ctk_version" "$node" bash -euo pipefail -c '
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q && apt-get install -qy gpg curl
+        curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey |
+          gpg --dearmor --yes -o /usr/share/keyrings/nvidia-container-toolkit-keyring.gpg
+        echo "deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] https://nvidia.github.io/libnvidia-container/stable/deb/\$(ARCH) /" \
+          >/etc/apt/sources.list.d/nvidia-container-toolkit.list
+        apt-get update -q
+        apt-get install -qy nvidia-container-toolkit="$V" nvidia-container-toolkit-base="$V" \
+          libnvidia-container-tools="$V" libnvidia-container1="$V"' >&2
+    fi
+  done
+  k apply -f "$here/nvidia-runtimeclass.yaml"
+  # NVIDIA's device plugin chart at a pinned version: its pods run under the nvidia handler (to
+  # see the GPUs through NVML) and, by the chart's own node affinity, only on nodes labelled
+  # nvidia.com/gpu.present=true.
+  "$helm" --kube-context "kind-$name" upgrade --install nvidia-device-plugin nvidia-device-plugin \
+    --repo https://nvidia.github.io/k8s-device-plugin --version "$plugin_version" \
+    --namespace nvidia-device-plugin --create-namespace --set runtimeClassName=nvidia --wait --timeout 5m
+  for node in $gpu_nodes; do
+    for _ in $(seq 60); do
+      gpus=$(k get node "$node" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')
+      [ "${gpus:-0}" -gt 0 ] && break
+      sleep 2
+    done
+    [ "${gpus:-0}" -gt 0 ] || die "$node advertises no nvidia.com/gpu: kubectl --context kind-$name -n nvidia-device-plugin logs -l app.kubernetes.io/name=nvidia-device-plugin"
+    say "$node: $gpus allocatable nvidia.com/gpu"
+  done
+fi
+
+# The images, from this machine's Docker, else from scripts/build-images.sh's tars, else built
+# here with Docker (the Dockerfile's targets; runtime-gpu: ~3 GB of wheels and a CUDA compile).
+targets=(operator runtime)
+[ "$mode" = gpu ] && targets+=(runtime-gpu)
+for target in "${targets[@]}"; do
+  tag=localhost/cifartrain/$target:dev
+  if docker image inspect "$tag" >/dev/null 2>&1; then
+    "$kind" load docker-image "$tag" --name "$name" --nodes "$workers"
+  elif [ -f "$images/$target.tar" ]; then
+    "$kind" load image-archive "$images/$target.tar" --name "$name" --nodes "$workers"
+  else
+    say "building $tag with Docker"
+    docker build --target "$target" -t "$tag" "$repo"
+    "$kind" load docker-image "$tag" --name "$name" --nodes "$workers"
+  fi
+done
+
+# The operator and its CRD, with the chart (README, "Install with Helm"), from the loaded image.
+"$helm" --kube-context "kind-$name" upgrade --install cifar-operator "$repo/deploy/helm/cifar-operator" \
+  --namespace cifartrain-system --create-namespace \
+  --set image.repository=localhost/cifartrain/operator --set image.tag=dev \
+  --set image.pullPolicy=IfNotPresent --wait --timeout 5m
+
+if [ "$mode" = cpu ]; then
+  say "ready: kubectl --context kind-$name get nodes. The parameter-server example reads CIFAR-10"
+  say "from /srv/cifartrain on this machine (the workers mount it):"
+  say "  sudo mkdir -p /srv/cifartrain/cifar10 /srv/cifartrain/checkpoints && sudo chmod 777 /srv/cifartrain/checkpoints"
+  say "  curl -fsSL https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz | sudo tar -xz -C /srv/cifartrain/cifar10"
+  say "  kubectl --context kind-$name apply -f deploy/examples/local-volumes.yaml -f deploy/examples/ps-job.yaml"
+  exit 0
+fi
+
+k apply -f "$repo/deploy/examples/gpu-allreduce-job.yaml"
+say "submitted $job; waiting up to $job_timeout s for it to end (kubectl --context kind-$name get ctj -w)"
+deadline=$((SECONDS + job_timeout))
+state=""
+while ((SECONDS < deadline)); do
+  state=$(k get ctj "$job" -o jsonpath='{.status.state}')
+  case $state in
+    Succeeded|Failed) break ;;
+  esac
+  sleep 10
+done
+k get ctj "$job"
+if [ "$state" != Succeeded ]; then
+  k describe ctj "$job" >&2
+  k logs -l "cifartrain.io/job-name=$job" --tail 30 --prefix >&2 || true
+  die "$job ended as '${state:-unknown}'"
+fi
+k logs "$job-worker-0" --tail 5 >&2
+say "$job succeeded on the GPU workers"
