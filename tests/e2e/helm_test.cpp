@@ -5,8 +5,6 @@
 // operator rolls out with them); `helm uninstall` leaves nothing of the release behind but the
 // CRD and the jobs; a new `helm install` adopts the kept CRD, and a job left suspended across all
 // of it then runs to Succeeded. The test leaves the operator installed as start.sh did.
-#include <yaml-cpp/yaml.h>
-
 #include <regex>
 
 #include "tests/e2e/cluster_fixture.h"
@@ -45,14 +43,17 @@ fs::path newer_chart(const fs::path& dir) {
   const auto chart = dir / "cifar-operator";
   fs::remove_all(chart);
   fs::copy(kChart, chart, fs::copy_options::recursive);
+  // A text edit, not a YAML round trip, which would change what it does not mean to (an
+  // unquoted "True" in an enum reads back as a boolean).
   const auto crd_path = chart / "files/crds/cifartrain.io_cifartrainjobs.yaml";
-  YAML::Node crd = YAML::LoadFile(crd_path.string());
-  YAML::Node field;
-  field["type"] = "string";
-  field["description"] = "Added by a newer chart (tests/e2e/helm_test.cpp).";
-  crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
-     ["upgradeCheck"] = field;
-  std::ofstream(crd_path) << YAML::Dump(crd) << "\n";
+  auto crd = cifar::testing::read_file(crd_path);
+  const std::string anchor = "\n              image:\n";  // the first property of spec
+  const auto at = crd.find(anchor);
+  if (at == std::string::npos || crd.find(anchor, at + 1) != std::string::npos) {
+    throw std::runtime_error("the CRD's spec.image property is not where the test expects it");
+  }
+  crd.insert(at + 1, "              upgradeCheck: {type: string}\n");
+  std::ofstream(crd_path) << crd;
   const auto chart_yaml = chart / "Chart.yaml";
   const auto text = cifar::testing::read_file(chart_yaml);
   std::ofstream(chart_yaml) << std::regex_replace(text, std::regex("\nversion: [^\n]*"),
@@ -69,18 +70,17 @@ class Helm : public Cluster {
   }
   cifar::testing::ProcessResult install(const fs::path& chart, const std::string& verb,
                                         std::vector<std::string> values) {
-    std::vector<std::string> args = {verb, kRelease, chart.string(), "--wait", "--timeout",
-                                     "180s"};
+    std::vector<std::string> args = {verb, kRelease, chart.string(), "--wait", "--timeout", "180s"};
     args.insert(args.end(), values.begin(), values.end());
     return helm(args);
   }
   bool released() { return helm({"status", kRelease}).exit_code == 0; }
 
-  // A failed step must not leave the other e2e tests without an operator.
+  // A failed step must leave the other e2e tests the operator start.sh installed.
   void TearDown() override {
-    if (!released()) {
-      const auto again = install(kChart, "install", kInstallValues);
-      EXPECT_EQ(again.exit_code, 0) << again.output;
+    if (HasFailure()) {
+      const auto restored = install(kChart, released() ? "upgrade" : "install", kInstallValues);
+      EXPECT_EQ(restored.exit_code, 0) << restored.output;
     }
     Cluster::TearDown();
   }
@@ -133,7 +133,7 @@ TEST_F(Helm, TestUpgradeUninstallAndReinstallKeepTheCrdAndTheJobs) {
       "apiVersion: cifartrain.io/v1alpha1\nkind: CifarTrainJob\nmetadata: {name: probe}\n"
       "spec:\n  upgradeCheck: served\n  model: {name: simplecnn}\n"
       "  dataset: {name: cifar10, volume: {claimName: cifar10}}\n"
-      "  replicaSpecs:\n    Worker: {replicas: 1}\n";
+      "  strategy: {type: AllReduce}\n  replicaSpecs:\n    Worker: {replicas: 1}\n";
   EXPECT_TRUE(refused_as_unknown(probe)) << dry_run(probe).output;
 
   // helm upgrade: a newer chart (its CRD gained a field) and changed values.

@@ -47,14 +47,17 @@ std::string last_line(const std::string& output) {
 struct Panel {
   std::string title;
   std::vector<std::string> queries;
+  std::vector<std::string> legends;  // each query's legendFormat
 };
 void collect_panels(const json& panels, std::vector<Panel>& out) {
   for (const auto& panel : panels) {
     if (panel.contains("panels")) collect_panels(panel["panels"], out);
     if (panel.value("type", "") == "row") continue;
-    Panel p{panel.value("title", "(untitled)"), {}};
+    Panel p{panel.value("title", "(untitled)"), {}, {}};
     for (const auto& target : panel.value("targets", json::array())) {
-      if (target.contains("expr")) p.queries.push_back(target["expr"]);
+      if (!target.contains("expr")) continue;
+      p.queries.push_back(target["expr"]);
+      p.legends.push_back(target.value("legendFormat", ""));
     }
     out.push_back(p);
   }
@@ -77,15 +80,13 @@ class Monitoring : public Cluster {
   // Prometheus on the host: the cluster's kubeconfig for service discovery (pods' IPs are
   // routable from the node), the repository's rules, a scratch TSDB.
   void start_prometheus() {
-    const auto built =
-        run_process({(kSource / "tests/tools/build.sh").string(), "prometheus"});
+    const auto built = run_process({(kSource / "tests/tools/build.sh").string(), "prometheus"});
     ASSERT_EQ(built.exit_code, 0) << built.output;
     const auto bin = fs::path(last_line(built.output));
     const auto config = volumes_ / "prometheus.yml";
-    const auto rendered = run_process(
-        {"bash", "-c", "\"$0\" \"$1\" > \"$2\"",
-         (kSource / "deploy/prometheus/render-config.sh").string(),
-         cifar::e2e::cluster_file("kubeconfig"), config.string()});
+    const auto rendered = run_process({"bash", "-c", "\"$0\" \"$1\" > \"$2\"",
+                                       (kSource / "deploy/prometheus/render-config.sh").string(),
+                                       cifar::e2e::cluster_file("kubeconfig"), config.string()});
     ASSERT_EQ(rendered.exit_code, 0) << rendered.output;
     // Faster scrapes and rule evaluations than the config's 15 s, for short jobs.
     const auto interval = std::to_string(kScrapeSeconds) + "s";
@@ -99,8 +100,7 @@ class Monitoring : public Cluster {
     std::ofstream(config) << text;
     port_ = cifar::testing::free_port();
     prometheus_ = std::make_unique<cifar::testing::ChildProcess>(
-        std::vector<std::string>{(bin / "prometheus").string(),
-                                 "--config.file=" + config.string(),
+        std::vector<std::string>{(bin / "prometheus").string(), "--config.file=" + config.string(),
                                  "--storage.tsdb.path=" + (volumes_ / "tsdb").string(),
                                  "--web.listen-address=127.0.0.1:" + std::to_string(port_)},
         volumes_ / "prometheus.log");
@@ -119,11 +119,11 @@ class Monitoring : public Cluster {
   // A range query over the test's window: a job's series end with its pods, so an instant query
   // after it finished would find them stale.
   json range_query(const std::string& expr) {
-    const auto now = std::chrono::duration_cast<seconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
-    return api("/api/v1/query_range?query=" + url_encoded(expr) + "&start=" +
-               std::to_string(started_) + "&end=" + std::to_string(now) + "&step=5");
+    const auto now =
+        std::chrono::duration_cast<seconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    return api("/api/v1/query_range?query=" + url_encoded(expr) +
+               "&start=" + std::to_string(started_) + "&end=" + std::to_string(now) + "&step=5");
   }
   std::string substituted(std::string expr, const std::string& job) {
     expr = std::regex_replace(expr, std::regex(R"(\$\{?namespace\}?)"), ns_);
@@ -140,9 +140,9 @@ class Monitoring : public Cluster {
   }
 
   int port_ = 0;
-  long long started_ = std::chrono::duration_cast<seconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
-                           .count();
+  long long started_ =
+      std::chrono::duration_cast<seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   std::unique_ptr<cifar::testing::ChildProcess> prometheus_;
 };
 
@@ -187,13 +187,29 @@ TEST_F(Monitoring, PrometheusScrapesTheJobsAndEveryDashboardPanelHasData) {
       }
       if (all) with_data.push_back(job);
     }
-    EXPECT_FALSE(with_data.empty()) << "panel '" << panel.title << "' has no data: "
-                                    << substituted(panel.queries.front(), "ps");
+    EXPECT_FALSE(with_data.empty())
+        << "panel '" << panel.title
+        << "' has no data: " << substituted(panel.queries.front(), "ps");
     std::cout << "panel '" << panel.title << "': data for "
-              << (with_data.empty() ? "none" : with_data.front() +
-                                                   (with_data.size() > 1 ? ", " + with_data[1] : ""))
+              << (with_data.empty()
+                      ? "none"
+                      : with_data.front() + (with_data.size() > 1 ? ", " + with_data[1] : ""))
               << "\n";
   }
+
+  // The PS job's curves as its panels would plot them, for docs/monitoring/plot_panels.py.
+  json curves;
+  for (const auto& panel : panels) {
+    for (const std::string title : {"Job step", "Training loss", "Accuracy", "Images per second"}) {
+      if (panel.title != title) continue;
+      for (size_t i = 0; i < panel.queries.size(); ++i) {
+        curves[title].push_back(
+            {{"legend", panel.legends[i]},
+             {"result", range_query(substituted(panel.queries[i], "ps"))["data"]["result"]}});
+      }
+    }
+  }
+  std::ofstream(cifar::e2e::e2e_dir() / "dashboard-ps-job.json") << curves.dump();
 
   // Every alert rule evaluated on the real series without an error.
   const auto rules = api("/api/v1/rules");
