@@ -13,13 +13,8 @@
 
 #include "tests/e2e/cluster_fixture.h"
 
+namespace cifar::e2e {
 namespace {
-
-using cifar::e2e::Cluster;
-using cifar::testing::run_process;
-using cifar::testing::wait_for;
-using nlohmann::json;
-using std::chrono::seconds;
 
 const std::string kPsSync = "  strategy: {type: ParameterServer, parameterServer: {mode: sync}}\n";
 const std::string kPsAsync =
@@ -223,3 +218,4 @@ TEST_F(Cluster, DeletingAJobRemovesItsPodsServiceSecretAndPolicy) {
 }
 
 }  // namespace
+}  // namespace cifar::e2e

@@ -9,13 +9,9 @@
 
 #include "tests/e2e/cluster_fixture.h"
 
+namespace cifar::e2e {
 namespace {
 
-using cifar::e2e::Cluster;
-using cifar::testing::run_process;
-using cifar::testing::wait_for;
-using nlohmann::json;
-using std::chrono::seconds;
 namespace fs = std::filesystem;
 
 const std::string kRelease = "cifar-operator";
@@ -40,7 +36,7 @@ std::string helm_binary() {
 // A copy of the chart whose CRD gained spec.upgradeCheck and whose version is 0.2.0: what a
 // user's `helm upgrade` to a newer chart brings.
 fs::path newer_chart(const fs::path& dir) {
-  const auto chart = dir / "cifar-operator";
+  auto chart = dir / "cifar-operator";
   fs::remove_all(chart);
   fs::copy(kChart, chart, fs::copy_options::recursive);
   // A text edit, not a YAML round trip, which would change what it does not mean to (an
@@ -64,8 +60,8 @@ fs::path newer_chart(const fs::path& dir) {
 class Helm : public Cluster {
  protected:
   cifar::testing::ProcessResult helm(std::vector<std::string> args) {
-    args.insert(args.begin(), {helm_, "--kubeconfig", cifar::e2e::cluster_file("kubeconfig"),
-                               "--namespace", kOperatorNamespace});
+    args.insert(args.begin(), {helm_, "--kubeconfig", cluster_file("kubeconfig"), "--namespace",
+                               kOperatorNamespace});
     return run_process(args);
   }
   cifar::testing::ProcessResult install(const fs::path& chart, const std::string& verb,
@@ -176,3 +172,4 @@ TEST_F(Helm, TestUpgradeUninstallAndReinstallKeepTheCrdAndTheJobs) {
 }
 
 }  // namespace
+}  // namespace cifar::e2e

@@ -8,13 +8,9 @@
 
 #include "tests/e2e/cluster_fixture.h"
 
+namespace cifar::e2e {
 namespace {
 
-using cifar::e2e::Cluster;
-using cifar::testing::run_process;
-using cifar::testing::wait_for;
-using nlohmann::json;
-using std::chrono::seconds;
 namespace fs = std::filesystem;
 
 const fs::path kSource = CIFAR_SOURCE_DIR;
@@ -84,9 +80,9 @@ class Monitoring : public Cluster {
     ASSERT_EQ(built.exit_code, 0) << built.output;
     const auto bin = fs::path(last_line(built.output));
     const auto config = volumes_ / "prometheus.yml";
-    const auto rendered = run_process({"bash", "-c", "\"$0\" \"$1\" > \"$2\"",
+    const auto rendered = run_process({"bash", "-c", R"("$0" "$1" > "$2")",
                                        (kSource / "deploy/prometheus/render-config.sh").string(),
-                                       cifar::e2e::cluster_file("kubeconfig"), config.string()});
+                                       cluster_file("kubeconfig"), config.string()});
     ASSERT_EQ(rendered.exit_code, 0) << rendered.output;
     // Faster scrapes and rule evaluations than the config's 15 s, for short jobs.
     const auto interval = std::to_string(kScrapeSeconds) + "s";
@@ -209,7 +205,7 @@ TEST_F(Monitoring, PrometheusScrapesTheJobsAndEveryDashboardPanelHasData) {
       }
     }
   }
-  std::ofstream(cifar::e2e::e2e_dir() / "dashboard-ps-job.json") << curves.dump();
+  std::ofstream(e2e_dir() / "dashboard-ps-job.json") << curves.dump();
 
   // Every alert rule evaluated on the real series without an error.
   const auto rules = api("/api/v1/rules");
@@ -225,3 +221,4 @@ TEST_F(Monitoring, PrometheusScrapesTheJobsAndEveryDashboardPanelHasData) {
 }
 
 }  // namespace
+}  // namespace cifar::e2e

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # go_build OUT MODULE_DIR TAGS LDFLAGS [NAME=]PACKAGE... (sourced): builds Go main packages from
 # MODULE_DIR (a go.mod pinning them, with any local sources) into OUT/bin, once. The module is
 # built in a copy, so that the build never rewrites the committed go.mod/go.sum; several packages
@@ -15,7 +16,8 @@ go_build() {
     [ -x "$out/bin/$name" ] || { missing+=("${item#*=}"); names+=("$name"); }
   done
   ((${#missing[@]})) || return 0
-  local work="$out/src/$(basename "$module")" staging="$out/bin/partial"
+  local work staging="$out/bin/partial"
+  work="$out/src/$(basename "$module")"
   rm -rf "$staging" "$work" && mkdir -p "$work" "$staging"
   cp -r "$module/." "$work/"
   echo "building ${names[*]} into $out/bin" >&2
