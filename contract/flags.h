@@ -50,6 +50,7 @@ inline constexpr Flag kCheckpointEvery{"--checkpoint-every", ""};
 inline constexpr Flag kKeepCheckpoints{"--keep-checkpoints", ""};
 inline constexpr Flag kMetricsPort{"--metrics-port", ""};
 inline constexpr Flag kProgress{"--progress", ""};
+inline constexpr Flag kMetricsLinger{"--metrics-linger", ""};
 // Strategies.
 inline constexpr Flag kStrategy{"--strategy", ""};
 inline constexpr Flag kPsMode{"--ps-mode", ""};
@@ -62,8 +63,14 @@ inline constexpr std::array kAll = {
     kModel,    kModelDir,        kNumClasses,      kEpochs,         kBatchSize,    kContext,
     kDataset,  kDataDir,         kDownload,        kDownloadMirror, kOptimizer,    kLearningRate,
     kMomentum, kNoNesterov,      kWeightDecay,     kSchedule,       kWarmupEpochs, kLabelSmoothing,
-    kSeed,     kCheckpointEvery, kKeepCheckpoints, kMetricsPort,    kProgress,     kStrategy,
-    kPsMode,   kStaleness,       kDistBackend,     kBucketCapMb,    kNoOverlap};
+    kSeed,     kCheckpointEvery, kKeepCheckpoints, kMetricsPort,    kProgress,     kMetricsLinger,
+    kStrategy, kPsMode,          kStaleness,       kDistBackend,    kBucketCapMb,  kNoOverlap};
 }  // namespace flag
+
+// --metrics-linger for a job's pods: a trainer whose loss turns NaN or infinite keeps serving it
+// this long before it exits, so that the CifarTrainLossNaN alert sees it. Two scrape intervals of
+// deploy/prometheus (15 s): a scrape lands within the first, and the sample it took is still the
+// latest at the next rule evaluation (every 15 s too) before the exit makes the series stale.
+inline constexpr int kMetricsLingerSeconds = 30;
 
 }  // namespace cifar::contract

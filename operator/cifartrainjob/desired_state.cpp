@@ -110,6 +110,7 @@ std::vector<std::string> container_args(const Job& job, Role role) {
   add(flag::kKeepCheckpoints, std::to_string(s.keep_checkpoints));
   add(flag::kMetricsPort, std::to_string(kMetricsPort.number));
   add(flag::kProgress, "lines");
+  add(flag::kMetricsLinger, std::to_string(contract::kMetricsLingerSeconds));
   if (!s.nesterov) a.emplace_back(flag::kNoNesterov.name);
   if (s.num_classes > 0) add(flag::kNumClasses, std::to_string(s.num_classes));
   if (s.checkpoint_every_steps > 0) {

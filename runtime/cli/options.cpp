@@ -343,6 +343,12 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
       ->capture_default_str();
   app.add_option("--metrics-bind", c.metrics_bind, "Address the metrics endpoint binds")
       ->capture_default_str();
+  app.add_option(
+         cli_names(flag::kMetricsLinger), c.metrics_linger,
+         "When training fails by divergence, keep the metrics endpoint up this many "
+         "seconds before exiting, for Prometheus to scrape the last values (0: exit at once)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option(cli_names(flag::kProgress), c.progress, "Progress display")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
       ->capture_default_str();

@@ -113,11 +113,13 @@ void RuntimeMetrics::record_step(const Step& step) {
   steps_->Increment();
   images_->Increment(static_cast<double>(step.images));
   data_wait_->Increment(step.data_wait_seconds);
-  loss_->Set(step.loss);
+  set_loss(step.loss);
   train_accuracy_->Set(step.accuracy);
   images_per_second_->Set(step.images_per_second);
   step_seconds_->Observe(step.seconds);
 }
+
+void RuntimeMetrics::set_loss(double loss) { loss_->Set(loss); }
 
 void RuntimeMetrics::set_epoch(int64_t epoch) { epoch_->Set(static_cast<double>(epoch)); }
 

@@ -44,6 +44,8 @@ class RuntimeMetrics {
     double images_per_second = 0;
   };
   void record_step(const Step& step);
+  // The latest loss alone: a step that diverged (NaN, ±Inf) records its loss and nothing else.
+  void set_loss(double loss);
   void set_epoch(int64_t epoch);
   // The job's updates so far and in all (a PS's version, or the optimizer steps of the job).
   void set_job_position(int64_t step, int64_t total_steps);

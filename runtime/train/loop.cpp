@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "data/loader.h"
 #include "metrics/runtime_metrics.h"
@@ -59,6 +60,19 @@ TrainableModel trainable(models::Classifier& model) {
     if (p.requires_grad()) parts.parameters.push_back(p);
   }
   return parts;
+}
+
+// A diverged step's loss on the metrics endpoint, kept up --metrics-linger seconds so that
+// Prometheus scrapes it (the CifarTrainLossNaN alert) before the process exits. SIGTERM still
+// ends the process at once: main.cpp's handler exits from within the signal.
+void publish_divergence(const TrainConfig& config, metrics::RuntimeMetrics& metrics, double loss) {
+  metrics.set_loss(loss);
+  if (config.metrics_linger <= 0 || metrics.port() == 0) return;
+  spdlog::warn(
+      "training diverged; keeping the metrics endpoint up {} s so that Prometheus records the "
+      "loss",
+      config.metrics_linger);
+  std::this_thread::sleep_for(std::chrono::seconds(config.metrics_linger));
 }
 
 }  // namespace
@@ -166,6 +180,7 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
     const auto loss_value = loss.item<double>();
     if (!std::isfinite(loss_value)) {
       // Training on would only spread NaNs through the weights and every later checkpoint.
+      publish_divergence(config, metrics, loss_value);
       throw std::runtime_error("training diverged: loss is " + std::to_string(loss_value) +
                                " at step " + std::to_string(state.step + 1) + "; lower --lr (now " +
                                std::to_string(lr) +

@@ -123,6 +123,7 @@ TEST(Contract, TheRuntimeReadsEveryValueOfTheSpec) {
   EXPECT_EQ(c.checkpoint_every_steps, s.checkpoint_every_steps);
   EXPECT_EQ(c.keep_checkpoints, s.keep_checkpoints);
   EXPECT_EQ(c.metrics_port, contract::kMetricsPort.number);
+  EXPECT_EQ(c.metrics_linger, contract::kMetricsLingerSeconds);
   EXPECT_EQ(c.distributed.strategy, train::Strategy::kParameterServer);
   EXPECT_EQ(ps::mode_name(c.distributed.ps.mode), s.ps_mode);
   EXPECT_EQ(c.distributed.ps.staleness, *s.staleness);

@@ -77,6 +77,15 @@ TEST(CommandLine, TrainingOptionsReachTheConfig) {
   EXPECT_EQ(p.config->distributed.ps.stripes, 3);
 }
 
+TEST(CommandLine, MetricsLingerIsOffByDefault) {
+  const auto defaults = parse({});
+  ASSERT_TRUE(defaults.config.has_value());
+  EXPECT_EQ(defaults.config->metrics_linger, 0);
+  const auto set = parse({"--metrics-linger", "30"});
+  ASSERT_TRUE(set.config.has_value());
+  EXPECT_EQ(set.config->metrics_linger, 30);
+}
+
 // Bad flags and values: a clear message, exit code 2, from the real binary.
 struct BadUsage {
   std::vector<std::string> args;
@@ -104,6 +113,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadUsage{{"-m", "vgg99"}, "vgg99"}, BadUsage{{"-c", "tpu"}, "tpu"},
                       BadUsage{{"--schedule", "sawtooth"}, "sawtooth"},
                       BadUsage{{"--lr", "-1"}, "--lr"},
+                      BadUsage{{"--metrics-linger", "-1"}, "--metrics-linger"},
                       BadUsage{{"--ps-stripes", "5"}, "--ps-stripes"},
                       BadUsage{{"-d", "fashion-mnist", "-nc", "7", "-md", "/nonexistent/x"},
                                "10 classes but -nc is 7"},

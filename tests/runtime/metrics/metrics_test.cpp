@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <regex>
 
 #include "metrics/runtime_metrics.h"
@@ -53,6 +54,22 @@ TEST(RuntimeMetrics, ServesEveryNamedMetricWithJobRoleIndexLabels) {
   EXPECT_NEAR(sample(body, "cifar_data_wait_seconds_total"), 0.03, 1e-12);
   EXPECT_DOUBLE_EQ(sample(body, "cifar_step_seconds_count"), 2);
   EXPECT_NEAR(sample(body, "cifar_step_seconds_sum"), 0.3, 1e-12);
+}
+
+// A diverged step publishes its loss and nothing else. prometheus-cpp writes NaN as "Nan" and
+// infinities as "+Inf"/"-Inf"; Prometheus parses the value case-insensitively (Go's ParseFloat).
+TEST(RuntimeMetrics, SetLossPublishesANonFiniteLossAlone) {
+  RuntimeMetrics metrics({}, "127.0.0.1:0");
+  metrics.record_step({0.1, 0, 64, 1.25, 0.5, 640});
+  const std::string url = "http://127.0.0.1:" + std::to_string(metrics.port()) + "/metrics";
+  const std::string line = R"(cifar_loss{index="0",job="local",role="master"} )";
+  metrics.set_loss(std::nan(""));
+  auto body = http_get(url);
+  EXPECT_NE(body.find(line + "Nan\n"), std::string::npos) << body;
+  EXPECT_DOUBLE_EQ(sample(body, "cifar_steps_total"), 1);
+  metrics.set_loss(-std::numeric_limits<double>::infinity());
+  body = http_get(url);
+  EXPECT_NE(body.find(line + "-Inf\n"), std::string::npos) << body;
 }
 
 TEST(RuntimeMetrics, NotServedWithoutAnAddress) {

@@ -3,7 +3,9 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -164,13 +166,102 @@ TEST(Training, RefusesToOverwriteAnExistingRunWithoutResume) {
   EXPECT_EQ(manager.list(), before);
 }
 
+// The arguments of a run that diverges within its first steps.
+std::vector<std::string> diverging(std::vector<std::string> extra) {
+  std::vector<std::string> argv = {"-e", "3", "--lr", "1000", "--checkpoint-every", "1"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+constexpr char kLingerLine[] = "keeping the metrics endpoint up";
+
+// By default (--metrics-linger 0) a diverged run exits at once, endpoint or not; without an
+// endpoint a linger would serve nothing, so there is none.
 TEST(Training, DivergenceStopsWithAClearErrorAndKeepsCheckpoints) {
   TempDir work;
-  const auto result = run_process(
-      train_command(work.path(), "run", {"-e", "3", "--lr", "1000", "--checkpoint-every", "1"}));
+  const auto result = run_process(train_command(
+      work.path(), "run", diverging({"--metrics-port", "0", "--metrics-bind", "127.0.0.1"})));
   EXPECT_EQ(result.exit_code, 1) << result.output;
   EXPECT_NE(result.output.find("training diverged"), std::string::npos) << result.output;
   EXPECT_NE(result.output.find("lower --lr"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find(kLingerLine), std::string::npos) << result.output;
+
+  const auto unserved =
+      run_process(train_command(work.path(), "unserved", diverging({"--metrics-linger", "5"})));
+  EXPECT_EQ(unserved.exit_code, 1) << unserved.output;
+  EXPECT_EQ(unserved.output.find(kLingerLine), std::string::npos) << unserved.output;
+}
+
+// The value of cifar_loss on a /metrics page as written ("Nan", "+Inf", "2.3"); empty if none.
+std::string loss_sample(const std::string& body) {
+  static const std::regex kLine(R"((?:^|\n)cifar_loss\{[^}]*\} (\S+))");
+  std::smatch m;
+  return std::regex_search(body, m, kLine) ? m[1].str() : "";
+}
+
+// As Prometheus reads it: NaN and infinities in any case (prometheus-cpp writes "Nan", "+Inf").
+bool non_finite(const std::string& sample) {
+  char* end = nullptr;
+  const double value = std::strtod(sample.c_str(), &end);
+  return !sample.empty() && *end == '\0' && !std::isfinite(value);
+}
+
+// A diverged run started with --metrics-linger and an endpoint. Returns once its endpoint shows
+// the non-finite loss (the CifarTrainLossNaN alert's input), once it lingers without showing it
+// (the loss is set before the linger line is logged), or once the run has ended.
+class LingeringRun {
+ public:
+  LingeringRun(const fs::path& work, const std::string& linger_seconds)
+      : port_(cifar::testing::free_port()),
+        log_(work / "log"),
+        child_(train_command(work, "run",
+                             diverging({"--metrics-port", std::to_string(port_), "--metrics-bind",
+                                        "127.0.0.1", "--metrics-linger", linger_seconds})),
+               log_) {
+    const std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/metrics";
+    cifar::testing::wait_for(
+        [&] {
+          const bool lingering = log().find(kLingerLine) != std::string::npos;
+          const auto sample = loss_sample(cifar::testing::http_get(url));
+          if (!sample.empty()) loss_ = sample;
+          return non_finite(loss_) || (lingering && !sample.empty()) || !child_.running();
+        },
+        std::chrono::minutes(3));
+  }
+  [[nodiscard]] const std::string& loss() const { return loss_; }
+  ChildProcess& child() { return child_; }
+  [[nodiscard]] std::string log() const { return cifar::testing::read_file(log_); }
+
+ private:
+  int port_;
+  fs::path log_;
+  ChildProcess child_;
+  std::string loss_;
+};
+
+TEST(Training, ADivergedRunServesItsNonFiniteLossForMetricsLingerSecondsThenFails) {
+  TempDir work;
+  LingeringRun run(work.path(), "5");
+  ASSERT_TRUE(non_finite(run.loss())) << "cifar_loss " << run.loss() << "\n" << run.log();
+  const auto seen = std::chrono::steady_clock::now();
+  EXPECT_EQ(run.child().wait(), 1) << run.log();
+  const auto lingered = std::chrono::steady_clock::now() - seen;  // 5 s less the time to see it
+  EXPECT_GT(lingered, std::chrono::seconds(3));
+  EXPECT_LT(lingered, std::chrono::seconds(30));
+  const auto log = run.log();
+  EXPECT_NE(log.find(std::string(kLingerLine) + " 5 s"), std::string::npos) << log;
+  EXPECT_NE(log.find("training diverged: loss is"), std::string::npos) << log;
+}
+
+// A pod deleted while its trainer lingers still stops at once (main.cpp's SIGTERM handler).
+TEST(Training, SigtermEndsALingeringRunAtOnce) {
+  TempDir work;
+  LingeringRun run(work.path(), "600");
+  ASSERT_TRUE(non_finite(run.loss())) << "cifar_loss " << run.loss() << "\n" << run.log();
+  const auto sent = std::chrono::steady_clock::now();
+  run.child().send(SIGTERM);
+  EXPECT_EQ(run.child().wait(), 128 + SIGTERM);
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(10));
 }
 
 TEST(Training, ResumingWithAnotherModelFailsAndKeepsTheCheckpoints) {
