@@ -183,8 +183,8 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
   const auto object = jobs_->get(key);
   if (!object) {  // deleted: its pods go with it (ownerReferences), its series with it
     expectations_.forget(key);
-    const auto slash = key.find('/');
-    metrics_.remove_job(key.substr(0, slash), key.substr(slash + 1));
+    const auto [job_namespace, job_name] = Informer::split_key(key);
+    metrics_.remove_job(job_namespace, job_name);
     return std::nullopt;
   }
   const auto& metadata = (*object)["metadata"];

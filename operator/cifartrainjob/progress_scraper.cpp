@@ -139,9 +139,9 @@ void ProgressScraper::scrape_once() {
     const auto progress = job_progress(pods, job_pods[key], now, old);
     if (!progress) continue;
     if (without_timestamp(old) == without_timestamp(*progress)) continue;
-    const auto slash = key.find('/');
+    const auto [job_namespace, job_name] = Informer::split_key(key);
     try {
-      client_.patch(cifartrainjobs(key.substr(0, slash)).named(key.substr(slash + 1)).sub("status"),
+      client_.patch(cifartrainjobs(job_namespace).named(job_name).sub("status"),
                     {{"status", {{"progress", *progress}}}}, kube::PatchType::kMerge);
     } catch (const kube::ApiError& e) {
       spdlog::warn("progress: {}: {}", key, e.what());  // the next round tries again

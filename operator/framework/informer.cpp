@@ -71,6 +71,11 @@ std::string Informer::key_of(const json& object) {
   return m.value("namespace", "") + "/" + m.at("name").get<std::string>();
 }
 
+Informer::KeyParts Informer::split_key(const std::string& key) {
+  const auto slash = key.find('/');
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
 std::optional<json> Informer::get(const std::string& key) const {
   const std::lock_guard lock(mu_);
   const auto it = cache_.find(key);

@@ -42,8 +42,13 @@ class Informer {
   bool wait_for_sync(std::chrono::milliseconds timeout) const;
   [[nodiscard]] bool synced() const { return synced_.load(); }
 
-  // "namespace/name" of an object.
+  // "namespace/name" of an object, and back.
   static std::string key_of(const nlohmann::json& object);
+  struct KeyParts {
+    std::string namespace_;
+    std::string name;
+  };
+  static KeyParts split_key(const std::string& key);
   [[nodiscard]] std::optional<nlohmann::json> get(const std::string& key) const;
   [[nodiscard]] std::vector<nlohmann::json> list(
       const std::function<bool(const nlohmann::json&)>& filter) const;

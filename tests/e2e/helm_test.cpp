@@ -25,14 +25,6 @@ std::string trimmed(std::string s) {
   return s;
 }
 
-// The pinned Helm that start.sh installed with (built and cached by tests/tools/build.sh).
-std::string helm_binary() {
-  const auto built = run_process({fs::path(CIFAR_SOURCE_DIR) / "tests/tools/build.sh", "helm"});
-  if (built.exit_code != 0) throw std::runtime_error("tests/tools/build.sh helm: " + built.output);
-  const auto out = trimmed(built.output);
-  return out.substr(out.find_last_of('\n') + 1) + "/helm";
-}
-
 // A copy of the chart whose CRD gained spec.upgradeCheck and whose version is 0.2.0: what a
 // user's `helm upgrade` to a newer chart brings.
 fs::path newer_chart(const fs::path& dir) {
@@ -110,7 +102,8 @@ class Helm : public Cluster {
     return trimmed(found);
   }
 
-  std::string helm_ = helm_binary();
+  // The pinned Helm that start.sh installed with.
+  std::string helm_ = (tool_dir("helm") / "helm").string();
 };
 
 TEST_F(Helm, TestUpgradeUninstallAndReinstallKeepTheCrdAndTheJobs) {

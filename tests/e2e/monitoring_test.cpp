@@ -4,6 +4,9 @@
 // panel of the Grafana dashboard (deploy/grafana/cifartrain.json) is evaluated against it, its
 // variables substituted, and must return data; the dashboard's variables must list the jobs; and
 // every alert rule must have evaluated without error on the real series.
+#include <curl/curl.h>
+
+#include <memory>
 #include <regex>
 
 #include "tests/e2e/cluster_fixture.h"
@@ -20,23 +23,9 @@ constexpr int kScrapeSeconds = 5;
 const std::string kRateInterval = "20s";
 
 std::string url_encoded(const std::string& text) {
-  std::string out;
-  for (const unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      char hex[4];
-      std::snprintf(hex, sizeof hex, "%%%02X", c);
-      out += hex;
-    }
-  }
-  return out;
-}
-
-std::string last_line(const std::string& output) {
-  auto text = output;
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  return text.substr(text.find_last_of('\n') + 1);
+  const std::unique_ptr<char, decltype(&curl_free)> escaped(
+      curl_easy_escape(nullptr, text.c_str(), static_cast<int>(text.size())), curl_free);
+  return escaped ? escaped.get() : "";
 }
 
 // Every panel with its queries, rows' nested panels included.
@@ -76,9 +65,7 @@ class Monitoring : public Cluster {
   // Prometheus on the host: the cluster's kubeconfig for service discovery (pods' IPs are
   // routable from the node), the repository's rules, a scratch TSDB.
   void start_prometheus() {
-    const auto built = run_process({(kSource / "tests/tools/build.sh").string(), "prometheus"});
-    ASSERT_EQ(built.exit_code, 0) << built.output;
-    const auto bin = fs::path(last_line(built.output));
+    const auto bin = tool_dir("prometheus");
     const auto config = volumes_ / "prometheus.yml";
     const auto rendered = run_process({"bash", "-c", R"("$0" "$1" > "$2")",
                                        (kSource / "deploy/prometheus/render-config.sh").string(),

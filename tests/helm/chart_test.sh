@@ -95,16 +95,17 @@ dry_run() {
   for kind in ServiceMonitor PodMonitor PrometheusRule; do
     monitoring_apis+=(--api-versions "monitoring.coreos.com/v1/$kind")
   done
+  local rendered
   for values in "$here"/values/*.yaml; do
-    "$helm" template cifar-operator "$chart" -n helm-dry-run -f "$values" "${monitoring_apis[@]}" >"$work/rendered.yaml"
-    kinds=$(awk '/^kind:/ {print $2}' "$work/rendered.yaml" | sort | uniq -c | tr -s ' ' | tr '\n' ',')
+    rendered=$work/rendered-$(basename "$values")
+    "$helm" template cifar-operator "$chart" -n helm-dry-run -f "$values" "${monitoring_apis[@]}" >"$rendered"
+    kinds=$(awk '/^kind:/ {print $2}' "$rendered" | sort | uniq -c | tr -s ' ' | tr '\n' ',')
     "${kubectl[@]}" apply --server-side --force-conflicts --field-manager=helm --dry-run=server \
-      -f "$work/rendered.yaml" >"$work/applied" 2>&1 || { cat "$work/applied" >&2; fail "$(basename "$values"): the API server refused it"; }
+      -f "$rendered" >"$work/applied" 2>&1 || { cat "$work/applied" >&2; fail "$(basename "$values"): the API server refused it"; }
     echo "$(basename "$values"): accepted by the API server:$kinds"
   done
   for kind in ServiceMonitor PodMonitor PrometheusRule ConfigMap; do
-    "$helm" template cifar-operator "$chart" -n helm-dry-run -f "$here/values/production.yaml" "${monitoring_apis[@]}" |
-      grep -q "^kind: $kind$" || fail "production.yaml renders no $kind"
+    grep -q "^kind: $kind$" "$work/rendered-production.yaml" || fail "production.yaml renders no $kind"
   done
 }
 
