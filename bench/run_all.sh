@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark of docs/BENCHMARKS.md in turn (about 75 minutes on 2 cores).
+# Runs every benchmark of docs/BENCHMARKS.md in turn (about two hours on 2 cores).
 # Usage: bench/run_all.sh [build-dir]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,3 +13,5 @@ echo; echo "## 6. Parameter server: Fashion-MNIST accuracy per mode"; bash "$her
 echo; echo "## 7. All-reduce: two-rank step time"; bash "$here/allreduce_step.sh" "$build" 20
 echo; echo "## 8. All-reduce bus bandwidth"; "$build/bin/bench-allreduce-busbw" 2
 echo; echo "## 9. Operator: 100 jobs against Kubeflow's training-operator"; bash "$here/operator_scale.sh" "$build" 100 2>/dev/null
+echo; echo "## 12. CIFAR-10 accuracy per way of training, beside PyTorch"
+/usr/bin/python3 "$here/cifar10_accuracy.py" --build "$build" --results "$(mktemp -d)/results.jsonl"

@@ -25,8 +25,9 @@ APT_PACKAGES=(
   # the one-node cluster of the end-to-end tests (tests/e2e/cluster): container runtime, CNI
   # plugins, kube-proxy's iptables, and the image builder (no registry: a base from mmdebstrap)
   containerd runc containernetworking-plugins iptables conntrack podman buildah mmdebstrap
-  # real data for the demo and the accuracy benchmark
-  dataset-fashion-mnist
+  # real data: CIFAR-10's JPEG copy beside the repository is decoded with PIL
+  # (scripts/cifar10-data.sh); Fashion-MNIST is the demo's fallback
+  python3-pil dataset-fashion-mnist
   # the PyTorch side of side-by-side benchmarks (belongs to /usr/bin/python3)
   python3-torch python3-torchvision
 )

@@ -26,18 +26,16 @@ done
 common=(--distributed --ps-count "$ps_count" --worker-count "$workers" --dist-start-port "$port"
         "$@")
 
-pids=()
-names=()
+declare -A name_of  # the pid of each process still running -> its name
 start() {  # start <name> <cifar-train flags...>
   local name=$1
   shift
   # Progress lines carry no prefix of their own; tag them with the process's name.
   "$bin" "${common[@]}" "$@" > >(sed -u "/^\[/!s/^/[$name] /") 2>&1 &
-  pids+=($!)
-  names+=("$name")
+  name_of[$!]=$name
 }
 stop_all() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${!name_of[@]}"; do kill "$pid" 2>/dev/null || true; done
 }
 trap 'stop_all; exit 130' INT TERM
 
@@ -49,15 +47,16 @@ done
 ((evaluator)) && start "evaluator 0" --dist-type evaluator --progress none
 
 # React to the first process that fails: the PS and the evaluator only end when the master ends
-# the job, so waiting for them in order would hang after a trainer's failure.
+# the job, so waiting for them in order would hang after a trainer's failure. Each process is
+# waited for once (a second wait on a reaped pid is bash's "no such job").
 status=0
-for ((left = ${#pids[@]}; left > 0; left--)); do
+while ((${#name_of[@]})); do
   code=0
-  wait -n -p done_pid "${pids[@]}" || code=$?
+  wait -n -p done_pid "${!name_of[@]}" || code=$?
+  name=${name_of[$done_pid]}
+  unset "name_of[$done_pid]"
   if ((code != 0)); then
-    for i in "${!pids[@]}"; do
-      [[ ${pids[$i]} == "$done_pid" ]] && echo "local-job: ${names[$i]} failed (exit $code); stopping the job" >&2
-    done
+    echo "local-job: $name failed (exit $code); stopping the job" >&2
     status=1
     stop_all
     break

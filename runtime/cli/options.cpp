@@ -276,6 +276,8 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
                  "Base URL that replaces the official archive's (air-gapped clusters)");
   app.add_option("--train-limit", c.train_limit, "Use only the first N training images")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--test-limit", c.test_limit, "Evaluate on only the first N test images")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--synthetic-train-size", c.synthetic_train_size, "Synthetic training images")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -74,6 +74,7 @@ struct TrainConfig {
   bool download = false;
   std::string download_mirror;  // replaces the official archive's base URL
   int64_t train_limit = 0;      // use only the first N training images (0 = all)
+  int64_t test_limit = 0;       // evaluate on only the first N test images (0 = all)
   int64_t synthetic_train_size = 5000;
   int64_t synthetic_test_size = 1000;
   bool augment = true;

@@ -18,6 +18,17 @@ fs::path default_data_dir(const TrainConfig& config) {
   return fs::path("data") / config.dataset;
 }
 
+namespace {
+
+// --train-limit / --test-limit: the first `limit` images (0 keeps all).
+void keep_first(data::Dataset& set, int64_t limit) {
+  if (limit <= 0 || limit >= set.size()) return;
+  set.images.resize(static_cast<size_t>(limit * set.image_bytes()));
+  set.labels.resize(static_cast<size_t>(limit));
+}
+
+}  // namespace
+
 data::TrainTest load_datasets(const TrainConfig& config) {
   const fs::path dir = default_data_dir(config);
   data::TrainTest sets;
@@ -68,10 +79,8 @@ data::TrainTest load_datasets(const TrainConfig& config) {
     throw std::invalid_argument(config.dataset + " has " + std::to_string(sets.train.num_classes) +
                                 " classes but -nc is " + std::to_string(config.num_classes));
   }
-  if (config.train_limit > 0 && config.train_limit < sets.train.size()) {
-    sets.train.images.resize(static_cast<size_t>(config.train_limit * sets.train.image_bytes()));
-    sets.train.labels.resize(static_cast<size_t>(config.train_limit));
-  }
+  keep_first(sets.train, config.train_limit);
+  keep_first(sets.test, config.test_limit);
   spdlog::info("{}: {} training and {} test images, {}x{}x{}, {} classes", config.dataset,
                sets.train.size(), sets.test.size(), sets.train.channels, sets.train.height,
                sets.train.width, sets.train.num_classes);
