@@ -15,7 +15,8 @@ Each run's test accuracy after every epoch (10,000 test images) and its wall tim
 line in RESULTS; the tables are printed from that file, so a run can be resumed or extended.
 
 Usage: bench/cifar10_accuracy.py [--build build] [--epochs 4] [--seeds 1,2] [--lr 0.2]
-                                 [--results FILE] [--table-only] [run ...]
+                                 [--train-limit N] [--test-limit N] [--results FILE]
+                                 [--table-only] [run ...]
 """
 import argparse
 import json
@@ -36,8 +37,13 @@ REFERENCE = {"single": "torch", "allreduce": "torch-ddp", **{m: "torch-ddp" for 
 
 
 def recipe(args, seed):
+    limits = []
+    if args.train_limit:
+        limits += ["--train-limit", str(args.train_limit)]
+    if args.test_limit:
+        limits += ["--test-limit", str(args.test_limit)]
     return ["-m", "resnet20", "-nc", "10", "-e", str(args.epochs), "--lr", str(args.lr),
-            "--schedule", "onecycle", "--label-smoothing", "0.1", "-s", str(seed)]
+            "--schedule", "onecycle", "--label-smoothing", "0.1", "-s", str(seed)] + limits
 
 
 def command(run, args, seed, work, data_dir):
@@ -53,7 +59,7 @@ def command(run, args, seed, work, data_dir):
         return ([binary] + base + ["-b", str(args.batch), "-t", "2"] + quiet,
                 os.path.join(model_dir, "monitor.jsonl"))
     if run == "torch":
-        return (torch_script + base[2:] + ["-b", str(args.batch), "-t", "2", "--out", torch_out],
+        return (torch_script + base + ["-b", str(args.batch), "-t", "2", "--out", torch_out],
                 torch_out)
     if run in PS_MODES:
         return (["bash", os.path.join(REPO, "scripts", "local-job.sh"), "--bin", binary,
@@ -65,7 +71,7 @@ def command(run, args, seed, work, data_dir):
                 ["-b", half, "-t", "1", "--workers", "1"] + quiet,
                 os.path.join(model_dir, "monitor.jsonl"))
     if run == "torch-ddp":
-        return (torch_script + base[2:] + ["-b", half, "-t", "1", "--world-size", "2",
+        return (torch_script + base + ["-b", half, "-t", "1", "--world-size", "2",
                                            "--out", torch_out], torch_out)
     raise ValueError(run)
 
@@ -84,7 +90,8 @@ def per_epoch_accuracy(path):
 def run_one(run, args, seed, data_dir):
     with tempfile.TemporaryDirectory() as work:
         argv, accuracy_file = command(run, args, seed, work, data_dir)
-        shown = " ".join(argv).replace(work, "<tmp>").replace(data_dir, "<cifar10>")
+        shown = (" ".join(argv).replace(work, "<tmp>").replace(data_dir, "<cifar10>")
+                 .replace(REPO + os.sep, ""))
         print(f"+ {shown}", file=sys.stderr, flush=True)
         start = time.monotonic()
         with open(os.path.join(work, "log"), "w") as log:
@@ -98,7 +105,8 @@ def run_one(run, args, seed, data_dir):
             failure = f"exit {code}: {errors[0].strip() if errors else 'no output'}"
             print(f"  failed: {failure}", file=sys.stderr)
         return {"run": run, "seed": seed, "epochs": args.epochs, "lr": args.lr,
-                "batch": args.batch, "accuracy": accuracies, "seconds": round(seconds, 1),
+                "batch": args.batch, "train_limit": args.train_limit,
+                "test_limit": args.test_limit, "accuracy": accuracies, "seconds": round(seconds, 1),
                 "failure": failure, "command": shown}
 
 
@@ -106,10 +114,16 @@ def pct(x):
     return f"{100 * x:.2f}%"
 
 
+def same_recipe(result, args):
+    return (result["epochs"] == args.epochs and result["lr"] == args.lr and
+            result["batch"] == args.batch and result.get("train_limit", 0) == args.train_limit and
+            result.get("test_limit", 0) == args.test_limit)
+
+
 def print_tables(results, args):
     rows = {}
     for r in results:
-        if r["epochs"] == args.epochs and r["lr"] == args.lr and r["batch"] == args.batch:
+        if same_recipe(r, args):
             rows.setdefault(r["run"], []).append(r)
 
     def final(run):
@@ -123,9 +137,12 @@ def print_tables(results, args):
         return text + (f" ({', '.join(pct(v) for v in values)})" if len(values) > 1 else "")
 
     single = final("single")
-    print(f"ResNet-20, {args.epochs} epochs, global batch {args.batch}, one-cycle peak lr "
-          f"{args.lr}, label smoothing 0.1, SGD Nesterov 0.9, weight decay 5e-4, crop+flip; "
-          "test accuracy on the 10,000 test images (mean over seeds, each seed in brackets).\n")
+    train = f"the first {args.train_limit:,}" if args.train_limit else "all 50,000"
+    test = f"the first {args.test_limit:,}" if args.test_limit else "the 10,000"
+    print(f"ResNet-20 trained on {train} training images, {args.epochs} epochs, global batch "
+          f"{args.batch}, one-cycle peak lr {args.lr}, label smoothing 0.1, SGD Nesterov 0.9, "
+          f"weight decay 5e-4, crop+flip; test accuracy on {test} test images (mean over "
+          "seeds, each seed in brackets).\n")
     print("| run | cifar-train | PyTorch, same recipe | cifar-train - PyTorch | cost vs single "
           "process | cifar-train wall s | PyTorch wall s |")
     print("|---|---|---|---:|---:|---:|---:|")
@@ -159,7 +176,7 @@ def print_tables(results, args):
               f"{seconds / args.epochs:.0f} |")
     print("\nCommands (seed, wall s):")
     for r in results:
-        if r["epochs"] == args.epochs and r["lr"] == args.lr and r["batch"] == args.batch:
+        if same_recipe(r, args):
             print(f"- `{r['command']}` (seed {r['seed']}, {r['seconds']:.0f} s)")
 
 
@@ -171,6 +188,10 @@ def main():
     parser.add_argument("--seeds", default="1,2")
     parser.add_argument("--lr", type=float, default=0.2)
     parser.add_argument("--batch", type=int, default=128, help="global batch")
+    parser.add_argument("--train-limit", type=int, default=0,
+                        help="train on the first N images (0: all 50,000)")
+    parser.add_argument("--test-limit", type=int, default=0,
+                        help="evaluate on the first N test images (0: all 10,000)")
     parser.add_argument("--results", default="cifar10-accuracy.jsonl")
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args()
