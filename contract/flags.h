@@ -31,6 +31,7 @@ inline constexpr Flag kNumClasses{"--num-classes", ""};
 inline constexpr Flag kEpochs{"-e", "--epochs"};
 inline constexpr Flag kBatchSize{"-b", "--batch-size"};
 inline constexpr Flag kContext{"-c", "--context"};
+inline constexpr Flag kPrecision{"--precision", ""};
 inline constexpr Flag kDataset{"-d", "--dataset"};
 inline constexpr Flag kDataDir{"--data-dir", ""};
 inline constexpr Flag kDownload{"--download", ""};
@@ -64,7 +65,8 @@ inline constexpr std::array kAll = {
     kDataset,  kDataDir,         kDownload,        kDownloadMirror, kOptimizer,    kLearningRate,
     kMomentum, kNoNesterov,      kWeightDecay,     kSchedule,       kWarmupEpochs, kLabelSmoothing,
     kSeed,     kCheckpointEvery, kKeepCheckpoints, kMetricsPort,    kProgress,     kMetricsLinger,
-    kStrategy, kPsMode,          kStaleness,       kDistBackend,    kBucketCapMb,  kNoOverlap};
+    kStrategy, kPsMode,          kStaleness,       kDistBackend,    kBucketCapMb,  kNoOverlap,
+    kPrecision};
 }  // namespace flag
 
 // --metrics-linger for a job's pods: a trainer whose loss turns NaN or infinite keeps serving it

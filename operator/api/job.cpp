@@ -115,6 +115,7 @@ JobSpec parse_spec(const json& spec) {
   s.warmup_epochs = member(lr, "warmupEpochs", s.warmup_epochs, "training.learningRate.");
   s.weight_decay = member(training, "weightDecay", s.weight_decay, "training.");
   s.label_smoothing = member(training, "labelSmoothing", s.label_smoothing, "training.");
+  s.precision = member(training, "precision", s.precision, "training.");
   s.seed = member(training, "seed", s.seed, "training.");
 
   const auto& strategy = object_at(spec, "strategy", "");

@@ -54,6 +54,7 @@ struct JobSpec {
   double warmup_epochs = 0;
   double weight_decay = 0.0005;
   double label_smoothing = 0;
+  std::string precision = "auto";  // of the forward pass: auto (bf16 on GPUs with it), fp32, bf16
   int64_t seed = 1;
 
   bool parameter_server = false;  // strategy.type ParameterServer (else AllReduce)

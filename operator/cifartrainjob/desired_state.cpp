@@ -106,6 +106,7 @@ std::vector<std::string> container_args(const Job& job, Role role) {
   add(flag::kSchedule, s.schedule);
   add(flag::kWarmupEpochs, number(s.warmup_epochs));
   add(flag::kLabelSmoothing, number(s.label_smoothing));
+  add(flag::kPrecision, s.precision);
   add(flag::kSeed, std::to_string(s.seed));
   add(flag::kKeepCheckpoints, std::to_string(s.keep_checkpoints));
   add(flag::kMetricsPort, std::to_string(kMetricsPort.number));

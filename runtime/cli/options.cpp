@@ -264,6 +264,10 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
       ->check(CLI::IsMember({"cpu", "cuda", "cudnn"}))
       ->capture_default_str();
 
+  add_choice(app, cli_names(flag::kPrecision), c.precision, train::kPrecisionNames,
+             "Forward-pass precision (autocast; weights stay fp32): auto is bf16 on a GPU with "
+             "bf16, fp32 elsewhere; bf16 also runs on the CPU");
+
   app.add_option(cli_names(flag::kDataset), c.dataset, "Dataset")
       ->check(CLI::IsMember({"cifar10", "cifar100", "fashion-mnist", "synthetic"}))
       ->capture_default_str();

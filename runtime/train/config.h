@@ -46,6 +46,15 @@ struct OptimizerOptions {
   double adam_beta2 = 0.999;
 };
 
+// The floating-point type of the forward pass (weights, gradients and optimizer state stay fp32).
+enum class Precision { kAuto, kFp32, kBf16, kFp16 };
+inline constexpr EnumNames<Precision, 4> kPrecisionNames{{
+    {"auto", Precision::kAuto},  // bf16 on a GPU that has it, fp32 elsewhere
+    {"fp32", Precision::kFp32},
+    {"bf16", Precision::kBf16},
+    {"fp16", Precision::kFp16},
+}};
+
 enum class Strategy { kParameterServer, kAllReduce };
 inline constexpr EnumNames<Strategy, 2> kStrategyNames{{
     {"ps", Strategy::kParameterServer},
@@ -87,7 +96,8 @@ struct TrainConfig {
   uint64_t seed = 1;
   // Execution.
   std::string device = "cpu";  // cpu | cuda
-  int threads = 0;             // intra-op threads; 0 = all cores
+  Precision precision = Precision::kAuto;
+  int threads = 0;  // intra-op threads; 0 = all cores
   int loader_workers = 2;
   int64_t max_steps = 0;  // stop after this many steps in total (0 = run all epochs)
   // Checkpoints.

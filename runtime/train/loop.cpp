@@ -23,6 +23,7 @@
 #include "train/lr_schedule.h"
 #include "train/metrics_endpoint.h"
 #include "train/monitor.h"
+#include "train/precision.h"
 #include "train/progress.h"
 
 namespace cifar::train {
@@ -80,6 +81,7 @@ void publish_divergence(const TrainConfig& config, metrics::RuntimeMetrics& metr
 TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) {
   const auto place = exchange.place();
   const auto device = resolve_device(config.device);
+  const auto precision = resolve_precision(config.precision, device);
   const int threads = configure_threads(config);
 
   auto sets = load_datasets(config);
@@ -102,8 +104,9 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
   const auto metrics_endpoint = make_runtime_metrics(config);
   auto& metrics = *metrics_endpoint;
   TrainState state = exchange.start(trainable(*model), plan, metrics);
-  spdlog::info("model {}: {} trainable parameters, {} threads, device {}; {}", config.model,
-               models::parameter_count(*model), threads, device.str(), exchange.describe());
+  spdlog::info("model {}: {} trainable parameters, {} threads, device {}, {}; {}", config.model,
+               models::parameter_count(*model), threads, device.str(),
+               name_of(kPrecisionNames, precision), exchange.describe());
 
   std::optional<MonitorLog> monitor;
   if (place.chief) {
@@ -170,8 +173,13 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
     const auto t_data = Clock::now();
     lr = learning_rate(config.schedule, state.step, plan.updates_per_epoch, plan.schedule_updates);
     auto [images, labels] = to_tensors(std::move(*batch), device);
-    auto logits = model->forward(images);
-    auto loss = classification_loss(logits, labels, config.label_smoothing);
+    torch::Tensor logits;
+    {
+      const AutocastScope autocast(precision, device);
+      logits = model->forward(images);
+    }
+    // The loss in fp32 whatever the forward pass ran in (a no-op for fp32 logits).
+    auto loss = classification_loss(logits.to(torch::kFloat), labels, config.label_smoothing);
     const auto t_forward = Clock::now();
     model->zero_grad();
     exchange.begin_backward();

@@ -45,7 +45,8 @@ Job ps_job_with_everything() {
     "dataset": {"name": "cifar10", "download": {"mirror": "https://mirror.example/cifar"}},
     "training": {"epochs": 7, "batchSize": 32, "optimizer": {"name": "sgd", "momentum": 0.8,
                  "nesterov": false}, "learningRate": {"base": 0.02, "schedule": "step",
-                 "warmupEpochs": 1.5}, "weightDecay": 0.0001, "labelSmoothing": 0.1, "seed": 9},
+                 "warmupEpochs": 1.5}, "weightDecay": 0.0001, "labelSmoothing": 0.1, "seed": 9,
+                 "precision": "bf16"},
     "strategy": {"type": "ParameterServer", "parameterServer": {"mode": "ssp", "staleness": 3}},
     "replicaSpecs": {"PS": {"replicas": 2}, "Master": {"replicas": 1}, "Worker": {"replicas": 2},
                      "Evaluator": {"replicas": 1}},
@@ -119,6 +120,7 @@ TEST(Contract, TheRuntimeReadsEveryValueOfTheSpec) {
   EXPECT_EQ(c.schedule.kind, train::ScheduleKind::kStep);  // spec: "step"
   EXPECT_DOUBLE_EQ(c.schedule.warmup_epochs, s.warmup_epochs);
   EXPECT_DOUBLE_EQ(c.label_smoothing, s.label_smoothing);
+  EXPECT_EQ(train::name_of(train::kPrecisionNames, c.precision), s.precision);
   EXPECT_EQ(c.seed, static_cast<uint64_t>(s.seed));
   EXPECT_EQ(c.checkpoint_every_steps, s.checkpoint_every_steps);
   EXPECT_EQ(c.keep_checkpoints, s.keep_checkpoints);

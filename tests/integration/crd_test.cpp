@@ -86,6 +86,7 @@ TEST_F(CifarTrainJobCrd, ExamplesAreStoredWithTheSchemaDefaults) {
   EXPECT_EQ(ps["spec"]["training"]["epochs"], 2);                 // given
   EXPECT_EQ(ps["spec"]["training"]["optimizer"]["name"], "sgd");  // defaults
   EXPECT_EQ(ps["spec"]["training"]["learningRate"]["schedule"], "onecycle");
+  EXPECT_EQ(ps["spec"]["training"]["precision"], "auto");
   EXPECT_EQ(ps["spec"]["runPolicy"]["restartPolicy"], "OnFailure");
   EXPECT_EQ(ps["spec"]["runPolicy"]["backoffLimit"], 3);
   EXPECT_EQ(ps["spec"]["checkpoint"]["keep"], 3);
@@ -161,6 +162,8 @@ TEST_F(CifarTrainJobCrd, InvalidSpecsAreRefusedWithAMessageNamingTheProblem) {
        "spec.training.epochs: Invalid value: 0: spec.training.epochs in body should be greater "
        "than "
        "or equal to 1"},
+      {"fp16 (no loss scaling yet)", kValidSpec + "  training: {precision: fp16}\n",
+       "Unsupported value: \"fp16\""},
       {"unknown restart policy", kValidSpec + "  runPolicy: {restartPolicy: Always}\n",
        "Unsupported value: \"Always\""},
       {"volume and download",

@@ -35,13 +35,15 @@ TEST(CommandLine, AcceptsTheSeedFlags) {
 // Past the command line a choice is an enum; on it, only its names (any case) are accepted.
 TEST(CommandLine, ChoicesTakeTheirNamesAndBecomeEnums) {
   const auto p = parse({"--strategy", "PS", "--dist-backend", "gloo", "--ps-mode", "Async-Reply",
-                        "--ps-wire-dtype", "bf16", "--optimizer", "adam"});
+                        "--ps-wire-dtype", "bf16", "--optimizer", "adam", "--precision", "BF16"});
   ASSERT_TRUE(p.config.has_value());
   EXPECT_EQ(p.config->distributed.strategy, train::Strategy::kParameterServer);
   EXPECT_EQ(p.config->distributed.allreduce.backend, allreduce::Backend::kGloo);
   EXPECT_EQ(p.config->distributed.ps.mode, ps::Mode::kAsyncReply);
   EXPECT_EQ(p.config->distributed.ps.wire_dtype, ps::WireDType::kBf16);
   EXPECT_EQ(p.config->optimizer.kind, train::OptimizerKind::kAdam);
+  EXPECT_EQ(p.config->precision, train::Precision::kBf16);
+  EXPECT_EQ(parse({}).config->precision, train::Precision::kAuto);
   for (const char* value : {"3", "lockfree", ""}) {
     const auto bad = parse({"--ps-mode", value});
     EXPECT_FALSE(bad.config.has_value()) << value;
@@ -113,6 +115,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadUsage{{"-m", "vgg99"}, "vgg99"}, BadUsage{{"-c", "tpu"}, "tpu"},
                       BadUsage{{"--schedule", "sawtooth"}, "sawtooth"},
                       BadUsage{{"--lr", "-1"}, "--lr"},
+                      BadUsage{{"--precision", "fp8"}, "{auto,fp32,bf16,fp16}"},
                       BadUsage{{"--metrics-linger", "-1"}, "--metrics-linger"},
                       BadUsage{{"--ps-stripes", "5"}, "--ps-stripes"},
                       BadUsage{{"-d", "fashion-mnist", "-nc", "7", "-md", "/nonexistent/x"},

@@ -91,6 +91,34 @@ TEST(Training, LearnsSyntheticDataAndWritesMonitorAndCheckpoints) {
   EXPECT_NE(result.output.find("test accuracy"), std::string::npos) << result.output;
 }
 
+TEST(Training, Bf16AutocastOnTheCpuLearnsAndSaysSo) {
+  TempDir work;
+  const auto result = run_process(
+      train_command(work.path(), "run", {"-e", "2", "--no-augment", "--precision", "bf16"}));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("device cpu, bf16"), std::string::npos) << result.output;
+  const auto records = monitor_records(work.path() / "run");
+  ASSERT_EQ(records.size(), 2U) << result.output;
+  EXPECT_GT(records.back()["test_accuracy"].get<double>(), 0.7) << result.output;
+  // The checkpoint's weights are fp32: autocast changes the arithmetic, not what is kept.
+  const auto checkpoints = CheckpointManager(work.path() / "run", "simplecnn", 3).list();
+  ASSERT_FALSE(checkpoints.empty());
+  for (const auto& [name, tensor] : weights_of(checkpoints.back())) {
+    if (tensor.is_floating_point()) {
+      EXPECT_EQ(tensor.scalar_type(), torch::kFloat) << name;
+    }
+  }
+}
+
+TEST(Training, Fp16OnTheCpuIsABadUsageThatNamesBf16) {
+  TempDir work;
+  const auto result =
+      run_process(train_command(work.path(), "run", {"-e", "1", "--precision", "fp16"}));
+  EXPECT_EQ(result.exit_code, 2) << result.output;
+  EXPECT_NE(result.output.find("--precision bf16"), std::string::npos) << result.output;
+  EXPECT_FALSE(fs::exists(work.path() / "run" / "monitor.jsonl")) << result.output;
+}
+
 TEST(Training, ResumeAfterKillMatchesAnUninterruptedRun) {
   TempDir work;
   const std::vector<std::string> schedule = {
