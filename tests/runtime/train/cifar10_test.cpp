@@ -126,7 +126,7 @@ TEST(Cifar10, AShortResNet20RunBeatsChanceByAWideMargin) {
                                    "-b",
                                    "64",
                                    "--lr",
-                                   "0.2",
+                                   "0.05",  // 0.2 ends at 29.8% on 2,000 images, 0.05 at 37.8%
                                    "--schedule",
                                    "onecycle",
                                    "--label-smoothing",
