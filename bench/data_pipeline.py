@@ -7,27 +7,23 @@ RandomCrop(32, padding=4), RandomHorizontalFlip, ToTensor, Normalize), shuffle=T
 Run with /usr/bin/python3 (Debian's python3-torch / python3-torchvision).
 """
 import argparse
-import os
 import time
 
-import numpy as np
 import torch
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 from torchvision import transforms
+
+from cifar10_torch import read_cifar10  # the binary reader of the accuracy benchmark
 
 MEAN = (0.4914, 0.4822, 0.4465)
 STD = (0.2470, 0.2435, 0.2616)
 
 
 def read_cifar10_train(directory):
-    records = [
-        np.fromfile(os.path.join(directory, f"data_batch_{i}.bin"), dtype=np.uint8).reshape(-1, 3073)
-        for i in range(1, 6)
-    ]
-    r = np.concatenate(records)
+    images, labels = read_cifar10(directory, [f"data_batch_{i}.bin" for i in range(1, 6)], 0)
     # HWC, as torchvision's CIFAR10 keeps it for Image.fromarray
-    return r[:, 1:].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1).copy(), r[:, 0].astype(np.int64)
+    return images.permute(0, 2, 3, 1).numpy().copy(), labels.numpy()
 
 
 class InMemoryCifar(Dataset):
