@@ -52,6 +52,7 @@ inline constexpr Flag kKeepCheckpoints{"--keep-checkpoints", ""};
 inline constexpr Flag kMetricsPort{"--metrics-port", ""};
 inline constexpr Flag kProgress{"--progress", ""};
 inline constexpr Flag kMetricsLinger{"--metrics-linger", ""};
+inline constexpr Flag kTerminationLog{"--termination-log", ""};
 // Strategies.
 inline constexpr Flag kStrategy{"--strategy", ""};
 inline constexpr Flag kPsMode{"--ps-mode", ""};
@@ -66,7 +67,7 @@ inline constexpr std::array kAll = {
     kMomentum, kNoNesterov,      kWeightDecay,     kSchedule,       kWarmupEpochs, kLabelSmoothing,
     kSeed,     kCheckpointEvery, kKeepCheckpoints, kMetricsPort,    kProgress,     kMetricsLinger,
     kStrategy, kPsMode,          kStaleness,       kDistBackend,    kBucketCapMb,  kNoOverlap,
-    kPrecision};
+    kPrecision, kTerminationLog};
 }  // namespace flag
 
 // --metrics-linger for a job's pods: a trainer whose loss turns NaN or infinite keeps serving it

@@ -25,6 +25,8 @@ inline constexpr char kJobTotalSteps[] = "cifar_job_total_steps";
 inline constexpr char kImagesPerSecond[] = "cifar_images_per_second";  // summed over trainers
 inline constexpr char kStepSeconds[] = "cifar_step_seconds";
 inline constexpr char kCheckpointSeconds[] = "cifar_checkpoint_seconds";
+// Checkpoints that exist but cannot be read (the evaluator's: corrupt or truncated files).
+inline constexpr char kCheckpointReadErrors[] = "cifar_checkpoint_read_errors_total";
 
 // Parameter server: its trainers' side, then the shard's.
 inline constexpr char kPsPushPullSeconds[] = "cifar_ps_push_pull_seconds";

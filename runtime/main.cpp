@@ -20,6 +20,7 @@
 #include "train/local_exchange.h"
 #include "train/loop.h"
 #include "train/result.h"
+#include "train/termination_log.h"
 
 namespace {
 
@@ -32,7 +33,8 @@ int run(const cifar::train::TrainConfig& config) {
     return 0;
   }
   if (dist.enabled && dist.job.role == Role::kEvaluator) {
-    cifar::train::run_evaluator(config);
+    cifar::train::write_termination_log(config.termination_log,
+                                         cifar::train::run_evaluator(config));
     return 0;
   }
   const auto result = [&] {
@@ -45,6 +47,7 @@ int run(const cifar::train::TrainConfig& config) {
                : cifar::ps::run_ps_trainer(config);
   }();
   for (const auto& line : cifar::train::describe(result)) spdlog::info("{}", line);
+  cifar::train::write_termination_log(config.termination_log, result);
   return 0;
 }
 
@@ -71,17 +74,19 @@ int main(int argc, char** argv) {
                                    : "[%H:%M:%S.%e] [%^%l%$] %v");
   if (parsed.verbose) spdlog::set_level(spdlog::level::debug);
 
+  const auto fail = [&](const std::string& message, int code) {
+    spdlog::error("{}", message);
+    cifar::train::write_termination_error(parsed.config->termination_log, message);
+    return code;
+  };
   try {
     cifar::train::keep_freed_memory_for_reuse();
     return run(*parsed.config);
   } catch (const cifar::data::DataError& e) {
-    spdlog::error("data: {}", e.what());
-    return cifar::contract::kExitFailed;
+    return fail(std::string("data: ") + e.what(), cifar::contract::kExitFailed);
   } catch (const std::invalid_argument& e) {
-    spdlog::error("{}", e.what());
-    return cifar::contract::kExitUsage;
+    return fail(e.what(), cifar::contract::kExitUsage);
   } catch (const std::exception& e) {
-    spdlog::error("{}", e.what());
-    return cifar::contract::kExitFailed;
+    return fail(e.what(), cifar::contract::kExitFailed);
   }
 }

@@ -173,7 +173,23 @@ JobSpec parse_spec(const json& spec) {
   s.checkpoint_every_steps =
       member(checkpoint, "everySteps", s.checkpoint_every_steps, "checkpoint.");
   s.keep_checkpoints = member(checkpoint, "keep", s.keep_checkpoints, "checkpoint.");
+  s.resume_from = member<std::string>(checkpoint, "resumeFrom", "", "checkpoint.");
+  if (s.resume_from.find("..") != std::string::npos ||
+      (!s.resume_from.empty() && s.resume_from.front() == '/')) {
+    throw InvalidSpec("checkpoint.resumeFrom",
+                      "must be a directory inside the checkpoint volume, without '..'");
+  }
 
+  if (s.count(Role::kEvaluator) > 0 && !s.checkpoint_volume) {
+    throw InvalidSpec("checkpoint.volume",
+                      "an Evaluator needs a checkpoint volume that the trainers share with it: "
+                      "without one it could never see a checkpoint");
+  }
+  parse_run_policy(spec, s);
+  return s;
+}
+
+void parse_run_policy(const json& spec, JobSpec& s) {
   const auto& run = object_at(spec, "runPolicy", "");
   s.restart_policy = member(run, "restartPolicy", s.restart_policy, "runPolicy.");
   s.backoff_limit = member(run, "backoffLimit", s.backoff_limit, "runPolicy.");
@@ -190,7 +206,10 @@ JobSpec parse_spec(const json& spec) {
       member<std::string>(scheduling, "schedulerName", "", "runPolicy.schedulingPolicy.");
   s.priority_class =
       member<std::string>(scheduling, "priorityClass", "", "runPolicy.schedulingPolicy.");
-  return s;
+  s.startup_deadline_seconds =
+      member(run, "startupDeadlineSeconds", s.startup_deadline_seconds, "runPolicy.");
+  s.terminating_deadline_seconds =
+      member(run, "terminatingDeadlineSeconds", s.terminating_deadline_seconds, "runPolicy.");
 }
 
 }  // namespace cifar::op

@@ -68,6 +68,7 @@ struct JobSpec {
   std::optional<VolumeSource> checkpoint_volume;  // none: an emptyDir
   int64_t checkpoint_every_steps = 0;
   int keep_checkpoints = 3;
+  std::string resume_from;  // a run's directory on the checkpoint volume to continue ("": none)
 
   std::string restart_policy = "OnFailure";  // Never | OnFailure | ExitCode
   int backoff_limit = 3;
@@ -75,10 +76,17 @@ struct JobSpec {
   std::optional<int64_t> ttl_seconds_after_finished;
   std::string clean_pod_policy = "Running";
   bool suspend = false;
+  // A pod that has not started this long after it was created fails the job (0: wait forever).
+  int64_t startup_deadline_seconds = 600;
+  // A deleted pod still there this long after its grace period fails the job (0: wait forever).
+  int64_t terminating_deadline_seconds = 300;
   std::string scheduler_name;
   std::string priority_class;
 
-  [[nodiscard]] int count(Role role) const { return replicas.at(role).replicas; }
+  [[nodiscard]] int count(Role role) const {
+    const auto found = replicas.find(role);
+    return found == replicas.end() ? 0 : found->second.replicas;
+  }
 };
 
 // A spec the operator cannot run: the job gets condition Failed, reason InvalidSpec, and this
@@ -95,6 +103,9 @@ class InvalidSpec : public std::runtime_error {
 
 // Reads `spec` (the object's .spec); throws InvalidSpec.
 JobSpec parse_spec(const nlohmann::json& spec);
+// Reads only spec.runPolicy into `s` (part of parse_spec): enough to clean up after a finished
+// job whose spec was since edited into one that parse_spec refuses. Throws InvalidSpec.
+void parse_run_policy(const nlohmann::json& spec, JobSpec& s);
 
 // The object a reconcile works on: identity and spec.
 struct Job {

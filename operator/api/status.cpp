@@ -54,9 +54,9 @@ JobCondition condition_from(const json& c) {
   return out;
 }
 
-const std::array<const char*, 7> kKnownFields = {"state",     "conditions",     "replicaStatuses",
-                                                 "startTime", "completionTime", "restarts",
-                                                 "progress"};
+const std::array<const char*, 10> kKnownFields = {
+    "state",    "conditions", "replicaStatuses", "startTime", "completionTime",
+    "restarts", "progress",   "reason",          "message",   "modelDir"};
 
 }  // namespace
 
@@ -74,6 +74,8 @@ std::string_view condition_type_name(ConditionType type) {
       return "Failed";
     case ConditionType::kSuspended:
       return "Suspended";
+    case ConditionType::kPodsNotReady:
+      return "PodsNotReady";
   }
   return "";
 }
@@ -85,7 +87,9 @@ std::optional<ConditionType> parse_condition_type(std::string_view name) {
   return std::nullopt;
 }
 
-bool is_exclusive(ConditionType type) { return type != ConditionType::kCreated; }
+bool is_exclusive(ConditionType type) {
+  return type != ConditionType::kCreated && type != ConditionType::kPodsNotReady;
+}
 
 const JobCondition* JobStatus::condition(ConditionType type) const {
   if (!conditions) return nullptr;
@@ -132,6 +136,22 @@ void JobStatus::set_state(ConditionType new_state, std::string_view reason,
   state = new_state;
 }
 
+void JobStatus::summarize() {
+  const JobCondition* why = nullptr;
+  if (state && (finished() || *state == ConditionType::kSuspended)) {
+    why = condition(*state);
+  } else if (is_true(ConditionType::kPodsNotReady)) {
+    why = condition(ConditionType::kPodsNotReady);
+  }
+  if (why == nullptr) {
+    summary_reason.reset();
+    summary_message.reset();
+  } else {
+    summary_reason = why->reason;
+    summary_message = why->message;
+  }
+}
+
 void from_json(const json& j, JobStatus& status) {
   status = JobStatus{};
   if (j.is_null()) return;
@@ -153,6 +173,11 @@ void from_json(const json& j, JobStatus& status) {
   status.completion_time = time_from(j, "completionTime");
   if (const auto r = j.find("restarts"); r != j.end()) status.restarts = r->get<int64_t>();
   status.progress = j.value("progress", json());
+  if (const auto d = j.find("modelDir"); d != j.end()) status.model_dir = d->get<std::string>();
+  if (const auto r = j.find("reason"); r != j.end()) status.summary_reason = r->get<std::string>();
+  if (const auto m = j.find("message"); m != j.end()) {
+    status.summary_message = m->get<std::string>();
+  }
   for (const auto& [field, value] : j.items()) {
     if (std::find(kKnownFields.begin(), kKnownFields.end(), field) == kKnownFields.end()) {
       status.other[field] = value;
@@ -180,6 +205,9 @@ void to_json(json& j, const JobStatus& status) {
   write_time(j, "completionTime", status.completion_time);
   if (status.restarts) j["restarts"] = *status.restarts;
   if (!status.progress.is_null()) j["progress"] = status.progress;
+  if (status.model_dir) j["modelDir"] = *status.model_dir;
+  if (status.summary_reason) j["reason"] = *status.summary_reason;
+  if (status.summary_message) j["message"] = *status.summary_message;
 }
 
 }  // namespace cifar::op

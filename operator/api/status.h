@@ -24,14 +24,26 @@ namespace cifar::op {
 
 // status.conditions[].type, and status.state: the latest exclusive condition that holds. A new
 // condition goes here, in kConditionTypes and condition_type_name, and in the CRD's enum.
-enum class ConditionType { kCreated, kRunning, kRestarting, kSucceeded, kFailed, kSuspended };
-inline constexpr std::array<ConditionType, 6> kConditionTypes = {
+// PodsNotReady is not a state: it says, beside the state, what the job's pods are waiting for
+// (the scheduler's or the kubelet's reason, a create the API server refused for now, a pod that
+// does not go away).
+enum class ConditionType {
+  kCreated,
+  kRunning,
+  kRestarting,
+  kSucceeded,
+  kFailed,
+  kSuspended,
+  kPodsNotReady
+};
+inline constexpr std::array<ConditionType, 7> kConditionTypes = {
     ConditionType::kCreated,   ConditionType::kRunning, ConditionType::kRestarting,
-    ConditionType::kSucceeded, ConditionType::kFailed,  ConditionType::kSuspended};
+    ConditionType::kSucceeded, ConditionType::kFailed,  ConditionType::kSuspended,
+    ConditionType::kPodsNotReady};
 std::string_view condition_type_name(ConditionType type);  // "Created", ...
 std::optional<ConditionType> parse_condition_type(std::string_view name);
 // Exclusive conditions: one turning True turns the others False. Created is not exclusive: it
-// stays True once the pods were first created.
+// stays True once the pods were first created; nor is PodsNotReady.
 bool is_exclusive(ConditionType type);
 
 enum class ConditionStatus { kTrue, kFalse, kUnknown };
@@ -40,6 +52,7 @@ enum class ConditionStatus { kTrue, kFalse, kUnknown };
 namespace reason {
 inline constexpr std::string_view kJobCreated = "JobCreated";
 inline constexpr std::string_view kJobRunning = "JobRunning";
+inline constexpr std::string_view kFinalEvaluation = "FinalEvaluation";  // the chief succeeded
 inline constexpr std::string_view kPodRestarting = "PodRestarting";
 inline constexpr std::string_view kJobSucceeded = "JobSucceeded";
 inline constexpr std::string_view kPodFailed = "PodFailed";
@@ -49,6 +62,13 @@ inline constexpr std::string_view kInvalidSpec = "InvalidSpec";
 inline constexpr std::string_view kCreateRejected = "CreateRejected";
 inline constexpr std::string_view kJobSuspended = "JobSuspended";
 inline constexpr std::string_view kJobResumed = "JobResumed";
+// PodsNotReady: besides the pods' own reasons (Unschedulable, ErrImagePull, ImagePullBackOff,
+// CreateContainerConfigError, CrashLoopBackOff, ...), which are passed on as they are:
+inline constexpr std::string_view kFailedCreate = "FailedCreate";  // refused for now (quota)
+inline constexpr std::string_view kPodStuckTerminating = "PodStuckTerminating";
+inline constexpr std::string_view kPodsReady = "PodsReady";  // the condition turned False
+// Failed:
+inline constexpr std::string_view kStartupDeadlineExceeded = "StartupDeadlineExceeded";
 }  // namespace reason
 
 struct JobCondition {
@@ -76,6 +96,12 @@ struct JobStatus {
   std::optional<Time> start_time;
   std::optional<Time> completion_time;
   std::optional<int64_t> restarts;  // pods recreated after a failure
+  std::optional<std::string> model_dir;  // where the run's checkpoints are, as the pods see it
+  // Why the job is where it is, in a word and a sentence (`kubectl get ctj` shows the reason,
+  // `-o wide` the message): the state's condition when the job ended or is suspended, else what
+  // its pods wait for (PodsNotReady); absent when all is well. Set by summarize().
+  std::optional<std::string> summary_reason;   // status.reason
+  std::optional<std::string> summary_message;  // status.message
   nlohmann::json progress;          // progress.h's object, null when absent; never read here
   nlohmann::json other = nlohmann::json::object();  // fields this version does not know
 
@@ -90,6 +116,8 @@ struct JobStatus {
   // Makes exclusive condition `state` True and the state, and the others that held False.
   void set_state(ConditionType state, std::string_view reason, const std::string& message,
                  Time now);
+  // Sets summary_reason and summary_message from the conditions (see above).
+  void summarize();
 };
 
 // Reads a status as the API server returns it (null or {} for none); throws std::invalid_argument

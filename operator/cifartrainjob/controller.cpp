@@ -46,6 +46,24 @@ std::string random_token() {
   return hex.str();
 }
 
+// A refusal that is no fault of the job and goes away by itself: the namespace's quota is
+// exhausted for now, or its service account is not made yet (right after the namespace). The
+// Job controller retries these too (its FailedCreate).
+bool is_refused_for_now(const kube::ApiError& e) {
+  const std::string what = e.what();
+  return e.status() == 403 && (what.find("exceeded quota") != std::string::npos ||
+                               what.find("error looking up service account") != std::string::npos);
+}
+
+// How often a job whose creates are refused for now tries again.
+constexpr std::chrono::seconds kRefusedCreateRetry{10};
+
+// A create refused for now (is_refused_for_now): apply stops creating and says so with this.
+class RefusedForNow : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // Creates `object`; one that is already there is success (our cache lagged our own create).
 void create_once(kube::Client& client, const kube::ResourcePath& path, const json& object) {
   try {
@@ -123,8 +141,13 @@ void JobController::run(const std::atomic<bool>& stop) {
   for (int i = 0; i < options_.workers; ++i) workers.emplace_back([&] { work(stop); });
   std::thread progress;
   if (options_.progress_interval.count() > 0) {
-    progress = std::thread(
-        [&] { ProgressScraper(client_, *jobs_, *pods_, options_.progress_interval).run(stop); });
+    progress = std::thread([&] {
+      ProgressScraper(*jobs_, *pods_, options_.progress_interval,
+                      [this](const std::string& key, json reading) {
+                        put_progress(key, std::move(reading));
+                      })
+          .run(stop);
+    });
   }
   while (!stop.load()) {
     try {
@@ -183,6 +206,7 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
   const auto object = jobs_->get(key);
   if (!object) {  // deleted: its pods go with it (ownerReferences), its series with it
     expectations_.forget(key);
+    forget_progress(key);
     const auto [job_namespace, job_name] = Informer::split_key(key);
     metrics_.remove_job(job_namespace, job_name);
     return std::nullopt;
@@ -194,6 +218,7 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
   job.namespace_ = metadata.value("namespace", "");
   job.uid = metadata.value("uid", "");
   const auto status = object->value("status", json::object()).get<JobStatus>();
+  if (status.finished()) forget_progress(key);
   Plan plan;
   std::map<std::string, std::string> pod_uids;  // name -> uid of the pods seen, for deletes
   Observed observed;
@@ -208,14 +233,37 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
       pod_uids[pod["metadata"]["name"]] = pod["metadata"].value("uid", "");
     }
     observed.service_exists = services_->get(job.namespace_ + "/" + job.name).has_value();
+    observed.progress = progress_of(key);
     plan = reconcile(job, status, observed, Clock::now());
   } catch (const InvalidSpec& e) {
-    plan = reconcile_failed(status, reason::kInvalidSpec, e.what(), Clock::now());
+    if (!status.finished()) {
+      plan = reconcile_failed(status, reason::kInvalidSpec, e.what(), Clock::now());
+    } else {
+      // Edited after it ended into a spec we refuse: it stays as it ended, and its pods' cleanup
+      // and its TTL still follow its run policy (the defaults, if that is what was broken).
+      spdlog::warn("{}: finished job's spec is now invalid ({}); cleaning up as it ended", key,
+                   e.what());
+      job.spec = JobSpec{};
+      try {
+        parse_run_policy(object->value("spec", json::object()), job.spec);
+      } catch (const InvalidSpec&) {
+        job.spec = JobSpec{};
+      }
+      plan = reconcile(job, status, observed, Clock::now());
+    }
   }
   metrics_.set_job_pods(job.namespace_, job.name, count_pods(job.spec, observed.pods));
   metrics_.set_job_restarts(job.namespace_, job.name, plan.restarts);
   try {
     apply(*object, job, plan, pod_uids);
+    if (plan.status.finished()) forget_progress(key);
+  } catch (const RefusedForNow& refused) {
+    // What could be made was made; the status says what was refused, and the job tries again.
+    spdlog::info("{}: {}; trying again in {} s", key, refused.what(), kRefusedCreateRetry.count());
+    auto noted = plan;
+    note_refused_create(noted, refused.what(), Clock::now());
+    update_status_and_delete(*object, job, noted, pod_uids);
+    return kRefusedCreateRetry;
   } catch (const kube::ApiError& e) {
     if (!is_permanent(e)) throw;
     // The server will refuse this object however often it is sent (an invalid name, a rejected
@@ -232,6 +280,18 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
 
 void JobController::apply(const json& object, const Job& job, const Plan& plan,
                           const std::map<std::string, std::string>& pod_uids) {
+  try {
+    create_objects(job, plan);
+  } catch (const kube::ApiError& e) {
+    if (!is_refused_for_now(e)) throw;
+    throw RefusedForNow(std::string("the API server refuses for now to create an object of the "
+                                    "job, retrying: ") +
+                        e.what());
+  }
+  update_status_and_delete(object, job, plan, pod_uids);
+}
+
+void JobController::create_objects(const Job& job, const Plan& plan) {
   const auto key = job.namespace_ + "/" + job.name;
   if (plan.create_token_secret) {
     create_once(client_, kube::secrets(job.namespace_), desired_token_secret(job, random_token()));
@@ -251,11 +311,19 @@ void JobController::apply(const json& object, const Job& job, const Plan& plan,
       ++created;
       spdlog::info("{}: created pod {}", key, name);
     } catch (const kube::ApiError& e) {
-      if (e.status() != 409) throw;
+      if (e.status() != 409) {
+        metrics_.add_pods_created(created);
+        throw;
+      }
     }
     expectations_.expect_created(key, name);
   }
   metrics_.add_pods_created(created);
+}
+
+void JobController::update_status_and_delete(const json& object, const Job& job, const Plan& plan,
+                                             const std::map<std::string, std::string>& pod_uids) {
+  const auto key = job.namespace_ + "/" + job.name;
   // The status first: a restart is counted before the failed pod that shows it is deleted, and a
   // status refused as stale (409) leaves the pods as they were for the retry.
   const auto old_status = object.value("status", json::object());
@@ -320,6 +388,26 @@ void JobController::record_event(const json& object, const EventRecord& event) {
   } catch (const kube::ApiError& e) {
     spdlog::warn("could not record event {}: {}", event.reason, e.what());  // not worth a retry
   }
+}
+
+void JobController::put_progress(const std::string& key, json progress) {
+  {
+    const std::lock_guard lock(progress_mu_);
+    progress_[key] = std::move(progress);
+  }
+  queue_.add(key);
+}
+
+std::optional<json> JobController::progress_of(const std::string& key) {
+  const std::lock_guard lock(progress_mu_);
+  const auto found = progress_.find(key);
+  if (found == progress_.end()) return std::nullopt;
+  return found->second;
+}
+
+void JobController::forget_progress(const std::string& key) {
+  const std::lock_guard lock(progress_mu_);
+  progress_.erase(key);
 }
 
 void JobController::update_job_counts() {

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "cifartrainjob/operator_metrics.h"
@@ -44,9 +46,17 @@ class JobController {
   // Returns when to look again (requeue_after), if at all.
   std::optional<std::chrono::seconds> reconcile_key(const std::string& key);
   // `pod_uids`: the uids of the pods the plan was computed from, by name.
+  // Throws RefusedForNow (controller.cpp) where a create is refused for now.
   void apply(const nlohmann::json& object, const Job& job, const Plan& plan,
              const std::map<std::string, std::string>& pod_uids);
+  void create_objects(const Job& job, const Plan& plan);
+  void update_status_and_delete(const nlohmann::json& object, const Job& job, const Plan& plan,
+                                const std::map<std::string, std::string>& pod_uids);
   void record_event(const nlohmann::json& object, const EventRecord& event);
+  // The progress scraper's newest reading of a job, until the reconcile has written it.
+  void put_progress(const std::string& key, nlohmann::json progress);
+  std::optional<nlohmann::json> progress_of(const std::string& key);
+  void forget_progress(const std::string& key);
   void update_job_counts();
 
   kube::Client& client_;
@@ -58,6 +68,8 @@ class JobController {
   std::unique_ptr<Informer> services_;
   std::atomic<bool> ready_{false};
   Expectations expectations_;
+  std::mutex progress_mu_;
+  std::map<std::string, nlohmann::json> progress_;  // by job key
 };
 
 }  // namespace cifar::op

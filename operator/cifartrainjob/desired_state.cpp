@@ -6,6 +6,7 @@
 #include "contract/env.h"
 #include "contract/flags.h"
 #include "contract/ports.h"
+#include "contract/termination.h"
 
 namespace cifar::op {
 namespace {
@@ -62,6 +63,12 @@ std::string checkpoint_path(const JobSpec& spec) {
 
 }  // namespace
 
+std::string model_dir(const Job& job) {
+  const auto& s = job.spec;
+  if (!s.resume_from.empty()) return checkpoint_path(s) + "/" + s.resume_from;
+  return checkpoint_path(s) + "/" + job.namespace_ + "/" + job.name + "-" + job.uid;
+}
+
 std::string pod_name(const Job& job, Role role, int index) {
   return job.name + "-" + std::string(role_name(role)) + "-" + std::to_string(index);
 }
@@ -96,7 +103,7 @@ std::vector<std::string> container_args(const Job& job, Role role) {
   add(flag::kModel, s.model);
   add(flag::kDataset, s.dataset);
   add(flag::kDataDir, data_path(s));
-  add(flag::kModelDir, checkpoint_path(s) + "/" + job.name);
+  add(flag::kModelDir, model_dir(job));
   add(flag::kEpochs, std::to_string(s.epochs));
   add(flag::kBatchSize, std::to_string(s.batch_size));
   add(flag::kOptimizer, s.optimizer);
@@ -112,6 +119,7 @@ std::vector<std::string> container_args(const Job& job, Role role) {
   add(flag::kMetricsPort, std::to_string(kMetricsPort.number));
   add(flag::kProgress, "lines");
   add(flag::kMetricsLinger, std::to_string(contract::kMetricsLingerSeconds));
+  add(flag::kTerminationLog, std::string(contract::termination::kPath));
   if (!s.nesterov) a.emplace_back(flag::kNoNesterov.name);
   if (s.num_classes > 0) add(flag::kNumClasses, std::to_string(s.num_classes));
   if (s.checkpoint_every_steps > 0) {
@@ -207,6 +215,9 @@ json desired_pod(const Job& job, Role role, int index) {
       {"ports", json::array({container_port(kGrpcPort), container_port(kC10dStorePort),
                              container_port(kMetricsPort)})},
       {"resources", replica.resources},
+      // The runtime's final figures or error (contract/termination.h); a crash that left none
+      // (a parse error, an abort) gives the end of its log instead.
+      {"terminationMessagePolicy", "FallbackToLogsOnError"},
       {"volumeMounts", json::array({{{"name", "checkpoints"}, {"mountPath", checkpoint_path(s)}},
                                     {{"name", "data"}, {"mountPath", data_path(s)}},
                                     {{"name", "tmp"}, {"mountPath", "/tmp"}}})},

@@ -25,6 +25,11 @@ std::string tf_config(const Job& job, Role role, int index);
 // cifar-train's arguments for the job's spec (the same for every replica: the role comes from
 // TF_CONFIG, ranks from the PyTorch env).
 std::vector<std::string> container_args(const Job& job, Role role);
+// The run's model dir as the pods see it: its own directory on the checkpoint volume,
+// <path>/<namespace>/<name>-<uid>, so that a job deleted and applied again under the same name
+// (or one of the same name in another namespace on a shared volume) starts a run of its own;
+// <path>/<checkpoint.resumeFrom> to continue an earlier run on purpose.
+std::string model_dir(const Job& job);
 
 // The labels every object of the job carries, and the selector of one replica's pod.
 nlohmann::json job_labels(const Job& job);

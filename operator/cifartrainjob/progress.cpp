@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "contract/metrics.h"
+#include "contract/termination.h"
 #include "contract/roles.h"
 #include "framework/clock.h"
 
@@ -128,6 +129,32 @@ std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const JobP
       sample(job.has_evaluator ? find(pods, Role::kEvaluator, 0) : chief, metric::kTestAccuracy);
   if (test_accuracy && *test_accuracy > 0) progress["testAccuracy"] = *test_accuracy;
   return progress;
+}
+
+json final_progress(json last, const std::string& chief_message,
+                    const std::string& evaluator_message, bool succeeded, const std::string& now) {
+  namespace key = contract::termination;
+  if (!last.is_object()) last = json::object();
+  last.erase("estimatedRemainingSeconds");
+  const auto figures = [](const std::string& message) {
+    auto parsed = json::parse(message, nullptr, /*allow_exceptions=*/false);
+    return parsed.is_object() ? parsed : json::object();
+  };
+  const auto chief = figures(chief_message);
+  for (const auto field : {key::kEpoch, key::kStep, key::kLoss, key::kTrainAccuracy,
+                           key::kTestAccuracy}) {
+    if (const auto value = chief.find(field); value != chief.end() && value->is_number()) {
+      last[std::string(field)] = *value;
+    }
+  }
+  const auto evaluator = figures(evaluator_message);
+  if (const auto accuracy = evaluator.find(key::kTestAccuracy);
+      accuracy != evaluator.end() && accuracy->is_number()) {
+    last[std::string(key::kTestAccuracy)] = *accuracy;
+  }
+  if (succeeded) last["progressPercentage"] = 100;
+  last["updatedAt"] = now;
+  return last;
 }
 
 }  // namespace cifar::op

@@ -42,4 +42,14 @@ std::optional<nlohmann::json> job_progress(
     const std::vector<PodMetrics>& scraped, const JobPods& job, const std::string& now,
     const nlohmann::json& previous = nlohmann::json::object());
 
+// status.progress of a job that ended, when its pods no longer serve metrics: the last reading
+// (`last`, null for none) without its estimate of the time to go, updated with the final figures
+// the chief and the evaluator left in their termination messages (contract/termination.h; a
+// message that is not such an object, e.g. the end of a log, adds nothing): the chief's epoch,
+// step, loss and accuracies, the evaluator's test accuracy over the chief's. A job that
+// succeeded is 100% done; one that failed stays where it stopped.
+nlohmann::json final_progress(nlohmann::json last, const std::string& chief_message,
+                              const std::string& evaluator_message, bool succeeded,
+                              const std::string& now);
+
 }  // namespace cifar::op

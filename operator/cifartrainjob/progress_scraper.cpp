@@ -11,7 +11,6 @@
 #include "api/job.h"
 #include "api/status.h"
 #include "cifartrainjob/progress.h"
-#include "cifartrainjob/resource.h"
 #include "contract/ports.h"
 #include "contract/roles.h"
 #include "framework/clock.h"
@@ -72,9 +71,9 @@ json without_timestamp(json progress) {
 
 }  // namespace
 
-ProgressScraper::ProgressScraper(kube::Client& client, const Informer& jobs, const Informer& pods,
-                                 std::chrono::milliseconds interval)
-    : client_(client), jobs_(jobs), pods_(pods), interval_(interval) {}
+ProgressScraper::ProgressScraper(const Informer& jobs, const Informer& pods,
+                                 std::chrono::milliseconds interval, Sink sink)
+    : jobs_(jobs), pods_(pods), interval_(interval), sink_(std::move(sink)) {}
 
 void ProgressScraper::run(const std::atomic<bool>& stop) {
   while (!stop.load()) {
@@ -139,13 +138,7 @@ void ProgressScraper::scrape_once() {
     const auto progress = job_progress(pods, job_pods[key], now, old);
     if (!progress) continue;
     if (without_timestamp(old) == without_timestamp(*progress)) continue;
-    const auto [job_namespace, job_name] = Informer::split_key(key);
-    try {
-      client_.patch(cifartrainjobs(job_namespace).named(job_name).sub("status"),
-                    {{"status", {{"progress", *progress}}}}, kube::PatchType::kMerge);
-    } catch (const kube::ApiError& e) {
-      spdlog::warn("progress: {}: {}", key, e.what());  // the next round tries again
-    }
+    sink_(key, *progress);
   }
 }
 

@@ -1,31 +1,38 @@
-// Keeps status.progress of running jobs current: every interval it scrapes the metrics endpoint
-// (the container port named "metrics") of each running master, worker and evaluator pod at its
-// pod IP, concurrently and with a short timeout, and merge-patches status.progress when it
-// changed. A pod that does not answer is skipped until the next round.
+// Reads the progress of running jobs: every interval it scrapes the metrics endpoint (the
+// container port named "metrics") of each running master, worker and evaluator pod at its pod
+// IP, concurrently and with a short timeout, and hands a job's new status.progress to `sink` when
+// it differs from the one in the status. It writes nothing itself: the controller's reconcile
+// writes the status (one writer, no conflicting patches). A pod that does not answer is skipped
+// until the next round.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "framework/informer.h"
-#include "kube/client.h"
 
 namespace cifar::op {
 
 class ProgressScraper {
  public:
+  // Called with the job's key ("namespace/name") and its new status.progress.
+  using Sink = std::function<void(const std::string& key, nlohmann::json progress)>;
+
   // `pods`: indexed by "namespace/job" (the controller's pod informer).
-  ProgressScraper(kube::Client& client, const Informer& jobs, const Informer& pods,
-                  std::chrono::milliseconds interval);
+  ProgressScraper(const Informer& jobs, const Informer& pods, std::chrono::milliseconds interval,
+                  Sink sink);
 
   void run(const std::atomic<bool>& stop);  // until `stop`
   void scrape_once();
 
  private:
-  kube::Client& client_;
   const Informer& jobs_;
   const Informer& pods_;
   std::chrono::milliseconds interval_;
+  Sink sink_;
 };
 
 }  // namespace cifar::op

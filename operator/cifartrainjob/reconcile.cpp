@@ -14,13 +14,26 @@ Plan reconcile_failed(const JobStatus& status, std::string_view reason, const st
     plan.status.completion_time = to_time(now);
     plan.events.push_back({"Warning", std::string(reason), message});
   }
+  plan.status.summarize();
   return plan;
+}
+
+void note_refused_create(Plan& plan, const std::string& message, Clock::time_point now) {
+  auto& status = plan.status;
+  const auto* current = status.condition(ConditionType::kPodsNotReady);
+  const bool news = current == nullptr || current->status != ConditionStatus::kTrue ||
+                    current->reason != reason::kFailedCreate || current->message != message;
+  status.set_condition(ConditionType::kPodsNotReady, true, reason::kFailedCreate, message,
+                       to_time(now));
+  status.summarize();
+  if (news) plan.events.push_back({"Warning", std::string(reason::kFailedCreate), message});
 }
 
 Plan reconcile(const Job& job, const JobStatus& status, const Observed& observed,
                Clock::time_point now) {
   Plan plan;
   plan.status = status;
+  if (observed.progress && !status.finished()) plan.status.progress = *observed.progress;
   PodsByName pods;
   for (const auto& p : observed.pods) pods[p["metadata"]["name"].get<std::string>()] = p;
   if (reconcile_finished(job.spec, pods, now, plan) == PhaseResult::kDone ||
@@ -29,9 +42,10 @@ Plan reconcile(const Job& job, const JobStatus& status, const Observed& observed
     // The replicas phase, which counts the restarts, did not run: the same count, from the pods
     // as they are (a finished job's pods keep their in-place restarts until they are deleted).
     plan.restarts = plan.status.restarts.value_or(0) + tally_replicas(job, pods).in_place_restarts;
-    return plan;
+  } else {
+    reconcile_replicas(job, pods, observed.service_exists, now, plan);
   }
-  reconcile_replicas(job, pods, observed.service_exists, now, plan);
+  plan.status.summarize();
   return plan;
 }
 

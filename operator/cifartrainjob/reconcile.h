@@ -15,6 +15,13 @@
 //   ttlSecondsAfterFinished deletes a finished job; cleanPodPolicy says which pods a finished job
 //   deletes (All, Running: those still pending or running, None).
 // - suspend deletes the pods and keeps the job (condition Suspended); resuming creates them anew.
+// - A job's success waits for its evaluator's final evaluation (bounded); a finished job's
+//   status.progress has the final figures from its pods' termination messages.
+// - What holds a pod back is reported (condition PodsNotReady, status.reason/message, an Event):
+//   a pod that has not started runPolicy.startupDeadlineSeconds after its creation, or that is
+//   still terminating runPolicy.terminatingDeadlineSeconds after its grace period, fails the job;
+//   a waiting reason that cannot heal (InvalidImageName) fails it at once.
+// - A round that ends the job creates nothing.
 #pragma once
 
 #include <chrono>
@@ -34,6 +41,9 @@ namespace cifar::op {
 struct Observed {
   std::vector<nlohmann::json> pods;  // the job's pods (label cifartrain.io/job-name)
   bool service_exists = false;
+  // The progress scraper's newest status.progress for the job (progress.h), if it has one: the
+  // reconcile writes it, so that the status has one writer.
+  std::optional<nlohmann::json> progress;
 };
 
 struct EventRecord {
@@ -70,5 +80,10 @@ Plan reconcile(const Job& job, const JobStatus& status, const Observed& observed
 // CreateRejected, the server's message), which retrying could never change.
 Plan reconcile_failed(const JobStatus& status, std::string_view reason, const std::string& message,
                       Clock::time_point now);
+
+// A create that the API server refused for now (a quota exceeded, a namespace's service account
+// not made yet), which the apply layer retries: condition PodsNotReady, reason FailedCreate, with
+// the server's message, and a Warning Event when that is news.
+void note_refused_create(Plan& plan, const std::string& message, Clock::time_point now);
 
 }  // namespace cifar::op

@@ -1,13 +1,47 @@
 #include "cifartrainjob/reconcile_phases.h"
 
+#include <algorithm>
+
 #include "cifartrainjob/desired_state.h"
+#include "cifartrainjob/progress.h"
 #include "contract/exit_codes.h"
+#include "contract/termination.h"
 #include "framework/pod_status.h"
 
 namespace cifar::op {
 namespace {
 
 using nlohmann::json;
+using std::chrono::seconds;
+
+// How long a job whose chief succeeded waits for its evaluator to evaluate the final checkpoint
+// (it exits by itself once it has): a test-set pass takes seconds to a minute.
+constexpr seconds kFinalEvaluationWait{300};
+
+// Waiting reasons of a pod that no wait can heal: the job fails at once instead of at its
+// startup deadline. (ErrImageNeverPull, CreateContainerConfigError and image pulls can heal: an
+// image imported, a Secret created, a registry back.)
+bool cannot_heal(const std::string& waiting_reason) { return waiting_reason == "InvalidImageName"; }
+
+// Look again after `after` (or sooner, if an earlier phase asked for that).
+void look_again_in(Plan& plan, seconds after) {
+  after = std::max(after, seconds(1));
+  if (!plan.requeue_after || *plan.requeue_after > after) plan.requeue_after = after;
+}
+
+seconds until(Time when, Clock::time_point now) {
+  return std::chrono::duration_cast<seconds>(when - now) + seconds(1);
+}
+
+std::string chief_name(const Job& job) {
+  return job.spec.count(Role::kMaster) > 0 ? pod_name(job, Role::kMaster, 0)
+                                           : pod_name(job, Role::kWorker, 0);
+}
+
+const json* find_pod(const PodsByName& pods, const std::string& name) {
+  const auto found = pods.find(name);
+  return found == pods.end() ? nullptr : &found->second;
+}
 
 // Pods a finished job deletes under its cleanPodPolicy.
 void clean_up(const JobSpec& spec, const PodsByName& pods, Plan& plan) {
@@ -22,22 +56,60 @@ void clean_up(const JobSpec& spec, const PodsByName& pods, Plan& plan) {
   }
 }
 
-// Ends the job as Succeeded or Failed: the state, completionTime, an Event, its pods' cleanup and
-// the requeue for its TTL.
-void finish(const JobSpec& spec, const PodsByName& pods, bool succeeded, std::string_view reason,
+// Ends the job as Succeeded or Failed: the state, completionTime, the final progress, an Event,
+// its pods' cleanup and the requeue for its TTL. A round that ends the job creates nothing.
+void finish(const Job& job, const PodsByName& pods, bool succeeded, std::string_view reason,
             const std::string& message, Clock::time_point now, Plan& plan) {
-  plan.status.set_state(succeeded ? ConditionType::kSucceeded : ConditionType::kFailed, reason,
-                        message, to_time(now));
-  plan.status.completion_time = to_time(now);
+  const auto& spec = job.spec;
+  auto& status = plan.status;
+  plan.create_pods.clear();
+  plan.create_token_secret = false;
+  plan.create_network_policy.reset();
+  plan.create_service.reset();
+  status.set_state(succeeded ? ConditionType::kSucceeded : ConditionType::kFailed, reason, message,
+                   to_time(now));
+  if (status.is_true(ConditionType::kPodsNotReady)) {
+    status.set_condition(ConditionType::kPodsNotReady, false, reason, "the job ended",
+                         to_time(now));
+  }
+  status.completion_time = to_time(now);
+  const auto message_of = [&](const std::string& name) {
+    const auto* pod = find_pod(pods, name);
+    return pod == nullptr ? std::string() : pod_termination_message(*pod);
+  };
+  const auto evaluator_message = spec.count(Role::kEvaluator) > 0
+                                     ? message_of(pod_name(job, Role::kEvaluator, 0))
+                                     : std::string();
+  status.progress = final_progress(status.progress, message_of(chief_name(job)),
+                                   evaluator_message, succeeded, format_time(now));
   plan.events.push_back({succeeded ? "Normal" : "Warning", std::string(reason), message});
   clean_up(spec, pods, plan);
   if (spec.ttl_seconds_after_finished) {
-    plan.requeue_after = std::chrono::seconds(*spec.ttl_seconds_after_finished);
+    plan.requeue_after = seconds(*spec.ttl_seconds_after_finished);
   }
 }
 
 std::string describe_exit(const std::optional<int>& code) {
   return code ? "exit code " + std::to_string(*code) : "no exit code (evicted or lost)";
+}
+
+// What a failed pod said of its failure: the error in its termination log, else the last line of
+// its log (terminationMessagePolicy FallbackToLogsOnError), shortened; "" if nothing.
+std::string failure_detail(const json* pod) {
+  if (pod == nullptr) return "";
+  const auto message = pod_termination_message(*pod);
+  std::string detail;
+  const auto parsed = json::parse(message, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_object()) {
+    detail = parsed.value(std::string(contract::termination::kError), "");
+  } else if (const auto end = message.find_last_not_of(" \n"); end != std::string::npos) {
+    const auto newline = message.rfind('\n', end);
+    const auto start = newline == std::string::npos ? 0 : newline + 1;
+    detail = message.substr(start, end - start + 1);
+  }
+  constexpr size_t kMaxDetail = 400;
+  if (detail.size() > kMaxDetail) detail = detail.substr(0, kMaxDetail) + "...";
+  return detail.empty() ? "" : ": " + detail;
 }
 
 bool retryable(const JobSpec& spec, const std::optional<int>& code) {
@@ -164,17 +236,15 @@ PhaseResult reconcile_deadline(const Job& job, const PodsByName& pods, Clock::ti
   const auto& spec = job.spec;
   if (!plan.status.start_time) plan.status.start_time = to_time(now);
   if (!spec.active_deadline_seconds) return PhaseResult::kContinue;
-  const auto deadline =
-      *plan.status.start_time + std::chrono::seconds(*spec.active_deadline_seconds);
+  const auto deadline = *plan.status.start_time + seconds(*spec.active_deadline_seconds);
   if (now >= deadline) {
-    finish(spec, pods, false, reason::kDeadlineExceeded,
+    finish(job, pods, false, reason::kDeadlineExceeded,
            "the job ran longer than activeDeadlineSeconds (" +
                std::to_string(*spec.active_deadline_seconds) + " s)",
            now, plan);
     return PhaseResult::kDone;
   }
-  plan.requeue_after =
-      std::chrono::duration_cast<std::chrono::seconds>(deadline - now) + std::chrono::seconds(1);
+  look_again_in(plan, until(deadline, now));
   return PhaseResult::kContinue;
 }
 
@@ -183,7 +253,41 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, bool service_exi
   const auto& spec = job.spec;
   auto& status = plan.status;
   create_job_objects(job, service_exists, plan);
+  status.model_dir = model_dir(job);
   const auto tally = tally_replicas(job, pods);
+  status.replica_statuses = tally.statuses;
+
+  // The chief's success ends the job, whatever failed besides: the training is done. The
+  // evaluator first gets to evaluate the final checkpoint, for the job's final accuracy.
+  const auto chief = chief_name(job);
+  const auto* chief_pod = find_pod(pods, chief);
+  if (chief_pod != nullptr && pod_phase(*chief_pod) == "Succeeded") {
+    plan.restarts = status.restarts.value_or(0) + tally.in_place_restarts;
+    const auto* evaluator = spec.count(Role::kEvaluator) > 0
+                                ? find_pod(pods, pod_name(job, Role::kEvaluator, 0))
+                                : nullptr;
+    const auto chief_done = pod_finished_at(*chief_pod);
+    if (evaluator != nullptr && !pod_terminating(*evaluator) &&
+        pod_phase(*evaluator) == "Running" && chief_done &&
+        now < *chief_done + kFinalEvaluationWait) {
+      status.set_state(ConditionType::kRunning, reason::kFinalEvaluation,
+                       "the chief " + chief +
+                           " succeeded; waiting for the evaluator's final evaluation (at most " +
+                           std::to_string(kFinalEvaluationWait.count()) + " s)",
+                       to_time(now));
+      look_again_in(plan, until(*chief_done + kFinalEvaluationWait, now));
+      return;
+    }
+    std::string message = "the chief " + chief + " succeeded";
+    if (evaluator != nullptr && pod_phase(*evaluator) != "Succeeded") {
+      message += pod_phase(*evaluator) == "Failed"
+                     ? "; the evaluator failed" + failure_detail(evaluator)
+                     : "; the evaluator did not finish its final evaluation in time";
+    }
+    finish(job, pods, true, reason::kJobSucceeded, message, now, plan);
+    return;
+  }
+
   for (const auto& [role, index] : tally.missing) {
     plan.create_pods.push_back(desired_pod(job, role, index));
   }
@@ -193,39 +297,138 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, bool service_exi
     restarts += 1;
     plan.events.push_back({"Warning", std::string(reason::kPodRestarting),
                            "pod " + failed.name + " failed with " +
-                               describe_exit(failed.exit_code) + "; recreating it (restart " +
-                               std::to_string(restarts) + ")"});
+                               describe_exit(failed.exit_code) +
+                               failure_detail(find_pod(pods, failed.name)) +
+                               "; recreating it (restart " + std::to_string(restarts) + ")"});
   }
   plan.restarts = restarts + tally.in_place_restarts;
   if (tally.permanent) {
-    finish(spec, pods, false, reason::kPodFailed,
+    finish(job, pods, false, reason::kPodFailed,
            "pod " + tally.permanent->name + " failed with " +
-               describe_exit(tally.permanent->exit_code) + "; restartPolicy " +
+               describe_exit(tally.permanent->exit_code) +
+               failure_detail(find_pod(pods, tally.permanent->name)) + "; restartPolicy " +
                spec.restart_policy +
                (spec.restart_policy == "ExitCode" ? " (codes 1-127 are permanent)" : ""),
            now, plan);
-    status.replica_statuses = tally.statuses;
     return;
   }
   status.restarts = restarts;
-  status.replica_statuses = tally.statuses;
 
   if (plan.restarts > spec.backoff_limit) {
     plan.delete_pods.clear();
-    finish(spec, pods, false, reason::kBackoffLimitExceeded,
+    finish(job, pods, false, reason::kBackoffLimitExceeded,
            "restarted " + std::to_string(plan.restarts) + " times, more than backoffLimit " +
                std::to_string(spec.backoff_limit),
            now, plan);
     return;
   }
-  const auto chief = spec.count(Role::kMaster) > 0 ? pod_name(job, Role::kMaster, 0)
-                                                   : pod_name(job, Role::kWorker, 0);
-  const auto chief_pod = pods.find(chief);
-  if (chief_pod != pods.end() && pod_phase(chief_pod->second) == "Succeeded") {
-    finish(spec, pods, true, reason::kJobSucceeded, "the chief " + chief + " succeeded", now, plan);
+  set_progressing_state(tally, !tally.retryable.empty(), now, plan);
+  report_holdups(job, pods, now, plan);
+}
+
+std::string Holdup::describe(Clock::time_point now) const {
+  if (reason == reason::kPodStuckTerminating) {
+    const auto overdue =
+        since ? std::max<int64_t>(0, std::chrono::duration_cast<seconds>(now - *since).count())
+              : 0;
+    return "pod " + pod + " is still terminating " + std::to_string(overdue) +
+           " s after its grace period ended (a finalizer holds it, or its node stopped "
+           "answering)";
+  }
+  if (reason.empty()) return "pod " + pod + " is still starting";
+  std::string text = "pod " + pod + " is waiting: " + reason;
+  if (!message.empty()) text += ": " + message;
+  return text;
+}
+
+std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods) {
+  const auto& spec = job.spec;
+  std::vector<Holdup> holdups;
+  for (const auto& [name, pod] : pods) {
+    Holdup holdup;
+    holdup.pod = name;
+    if (pod_terminating(pod)) {
+      const auto due = pod_deletion_due(pod);
+      if (!due) continue;
+      holdup.reason = reason::kPodStuckTerminating;
+      holdup.since = *due;
+      if (spec.terminating_deadline_seconds > 0) {
+        holdup.fails_at = *due + seconds(spec.terminating_deadline_seconds);
+      }
+      holdups.push_back(std::move(holdup));
+      continue;
+    }
+    const auto phase = pod_phase(pod);
+    if (phase == "Succeeded" || phase == "Failed") continue;
+    if (const auto waiting = pod_waiting(pod)) {
+      holdup.reason = waiting->reason;
+      holdup.message = waiting->message;
+      holdup.permanent = cannot_heal(waiting->reason);
+    }
+    const auto created = pod_created_at(pod);
+    if (!pod_started(pod) && created) {
+      holdup.since = *created;
+      if (spec.startup_deadline_seconds > 0) {
+        holdup.fails_at = *created + seconds(spec.startup_deadline_seconds);
+      }
+    }
+    // A pod on its way (being scheduled, its container being created) is no holdup to report,
+    // but its startup deadline runs.
+    if (!holdup.reason.empty() || holdup.fails_at) holdups.push_back(std::move(holdup));
+  }
+  return holdups;
+}
+
+void report_holdups(const Job& job, const PodsByName& pods, Clock::time_point now, Plan& plan) {
+  auto& status = plan.status;
+  const auto holdups = find_holdups(job, pods);
+  // A pod still terminating within its grace period is going as it should.
+  const auto reportable = [&](const Holdup& h) {
+    return !h.reason.empty() &&
+           (h.reason != reason::kPodStuckTerminating || (h.since && now >= *h.since));
+  };
+  for (const auto& holdup : holdups) {
+    if (holdup.permanent) {
+      finish(job, pods, false, holdup.reason,
+             holdup.describe(now) + "; this cannot heal without a change to the job", now, plan);
+      return;
+    }
+    if (!holdup.fails_at) continue;
+    if (now < *holdup.fails_at) {
+      look_again_in(plan, until(*holdup.fails_at, now));
+      continue;
+    }
+    if (holdup.reason == reason::kPodStuckTerminating) {
+      finish(job, pods, false, reason::kPodStuckTerminating,
+             holdup.describe(now) + "; runPolicy.terminatingDeadlineSeconds is " +
+                 std::to_string(job.spec.terminating_deadline_seconds),
+             now, plan);
+    } else {
+      finish(job, pods, false, reason::kStartupDeadlineExceeded,
+             "pod " + holdup.pod + " did not start within " +
+                 std::to_string(job.spec.startup_deadline_seconds) +
+                 " s (runPolicy.startupDeadlineSeconds): " + holdup.describe(now),
+             now, plan);
+    }
     return;
   }
-  set_progressing_state(tally, !tally.retryable.empty(), now, plan);
+  const auto shown = std::find_if(holdups.begin(), holdups.end(), reportable);
+  const auto* current = status.condition(ConditionType::kPodsNotReady);
+  const bool held = current != nullptr && current->status == ConditionStatus::kTrue;
+  if (shown != holdups.end()) {
+    const auto message = shown->describe(now);
+    // An Event when the reason or the pod changes, not with every refresh of the message.
+    const bool news = !held || current->reason != shown->reason ||
+                      current->message.rfind("pod " + shown->pod + " ", 0) != 0;
+    status.set_condition(ConditionType::kPodsNotReady, true, shown->reason, message,
+                         to_time(now));
+    if (news) plan.events.push_back({"Warning", shown->reason, message});
+    look_again_in(plan, seconds(30));  // a pod's reason changes without an event of ours
+  } else if (held && !(current->reason == reason::kFailedCreate && !plan.create_pods.empty())) {
+    // (A create refused for now stays reported while the round tries it again.)
+    status.set_condition(ConditionType::kPodsNotReady, false, reason::kPodsReady,
+                         "no pod of the job is held", to_time(now));
+  }
 }
 
 }  // namespace cifar::op

@@ -4,9 +4,10 @@
 //   finished   a Succeeded or Failed job: its pods' cleanup and its TTL, nothing else
 //   suspended  runPolicy.suspend deletes the pods; clearing it resumes the job
 //   deadline   the job's clock (startTime) and activeDeadlineSeconds
-//   replicas   the job's objects and pods: create the missing ones, restart or fail on failed
-//              pods, backoffLimit (the count in plan.restarts), success of the chief, and the
-//              state that follows
+//   replicas   the job's objects and pods: success of the chief (after the evaluator's final
+//              evaluation), create the missing ones, restart or fail on failed pods, backoffLimit
+//              (the count in plan.restarts), the state that follows, and what holds its pods
+//              back (report_holdups: PodsNotReady, the startup and terminating deadlines)
 #pragma once
 
 #include <cstdint>
@@ -57,5 +58,23 @@ struct ReplicaTally {
   bool any_running = false;
 };
 ReplicaTally tally_replicas(const Job& job, const PodsByName& pods);
+
+// A pod that holds the job back: one waiting for something (the scheduler, an image, a Secret:
+// pod_waiting's reason and message), one that has not started yet (reason ""), or one deleted and
+// still there (PodStuckTerminating).
+struct Holdup {
+  std::string pod;
+  std::string reason;
+  std::string message;
+  std::optional<Time> since;     // created (not started yet), or when its grace period ended
+  std::optional<Time> fails_at;  // when it fails the job, if it does (the run policy's deadlines)
+  bool permanent = false;        // a reason no wait heals: it fails the job at once
+  [[nodiscard]] std::string describe(Clock::time_point now) const;  // "pod x is waiting: ..."
+};
+std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods);
+// Ends the job on a holdup past its deadline or one that cannot heal; otherwise sets condition
+// PodsNotReady from the first holdup with a reason (a Warning Event when that is news), or turns it
+// False when nothing holds the pods, and asks to look again at the next deadline.
+void report_holdups(const Job& job, const PodsByName& pods, Clock::time_point now, Plan& plan);
 
 }  // namespace cifar::op

@@ -12,17 +12,6 @@ bool pod_terminating(const json& pod) {
   return pod.value("metadata", json::object()).contains("deletionTimestamp");
 }
 
-std::optional<int> pod_exit_code(const json& pod) {
-  for (const auto& c :
-       pod.value("status", json::object()).value("containerStatuses", json::array())) {
-    const auto state = c.value("state", json::object());
-    if (state.contains("terminated")) return state["terminated"].value("exitCode", 0);
-    const auto last = c.value("lastState", json::object());
-    if (last.contains("terminated")) return last["terminated"].value("exitCode", 0);
-  }
-  return std::nullopt;
-}
-
 int pod_restarts(const json& pod) {
   int n = 0;
   for (const auto& c :
@@ -30,6 +19,90 @@ int pod_restarts(const json& pod) {
     n += c.value("restartCount", 0);
   }
   return n;
+}
+
+namespace {
+
+const json& status_of(const json& pod) {
+  static const json empty = json::object();
+  const auto s = pod.find("status");
+  return s == pod.end() || !s->is_object() ? empty : *s;
+}
+
+std::optional<Time> time_at(const json& object, const char* field) {
+  const auto t = object.find(field);
+  if (t == object.end() || !t->is_string()) return std::nullopt;
+  try {
+    return parse_time(t->get<std::string>());
+  } catch (const std::invalid_argument&) {
+    return std::nullopt;
+  }
+}
+
+// The (first) container's last termination: now, or before its latest restart.
+std::optional<json> terminated_state(const json& pod) {
+  for (const auto& c : status_of(pod).value("containerStatuses", json::array())) {
+    const auto state = c.value("state", json::object());
+    if (state.contains("terminated")) return state["terminated"];
+    const auto last = c.value("lastState", json::object());
+    if (last.contains("terminated")) return last["terminated"];
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<PodWaiting> pod_waiting(const json& pod) {
+  const auto& status = status_of(pod);
+  for (const auto& c : status.value("conditions", json::array())) {
+    if (c.value("type", "") != "PodScheduled" || c.value("status", "") != "False") continue;
+    const auto reason = c.value("reason", "");
+    if (reason == "SchedulingGated") return std::nullopt;  // waits in a queue
+    return PodWaiting{reason.empty() ? "Unschedulable" : reason, c.value("message", "")};
+  }
+  for (const auto& c : status.value("containerStatuses", json::array())) {
+    const auto waiting = c.value("state", json::object()).value("waiting", json::object());
+    const auto reason = waiting.value("reason", "");
+    if (reason.empty() || reason == "ContainerCreating" || reason == "PodInitializing") continue;
+    return PodWaiting{reason, waiting.value("message", "")};
+  }
+  return std::nullopt;
+}
+
+bool pod_started(const json& pod) {
+  for (const auto& c : status_of(pod).value("containerStatuses", json::array())) {
+    const auto state = c.value("state", json::object());
+    if (state.contains("running") || state.contains("terminated") ||
+        c.value("lastState", json::object()).contains("terminated") ||
+        c.value("restartCount", 0) > 0) {
+      return true;
+    }
+  }
+  const auto phase = pod_phase(pod);
+  return phase == "Running" || phase == "Succeeded" || phase == "Failed";
+}
+
+std::optional<Time> pod_created_at(const json& pod) {
+  return time_at(pod.value("metadata", json::object()), "creationTimestamp");
+}
+
+std::optional<Time> pod_deletion_due(const json& pod) {
+  return time_at(pod.value("metadata", json::object()), "deletionTimestamp");
+}
+
+std::optional<int> pod_exit_code(const json& pod) {
+  const auto terminated = terminated_state(pod);
+  return terminated ? std::optional<int>(terminated->value("exitCode", 0)) : std::nullopt;
+}
+
+std::optional<Time> pod_finished_at(const json& pod) {
+  const auto terminated = terminated_state(pod);
+  return terminated ? time_at(*terminated, "finishedAt") : std::nullopt;
+}
+
+std::string pod_termination_message(const json& pod) {
+  const auto terminated = terminated_state(pod);
+  return terminated ? terminated->value("message", "") : "";
 }
 
 bool pod_ready(const json& pod) {

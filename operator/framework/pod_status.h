@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "framework/clock.h"
+
 namespace cifar::op {
 
 std::string pod_phase(const nlohmann::json& pod);  // "Pending", "Running", ...; "" before any
@@ -14,5 +16,25 @@ bool pod_terminating(const nlohmann::json& pod);   // has a deletionTimestamp
 std::optional<int> pod_exit_code(const nlohmann::json& pod);
 int pod_restarts(const nlohmann::json& pod);  // its containers' in-place restarts
 bool pod_ready(const nlohmann::json& pod);    // condition Ready is True
+
+// What holds a pod back, in the scheduler's or the kubelet's words: a pod the scheduler cannot
+// place (PodScheduled False: Unschedulable, with "0/2 nodes are available: ..."), or a container
+// waiting for anything but its normal start (ErrImagePull, ImagePullBackOff,
+// CreateContainerConfigError, CrashLoopBackOff, ...). nullopt for a pod on its way (being
+// scheduled, ContainerCreating) or one held by a scheduling gate (a queue's, not a fault).
+struct PodWaiting {
+  std::string reason;
+  std::string message;
+};
+std::optional<PodWaiting> pod_waiting(const nlohmann::json& pod);
+// Whether any container of the pod has ever run (running, terminated, or restarted).
+bool pod_started(const nlohmann::json& pod);
+std::optional<Time> pod_created_at(const nlohmann::json& pod);  // metadata.creationTimestamp
+// metadata.deletionTimestamp: when a deleted pod's grace period ends.
+std::optional<Time> pod_deletion_due(const nlohmann::json& pod);
+// When its (first) container terminated, and the message it left (its termination log, or the
+// end of its log where terminationMessagePolicy falls back to it).
+std::optional<Time> pod_finished_at(const nlohmann::json& pod);
+std::string pod_termination_message(const nlohmann::json& pod);
 
 }  // namespace cifar::op

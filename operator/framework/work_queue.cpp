@@ -30,7 +30,14 @@ void WorkQueue::add_after(const std::string& key, std::chrono::milliseconds dela
   {
     const std::lock_guard lock(mu_);
     if (shut_down_) return;
-    delayed_.emplace(Steady::now() + delay, key);
+    const auto due = Steady::now() + delay;
+    const auto [entry, inserted] = due_.try_emplace(key, due);
+    if (!inserted) {
+      if (entry->second <= due) return;  // already due sooner
+      delayed_.erase({entry->second, key});
+      entry->second = due;
+    }
+    delayed_.emplace(due, key);
   }
   ready_.notify_all();  // a waiting get() must now wake up at the due time
 }
@@ -62,6 +69,7 @@ void WorkQueue::promote_due_locked(Steady::time_point now) {
   while (!delayed_.empty() && delayed_.begin()->first <= now) {
     const auto key = delayed_.begin()->second;
     delayed_.erase(delayed_.begin());
+    due_.erase(key);
     if (processing_.count(key) != 0) {
       dirty_.insert(key);
     } else if (queued_.insert(key).second) {
@@ -79,7 +87,8 @@ std::optional<std::string> WorkQueue::get() {
     if (delayed_.empty()) {
       ready_.wait(lock);
     } else {
-      ready_.wait_until(lock, delayed_.begin()->first);
+      const auto due = delayed_.begin()->first;  // a copy: the entry may go while we wait
+      ready_.wait_until(lock, due);
     }
   }
   auto key = queue_.front();
@@ -110,6 +119,11 @@ void WorkQueue::shut_down() {
 size_t WorkQueue::depth() const {
   const std::lock_guard lock(mu_);
   return queue_.size();
+}
+
+size_t WorkQueue::delayed_depth() const {
+  const std::lock_guard lock(mu_);
+  return delayed_.size();
 }
 
 }  // namespace cifar::op

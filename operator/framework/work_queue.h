@@ -1,7 +1,9 @@
 // A rate-limited work queue of object keys ("namespace/name"), as controller-runtime's: a key is
 // queued at most once however often it is added, is never handed to two workers at once (added
 // while in process, it is queued again when done), can be added after a delay, and failures are
-// retried with per-key exponential backoff until forget() resets it.
+// retried with per-key exponential backoff until forget() resets it. A key waits in the delayed
+// set at most once: a second add_after keeps the earlier of the two times (client-go's delaying
+// queue does the same), so the delayed set never holds more entries than there are keys.
 #pragma once
 
 #include <chrono>
@@ -35,7 +37,8 @@ class WorkQueue {
   void done(const std::string& key);
   void shut_down();
 
-  [[nodiscard]] size_t depth() const;  // keys waiting, not counting delayed ones
+  [[nodiscard]] size_t depth() const;          // keys waiting, not counting delayed ones
+  [[nodiscard]] size_t delayed_depth() const;  // keys waiting for their time
 
  private:
   void promote_due_locked(Steady::time_point now);
@@ -48,7 +51,8 @@ class WorkQueue {
   std::set<std::string> queued_;      // in queue_
   std::set<std::string> processing_;  // handed out, not done
   std::set<std::string> dirty_;       // added while processing
-  std::multimap<Steady::time_point, std::string> delayed_;
+  std::set<std::pair<Steady::time_point, std::string>> delayed_;  // by due time
+  std::map<std::string, Steady::time_point> due_;                  // the same entries, by key
   std::map<std::string, int> failures_;
   bool shut_down_ = false;
 };

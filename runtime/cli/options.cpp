@@ -355,6 +355,9 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
          "seconds before exiting, for Prometheus to scrape the last values (0: exit at once)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option(cli_names(flag::kTerminationLog), c.termination_log,
+                 "Write the final figures (JSON), or the error that ended the run, to this file as "
+                 "the process exits (Kubernetes: /dev/termination-log)");
   app.add_option(cli_names(flag::kProgress), c.progress, "Progress display")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))
       ->capture_default_str();

@@ -49,6 +49,8 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
   data_wait_ = counter(metric::kDataWaitSeconds,
                        "Time the training loop spent waiting for the data loader.");
   checkpoints_ = counter(metric::kCheckpoints, "Checkpoints written.");
+  checkpoint_read_errors_ =
+      counter(metric::kCheckpointReadErrors, "Checkpoints found that could not be read.");
   loss_ = gauge(metric::kLoss, "Training loss of the latest step.");
   train_accuracy_ = gauge(metric::kTrainAccuracy, "Training accuracy of the current epoch so far.");
   test_accuracy_ = gauge(metric::kTestAccuracy, "Test-set accuracy of the latest evaluation.");
@@ -129,6 +131,8 @@ void RuntimeMetrics::set_job_position(int64_t step, int64_t total_steps) {
 }
 
 void RuntimeMetrics::set_test_accuracy(double accuracy) { test_accuracy_->Set(accuracy); }
+
+void RuntimeMetrics::record_checkpoint_read_error() { checkpoint_read_errors_->Increment(); }
 
 void RuntimeMetrics::record_checkpoint(double seconds) {
   checkpoints_->Increment();

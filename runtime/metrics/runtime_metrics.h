@@ -51,6 +51,7 @@ class RuntimeMetrics {
   void set_job_position(int64_t step, int64_t total_steps);
   void set_test_accuracy(double accuracy);
   void record_checkpoint(double seconds);
+  void record_checkpoint_read_error();
 
   // Parameter-server training, trainer side: one push-and-pull round trip to all shards.
   void record_ps_exchange(double seconds, int64_t pushed_bytes, int64_t pulled_bytes);
@@ -73,6 +74,7 @@ class RuntimeMetrics {
   prometheus::Counter* images_;
   prometheus::Counter* data_wait_;
   prometheus::Counter* checkpoints_;
+  prometheus::Counter* checkpoint_read_errors_;
   prometheus::Gauge* loss_;
   prometheus::Gauge* train_accuracy_;
   prometheus::Gauge* test_accuracy_;

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
 #include <thread>
 
 #include "train/atomic_file.h"
@@ -43,10 +45,12 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
   const fs::path best_path = dir / (run_name(config) + "-best.pt");
   const fs::path log_path = dir / "evaluation.jsonl";
   EvaluatorResult result;
+  // Checkpoints that exist but cannot be read: reported once each, never tried again.
+  std::set<fs::path> unreadable;
   spdlog::info("evaluator: watching {} for checkpoints", dir.string());
   while (true) {
     const auto files = checkpoints.list();
-    if (!files.empty()) {
+    if (!files.empty() && unreadable.count(files.back()) == 0) {
       const auto& newest = files.back();
       try {
         const auto state = CheckpointManager::read_state(newest);
@@ -76,14 +80,27 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
           }
         }
       } catch (const std::exception& e) {
-        // Rotated away by the chief between listing and reading: the next poll sees a newer one.
         const std::string what = e.what();
-        spdlog::debug("evaluator: skipping {}: {}", newest.string(),
-                      what.substr(0, what.find('\n')));
+        const auto first_line = what.substr(0, what.find('\n'));
+        if (fs::exists(newest)) {  // corrupt or truncated: say so once, and skip it from now on
+          unreadable.insert(newest);
+          metrics->record_checkpoint_read_error();
+          spdlog::warn("evaluator: checkpoint {} cannot be read, skipping it: {}", newest.string(),
+                       first_line);
+        } else {  // rotated away by the chief between listing and reading: a newer one is there
+          spdlog::debug("evaluator: skipping {}: {}", newest.string(), first_line);
+        }
       }
     }
     if (const auto final_step = read_done_marker(done_marker_path(config))) {
       if (result.last_step >= *final_step) break;
+      // Listed again: the final checkpoint is written before the marker, so it is the newest now.
+      const auto final_files = checkpoints.list();
+      if (!final_files.empty() && unreadable.count(final_files.back()) != 0) {
+        throw std::runtime_error("the job's final checkpoint " + final_files.back().string() +
+                                 " cannot be read: the last evaluation is step " +
+                                 std::to_string(result.last_step));
+      }
     }
     std::this_thread::sleep_for(kPollInterval);
   }

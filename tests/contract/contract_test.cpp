@@ -35,6 +35,7 @@ Job make_job(const std::string& spec_json) {
   auto spec = json::parse(R"({"image": "cifar-train:test", "model": {"name": "resnet20"},
                               "dataset": {"name": "cifar10"}})");
   spec.update(json::parse(spec_json));
+  if (!spec.contains("checkpoint")) spec["checkpoint"] = {{"volume", {{"claimName", "ckpt"}}}};
   return Job{"mnist", "team", "uid-1", op::parse_spec(spec)};
 }
 
@@ -50,7 +51,7 @@ Job ps_job_with_everything() {
     "strategy": {"type": "ParameterServer", "parameterServer": {"mode": "ssp", "staleness": 3}},
     "replicaSpecs": {"PS": {"replicas": 2}, "Master": {"replicas": 1}, "Worker": {"replicas": 2},
                      "Evaluator": {"replicas": 1}},
-    "checkpoint": {"everySteps": 50, "keep": 5}})");
+    "checkpoint": {"everySteps": 50, "keep": 5, "volume": {"claimName": "ckpt"}}})");
 }
 
 Job allreduce_job_on_gpus() {
@@ -169,7 +170,8 @@ TEST(Contract, CifarTrainParsesAPsPodsArgumentsAsTheSpecSays) {
   EXPECT_EQ(config.model, "resnet20");
   EXPECT_EQ(config.epochs, 100);
   EXPECT_EQ(config.batch_size, 64);
-  EXPECT_EQ(config.model_dir, "/checkpoints/mnist");
+  // The run's own directory: namespace, name and UID (a job re-applied under its name is a new run).
+  EXPECT_EQ(config.model_dir, "/checkpoints/team/mnist-uid-1");
   EXPECT_EQ(config.data_dir, "/data");
   EXPECT_EQ(config.distributed.strategy, train::Strategy::kParameterServer);
   EXPECT_EQ(config.distributed.ps.mode, ps::Mode::kAsync);

@@ -120,7 +120,7 @@ class Cluster : public ::testing::Test {
               int epochs = 1) {
     jobs_.push_back(name);
     apply("apiVersion: cifartrain.io/v1alpha1\nkind: CifarTrainJob\nmetadata: {name: " + name +
-          "}\nspec:\n  image: " + kImage +
+          "}\nspec:\n  image: " + image_ +
           "\n  model: {name: simplecnn}\n"
           "  dataset: {name: " +
           dataset +
@@ -156,6 +156,15 @@ class Cluster : public ::testing::Test {
   }
 
   json pod(const std::string& name) { return client_.get(cifar::kube::pods(ns_).named(name)); }
+  bool pod_exists(const std::string& name) {
+    try {
+      pod(name);
+      return true;
+    } catch (const cifar::kube::ApiError& e) {
+      if (e.status() == 404) return false;
+      throw;
+    }
+  }
   std::string phase(const std::string& name) {
     try {
       return pod(name)["status"].value("phase", "");
@@ -203,6 +212,7 @@ class Cluster : public ::testing::Test {
 
   Client client_{cifar::kube::load_kubeconfig(cluster_file("kubeconfig"))};
   std::string ns_;
+  std::string image_ = kImage;  // of the jobs submit() makes
   std::filesystem::path volumes_;
   std::vector<std::string> jobs_;
   std::vector<std::string> persistent_volumes_;

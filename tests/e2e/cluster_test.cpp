@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdio>
 #include <map>
 #include <set>
 #include <thread>
@@ -50,9 +51,21 @@ TEST_F(Cluster, AParameterServerJobRunsToSucceededAndReportsItsProgress) {
   EXPECT_LE(running.value("progressPercentage", 101), 100) << running.dump();
   ASSERT_TRUE(wait_for_state("ps", "Succeeded", seconds(300))) << state("ps");
   const auto status = status_of("ps");
+  // The end, not the last scrape: 100%, no time to go, and the accuracy of the final checkpoint,
+  // which the evaluator got to evaluate before the job ended.
+  EXPECT_EQ(status["progress"].value("progressPercentage", 0), 100) << status.dump();
+  EXPECT_FALSE(status["progress"].contains("estimatedRemainingSeconds")) << status.dump();
+  EXPECT_EQ(phase("ps-evaluator-0"), "Succeeded");
   const double accuracy = status["progress"]["testAccuracy"];
   EXPECT_GT(accuracy, 0.0);
   EXPECT_LE(accuracy, 1.0);
+  const auto evaluator_log = kubectl({"logs", "ps-evaluator-0", "-n", ns_}).output;
+  char final_accuracy[32];
+  std::snprintf(final_accuracy, sizeof final_accuracy, "final test accuracy %.2f%%",
+                100 * accuracy);
+  EXPECT_NE(evaluator_log.find(final_accuracy), std::string::npos)
+      << final_accuracy << " not in:\n"
+      << evaluator_log;
   EXPECT_EQ(status.value("restarts", 0), 0);
   // Every peer was reached by the DNS name in TF_CONFIG (the runtime knows no other address).
   const auto master = pod("ps-master-0");
@@ -72,6 +85,15 @@ TEST_F(Cluster, AnAllReduceJobWithTwoRanksRunsToSucceeded) {
   // finishing when the chief's success ends the job: cleanPodPolicy Running deletes it then.)
   const auto log = kubectl({"logs", "ar-worker-0", "-n", ns_}).output;
   EXPECT_NE(log.find("rank 0 of 2"), std::string::npos) << log;
+  // The final figures are the chief's last, from its termination message: 100%, and the test
+  // accuracy its log ends with.
+  const auto progress = status_of("ar")["progress"];
+  EXPECT_EQ(progress.value("progressPercentage", 0), 100) << progress.dump();
+  ASSERT_TRUE(progress.contains("testAccuracy")) << progress.dump();
+  char final_accuracy[32];
+  std::snprintf(final_accuracy, sizeof final_accuracy, "test accuracy %.2f%%",
+                100 * progress["testAccuracy"].get<double>());
+  EXPECT_NE(log.rfind(final_accuracy), std::string::npos) << final_accuracy << " not in:\n" << log;
 }
 
 TEST_F(Cluster, AWorkerPodDeletedMidRunIsRecreatedAndTheJobStillSucceeds) {

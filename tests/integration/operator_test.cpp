@@ -175,7 +175,8 @@ class Operator : public ::testing::Test {
       "dataset": {"name": "synthetic"},
       "strategy": {"type": "ParameterServer", "parameterServer": {"mode": "sync"}},
       "replicaSpecs": {"PS": {"replicas": 1}, "Master": {"replicas": 1},
-                       "Worker": {"replicas": 2}, "Evaluator": {"replicas": 1}}})");
+                       "Worker": {"replicas": 2}, "Evaluator": {"replicas": 1}},
+      "checkpoint": {"volume": {"claimName": "checkpoints"}}})");
     spec["runPolicy"] = {{"restartPolicy", restart_policy}, {"backoffLimit", backoff_limit}};
     return spec;
   }
@@ -322,6 +323,38 @@ TEST_F(Operator, AnInvalidSpecIsReportedAndNothingIsCreated) {
   EXPECT_NE(condition["message"].get<std::string>().find("spec.strategy.allReduce.backend"),
             std::string::npos);
   EXPECT_TRUE(pods_of("bad").empty());
+}
+
+// A spec edited after the job ended into one the operator refuses (the CRD cannot tell that
+// nccl needs GPUs): the job stays as it ended, and its TTL still deletes it.
+TEST_F(Operator, AFinishedJobEditedIntoASpecItRefusesStaysAsItEndedAndIsStillCleanedUp) {
+  auto spec = json::parse(R"({"image": "cifar-train:test", "model": {"name": "resnet20"},
+    "dataset": {"name": "synthetic"}, "strategy": {"type": "AllReduce"},
+    "replicaSpecs": {"Worker": {"replicas": 2}},
+    "runPolicy": {"ttlSecondsAfterFinished": 8}})");
+  submit("ar", spec);
+  const std::set<std::string> pods = {"ar-worker-0", "ar-worker-1"};
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return pod_names("ar") == pods; }, seconds(30)));
+  for (const auto& name : pods) set_phase(name, "Running");
+  set_phase("ar-worker-0", "Succeeded");
+  ASSERT_TRUE(wait_for_state("ar", "Succeeded")) << job_status("ar").dump() << log();
+  client_.patch(cifar::testing::cifartrainjobs(ns_).named("ar"),
+                {{"spec", {{"strategy", {{"allReduce", {{"backend", "nccl"}}}}}}}},
+                PatchType::kMerge);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(job_status("ar")["state"], "Succeeded") << job_status("ar").dump();
+  EXPECT_EQ(job_status("ar")["reason"], "JobSucceeded");
+  EXPECT_TRUE(cifar::testing::wait_for(
+      [&] {
+        try {
+          client_.get(cifar::testing::cifartrainjobs(ns_).named("ar"));
+          return false;
+        } catch (const cifar::kube::ApiError& e) {
+          return e.status() == 404;
+        }
+      },
+      seconds(30)))
+      << log();
 }
 
 TEST_F(Operator, AnObjectTheServerRefusesFailsTheJobWithItsMessageInsteadOfRetrying) {

@@ -24,7 +24,8 @@ Job ps_job() {
   return make_job(json::parse(R"({
     "strategy": {"type": "ParameterServer", "parameterServer": {"mode": "async"}},
     "replicaSpecs": {"PS": {"replicas": 1}, "Master": {"replicas": 1}, "Worker": {"replicas": 2},
-                     "Evaluator": {"replicas": 1}}})"));
+                     "Evaluator": {"replicas": 1}},
+    "checkpoint": {"volume": {"claimName": "checkpoints"}}})"));
 }
 
 std::string env_of(const json& pod, const std::string& name) {

@@ -46,8 +46,11 @@ TEST(ParseSpec, ReadsEverySection) {
       {"Worker", {{"replicas", 3}, {"resources", {{"limits", {{"nvidia.com/gpu", "2"}}}}}}},
       {"Evaluator", json::object()}};
   spec["dataset"]["volume"] = {{"claimName", "cifar"}};
+  spec["checkpoint"] = {{"volume", {{"claimName", "checkpoints"}}}};
   spec["runPolicy"] = {{"restartPolicy", "ExitCode"},
                        {"activeDeadlineSeconds", 600},
+                       {"startupDeadlineSeconds", 120},
+                       {"terminatingDeadlineSeconds", 0},
                        {"schedulingPolicy", {{"schedulerName", "volcano"}}}};
   const auto s = parse_spec(spec);
   EXPECT_TRUE(s.parameter_server);
@@ -55,6 +58,8 @@ TEST(ParseSpec, ReadsEverySection) {
   EXPECT_EQ(s.staleness, 4);
   EXPECT_EQ(s.count(Role::kPs), 2);
   EXPECT_EQ(s.count(Role::kEvaluator), 1);  // present without replicas: one
+  EXPECT_EQ(s.startup_deadline_seconds, 120);
+  EXPECT_EQ(s.terminating_deadline_seconds, 0);
   EXPECT_EQ(s.replicas.at(Role::kWorker).gpus(), 2);
   ASSERT_TRUE(s.dataset_volume.has_value());
   EXPECT_EQ(s.dataset_volume->path, "/data");
@@ -85,6 +90,11 @@ TEST(ParseSpec, WhatTheSchemaCannotCheckIsInvalidSpecNamingTheField) {
       "replicaSpecs", "needs a Master or at least one Worker");
   expect_invalid([](json& s) { s["strategy"]["type"] = "ParameterServer"; }, "replicaSpecs.PS",
                  "needs at least one PS");
+  expect_invalid([](json& s) { s["checkpoint"] = {{"resumeFrom", "../other-team/run"}}; },
+                 "checkpoint.resumeFrom", "inside the checkpoint volume");
+  // An evaluator reads the trainers' checkpoints: an emptyDir of its own would never have one.
+  expect_invalid([](json& s) { s["replicaSpecs"]["Evaluator"] = {{"replicas", 1}}; },
+                 "checkpoint.volume", "Evaluator needs a checkpoint volume");
   expect_invalid(
       [](json& s) {
         s["replicaSpecs"]["PS"] = {{"replicas", 1}};

@@ -42,6 +42,27 @@ TEST(WorkQueue, DelayedKeysComeWhenDueInOrder) {
   EXPECT_GE(Steady::now() - start, milliseconds(60));
 }
 
+// Every reconcile of a job with a deadline asks to look again at it: the delayed set keeps one
+// entry per key, the earliest, instead of one per request until each comes due.
+TEST(WorkQueue, AKeyWaitsInTheDelayedSetOnceAtItsEarliestTime) {
+  WorkQueue q;
+  for (int i = 0; i < 100; ++i) q.add_after("ns/a", std::chrono::seconds(60 + i));
+  q.add_after("ns/b", std::chrono::seconds(60));
+  EXPECT_EQ(q.delayed_depth(), 2U);
+  const auto start = Steady::now();
+  q.add_after("ns/a", milliseconds(20));  // sooner: replaces the 60 s entry
+  q.add_after("ns/a", std::chrono::seconds(90));  // later: the 20 ms entry stays
+  EXPECT_EQ(q.delayed_depth(), 2U);
+  EXPECT_EQ(q.get(), "ns/a");
+  EXPECT_GE(Steady::now() - start, milliseconds(20));
+  EXPECT_LT(Steady::now() - start, std::chrono::seconds(30));
+  EXPECT_EQ(q.delayed_depth(), 1U);  // ns/a is no longer waiting; ns/b is
+  q.done("ns/a");
+  q.add_after("ns/a", milliseconds(10));  // after it came due it can wait again
+  EXPECT_EQ(q.delayed_depth(), 2U);
+  EXPECT_EQ(q.get(), "ns/a");
+}
+
 TEST(WorkQueue, FailuresBackOffExponentiallyUntilForgotten) {
   WorkQueue q(milliseconds(10), milliseconds(40));
   std::vector<milliseconds> waits;

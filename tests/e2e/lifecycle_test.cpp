@@ -1,0 +1,182 @@
+// What a job that goes wrong does on the real one-node cluster (reconcile.h's lifecycle rules):
+// pods that can never start are reported and fail the job at its startup deadline, a create
+// refused by a quota waits with a reason until the quota allows it, a pod stuck terminating is
+// reported and bounded. Each says why in the job's status (reason, message, `kubectl get ctj`) and
+// a Warning Event. A failing test prints the job's status, Events and pods' logs.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "tests/e2e/cluster_fixture.h"
+
+namespace cifar::e2e {
+namespace {
+
+const std::string kAllReduce = "  strategy: {type: AllReduce, allReduce: {backend: gloo}}\n";
+const std::string kPsAsync =
+    "  strategy: {type: ParameterServer, parameterServer: {mode: async}}\n";
+
+std::string reason_of(const json& status) { return status.value("reason", ""); }
+std::string message_of(const json& status) { return status.value("message", ""); }
+
+class WhenAJobGoesWrong : public Cluster {
+ protected:
+  // The Events of `job` with `reason`, as `kubectl get events` lists them.
+  std::string events(const std::string& job, const std::string& reason) {
+    return kubectl({"get", "events", "-n", ns_, "--field-selector",
+                    "involvedObject.name=" + job + ",reason=" + reason, "--no-headers"})
+        .output;
+  }
+};
+
+TEST_F(WhenAJobGoesWrong, PodsThatCanNeverStartAreReportedAndFailTheJobAtItsStartupDeadline) {
+  data_and_checkpoint_volumes();
+  const std::string deadline = "  runPolicy: {startupDeadlineSeconds: 45}\n";
+  // More CPU than the node has: the scheduler cannot place it.
+  submit("big", kAllReduce,
+         "    Worker:\n      replicas: 1\n      resources: {requests: {cpu: \"64\"}}\n", deadline);
+  // An image no registry serves: the kubelet cannot pull it.
+  image_ = "localhost/cifartrain/no-such-image:dev";
+  submit("pull", kAllReduce, "    Worker: {replicas: 1}\n", deadline);
+
+  ASSERT_TRUE(wait_for([&] { return reason_of(status_of("big")) == "Unschedulable"; },
+                       seconds(40)))
+      << status_of("big").dump();
+  EXPECT_NE(message_of(status_of("big")).find("Insufficient cpu"), std::string::npos)
+      << status_of("big").dump();
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const auto reason = reason_of(status_of("pull"));
+        return reason == "ErrImagePull" || reason == "ImagePullBackOff";
+      },
+      seconds(40)))
+      << status_of("pull").dump();
+  EXPECT_NE(message_of(status_of("pull")).find("pull-worker-0"), std::string::npos);
+  // What a user sees: the reason in `kubectl get ctj`, the message with -o wide, an Event.
+  const auto table = kubectl({"get", "ctj", "-n", ns_, "-o", "wide"}).output;
+  EXPECT_NE(table.find("Unschedulable"), std::string::npos) << table;
+  EXPECT_NE(table.find("Insufficient cpu"), std::string::npos) << table;
+  EXPECT_NE(table.find("ImagePull"), std::string::npos) << table;
+  EXPECT_NE(events("big", "Unschedulable").find("Warning"), std::string::npos);
+
+  ASSERT_TRUE(wait_for_state("big", "Failed", seconds(90))) << status_of("big").dump();
+  ASSERT_TRUE(wait_for_state("pull", "Failed", seconds(90))) << status_of("pull").dump();
+  for (const auto* job : {"big", "pull"}) {
+    const auto status = status_of(job);
+    EXPECT_EQ(reason_of(status), "StartupDeadlineExceeded") << status.dump();
+    EXPECT_NE(message_of(status).find(std::string(job) + "-worker-0 did not start within 45 s"),
+              std::string::npos)
+        << status.dump();
+    EXPECT_NE(events(job, "StartupDeadlineExceeded").find("Warning"), std::string::npos);
+  }
+  EXPECT_NE(message_of(status_of("big")).find("Insufficient cpu"), std::string::npos);
+  EXPECT_NE(message_of(status_of("pull")).find("ImagePull"), std::string::npos);
+  // cleanPodPolicy Running: the pending pods are deleted; the jobs hold nothing.
+  EXPECT_TRUE(wait_for([&] { return pods_of("big").empty() && pods_of("pull").empty(); },
+                       seconds(60)));
+}
+
+TEST_F(WhenAJobGoesWrong, ACreateRefusedByAQuotaWaitsWithAReasonAndTheJobRunsOnceTheQuotaAllows) {
+  data_and_checkpoint_volumes();
+  apply("apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: pods}\nspec:\n  hard: {pods: \"2\"}\n");
+  // Admission counts against the quota once the controller has written its usage.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return kubectl({"get", "resourcequota", "pods", "-n", ns_, "-o",
+                        "jsonpath={.status.hard.pods}"})
+                   .output == "2";
+      },
+      seconds(30)));
+  submit("quota", kPsAsync,
+         "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 1}\n", "",
+         "cifar10", 6);
+  ASSERT_TRUE(wait_for([&] { return reason_of(status_of("quota")) == "FailedCreate"; },
+                       seconds(60)))
+      << status_of("quota").dump();
+  EXPECT_NE(message_of(status_of("quota")).find("exceeded quota"), std::string::npos)
+      << status_of("quota").dump();
+  EXPECT_NE(events("quota", "FailedCreate").find("Warning"), std::string::npos);
+  EXPECT_EQ(pods_of("quota").size(), 2U);  // what the quota allows; the rest is retried
+  EXPECT_NE(state("quota"), "Failed");
+
+  const auto raised = kubectl({"patch", "resourcequota", "pods", "-n", ns_, "--type=merge", "-p",
+                               R"({"spec":{"hard":{"pods":"10"}}})"});
+  ASSERT_EQ(raised.exit_code, 0) << raised.output;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        const auto p = phase("quota-worker-0");
+        return p == "Running" || p == "Succeeded";
+      },
+      seconds(90)))
+      << status_of("quota").dump();
+  ASSERT_TRUE(wait_for_state("quota", "Succeeded", seconds(300))) << state("quota");
+  EXPECT_EQ(reason_of(status_of("quota")), "JobSucceeded");
+}
+
+TEST_F(WhenAJobGoesWrong, APodStuckTerminatingIsReportedAndFailsTheJobAfterItsBound) {
+  data_and_checkpoint_volumes();
+  submit("stuck", kPsAsync,
+         "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 2}\n",
+         "  runPolicy: {terminatingDeadlineSeconds: 20}\n", "cifar10", 12);
+  ASSERT_TRUE(wait_until_training("stuck"));
+  // A finalizer nobody removes keeps the deleted pod Terminating, as a node that stopped
+  // answering would. The test removes it in the end (or the namespace could never go).
+  const auto hold = [&](const std::string& patch, const char* type) {
+    return kubectl({"patch", "pod", "stuck-worker-1", "-n", ns_, "--type", type, "-p", patch});
+  };
+  struct Release {
+    std::function<void()> release;
+    ~Release() { release(); }
+  } release{[&] {
+    if (pod_exists("stuck-worker-1")) {
+      hold(R"([{"op":"remove","path":"/metadata/finalizers"}])", "json");
+    }
+  }};
+  ASSERT_EQ(hold(R"({"metadata":{"finalizers":["cifartrain.io/e2e-hold"]}})", "merge").exit_code,
+            0);
+  const auto deleted =
+      kubectl({"delete", "pod", "stuck-worker-1", "-n", ns_, "--grace-period=1", "--wait=false"});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
+  ASSERT_TRUE(wait_for([&] { return reason_of(status_of("stuck")) == "PodStuckTerminating"; },
+                       seconds(60)))
+      << status_of("stuck").dump();
+  EXPECT_NE(message_of(status_of("stuck")).find("pod stuck-worker-1 is still terminating"),
+            std::string::npos)
+      << status_of("stuck").dump();
+  EXPECT_EQ(state("stuck"), "Running");  // reported, not yet failed
+  ASSERT_TRUE(wait_for_state("stuck", "Failed", seconds(90))) << status_of("stuck").dump();
+  EXPECT_EQ(reason_of(status_of("stuck")), "PodStuckTerminating");
+  EXPECT_NE(message_of(status_of("stuck")).find("terminatingDeadlineSeconds is 20"),
+            std::string::npos);
+  EXPECT_NE(events("stuck", "PodStuckTerminating").find("Warning"), std::string::npos);
+}
+
+// A job deleted and applied again under its name (a GitOps re-apply) is a new run: it trains
+// from the start in a model dir of its own, instead of "succeeding" at once from the old run's
+// checkpoints and done marker.
+TEST_F(WhenAJobGoesWrong, AJobAppliedAgainUnderItsNameIsANewRun) {
+  data_and_checkpoint_volumes();
+  const std::string replicas = "    PS: {replicas: 1}\n    Master: {replicas: 1}\n";
+  submit("again", kPsAsync, replicas);
+  ASSERT_TRUE(wait_for_state("again", "Succeeded", seconds(240))) << state("again");
+  const auto first = status_of("again");
+  const auto first_dir = first.value("modelDir", "");
+  EXPECT_NE(first_dir.find("/" + ns_ + "/again-" + job("again")["metadata"]["uid"].get<std::string>()),
+            std::string::npos)
+      << first.dump();
+  const auto deleted = kubectl({"delete", "ctj", "again", "-n", ns_, "--wait=true"});
+  ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
+  ASSERT_TRUE(wait_for([&] { return pods_of("again").empty(); }, seconds(60)));
+  submit("again", kPsAsync, replicas);
+  ASSERT_TRUE(wait_for_state("again", "Succeeded", seconds(240))) << state("again");
+  const auto second = status_of("again");
+  EXPECT_NE(second.value("modelDir", ""), first_dir);
+  // The whole run again, from step 0: the same number of steps, none of them restored.
+  EXPECT_EQ(second["progress"].value("step", -1), first["progress"].value("step", -2))
+      << second.dump();
+  const auto log = kubectl({"logs", "again-master-0", "-n", ns_}).output;
+  EXPECT_EQ(log.find("resumed from"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace cifar::e2e

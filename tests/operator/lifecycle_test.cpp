@@ -1,0 +1,326 @@
+// How a job that goes wrong says why (cifartrainjob/reconcile.h): pods held back by the scheduler
+// or the kubelet, startup and terminating deadlines, creates refused for now, the round that ends a
+// job, the evaluator's final evaluation and the final progress. Pure, with a fixed clock.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "cifartrainjob/desired_state.h"
+#include "cifartrainjob/progress.h"
+#include "cifartrainjob/reconcile.h"
+#include "cifartrainjob/reconcile_phases.h"
+
+namespace cifar::op {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+const Clock::time_point kT0 = parse_time("2026-11-22T12:00:00Z");
+
+Job make_job(int startup_deadline = 600, int terminating_deadline = 300) {
+  json spec = json::parse(R"({"image": "i", "model": {"name": "resnet20"},
+    "dataset": {"name": "cifar10"}, "strategy": {"type": "ParameterServer"},
+    "replicaSpecs": {"PS": {"replicas": 1}, "Master": {"replicas": 1},
+                     "Worker": {"replicas": 1}, "Evaluator": {"replicas": 1}},
+    "checkpoint": {"volume": {"claimName": "checkpoints"}}})");
+  spec["runPolicy"] = {{"startupDeadlineSeconds", startup_deadline},
+                       {"terminatingDeadlineSeconds", terminating_deadline}};
+  return Job{"j", "ns", "uid", parse_spec(spec)};
+}
+
+// Every pod created at kT0 and running.
+Observed running(const Job& job) {
+  Observed o;
+  o.service_exists = true;
+  for (auto p : desired_pods(job)) {
+    p["metadata"]["creationTimestamp"] = format_time(kT0);
+    p["status"] = {{"phase", "Running"},
+                   {"containerStatuses",
+                    {{{"name", "cifar-train"}, {"state", {{"running", json::object()}}}}}}};
+    o.pods.push_back(p);
+  }
+  return o;
+}
+
+json& pod_named(Observed& o, const std::string& name) {
+  for (auto& p : o.pods) {
+    if (p["metadata"]["name"] == name) return p;
+  }
+  throw std::runtime_error("no pod " + name);
+}
+
+void unschedulable(json& pod) {
+  pod["status"] = {{"phase", "Pending"},
+                   {"conditions",
+                    {{{"type", "PodScheduled"},
+                      {"status", "False"},
+                      {"reason", "Unschedulable"},
+                      {"message", "0/1 nodes are available: 1 Insufficient cpu."}}}}};
+}
+
+void waiting(json& pod, const std::string& reason, const std::string& message) {
+  pod["status"] = {
+      {"phase", "Pending"},
+      {"containerStatuses",
+       {{{"name", "cifar-train"},
+         {"state", {{"waiting", {{"reason", reason}, {"message", message}}}}}}}}};
+}
+
+void terminated(json& pod, const std::string& phase, int code, const std::string& message,
+                Clock::time_point at) {
+  pod["status"] = {{"phase", phase},
+                   {"containerStatuses",
+                    {{{"name", "cifar-train"},
+                      {"state",
+                       {{"terminated",
+                         {{"exitCode", code},
+                          {"message", message},
+                          {"finishedAt", format_time(at)}}}}}}}}};
+}
+
+const JobCondition* condition(const Plan& plan, ConditionType type) {
+  return plan.status.condition(type);
+}
+
+TEST(Lifecycle, AnUnschedulablePodIsReportedOnceThenFailsTheJobAtItsStartupDeadline) {
+  const auto job = make_job(/*startup_deadline=*/120);
+  auto observed = running(job);
+  unschedulable(pod_named(observed, "j-worker-0"));
+  const auto first = reconcile(job, JobStatus{}, observed, kT0 + seconds(5));
+  const auto* held = condition(first, ConditionType::kPodsNotReady);
+  ASSERT_NE(held, nullptr);
+  EXPECT_EQ(held->status, ConditionStatus::kTrue);
+  EXPECT_EQ(held->reason, "Unschedulable");
+  EXPECT_EQ(held->message,
+            "pod j-worker-0 is waiting: Unschedulable: 0/1 nodes are available: 1 Insufficient "
+            "cpu.");
+  EXPECT_EQ(first.status.summary_reason, "Unschedulable");  // kubectl get ctj's REASON
+  EXPECT_EQ(json(first.status)["message"], held->message);
+  ASSERT_EQ(first.events.size(), 1U);
+  EXPECT_EQ(first.events[0].type, "Warning");
+  EXPECT_EQ(first.events[0].reason, "Unschedulable");
+  // The state stays what the pods say (Running: every pod exists and one runs); the reason is
+  // beside it.
+  EXPECT_EQ(json(first.status)["state"], "Running");
+  // Looks again before the deadline (and to refresh what the pod waits for).
+  ASSERT_TRUE(first.requeue_after.has_value());
+  EXPECT_LE(*first.requeue_after, seconds(116));
+
+  const auto second = reconcile(job, first.status, observed, kT0 + seconds(60));
+  EXPECT_TRUE(second.events.empty());  // no news: no second Event
+  EXPECT_TRUE(second.create_pods.empty());
+
+  const auto late = reconcile(job, second.status, observed, kT0 + seconds(120));
+  EXPECT_EQ(json(late.status)["state"], "Failed");
+  EXPECT_EQ(late.status.summary_reason, "StartupDeadlineExceeded");
+  const auto message = late.status.summary_message.value_or("");
+  EXPECT_NE(message.find("pod j-worker-0 did not start within 120 s"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("Insufficient cpu"), std::string::npos) << message;
+  EXPECT_EQ(condition(late, ConditionType::kPodsNotReady)->status, ConditionStatus::kFalse);
+  // cleanPodPolicy Running: every pod still pending or running goes.
+  EXPECT_EQ(late.delete_pods.size(), 4U);
+}
+
+TEST(Lifecycle, AnImagePullFailureIsReportedAndClearedWhenThePodRuns) {
+  const auto job = make_job();
+  auto observed = running(job);
+  waiting(pod_named(observed, "j-ps-0"), "ImagePullBackOff",
+          "Back-off pulling image \"registry.example/cifar:v9\"");
+  const auto held = reconcile(job, JobStatus{}, observed, kT0 + seconds(30));
+  EXPECT_EQ(held.status.summary_reason, "ImagePullBackOff");
+  observed = running(job);
+  const auto healed = reconcile(job, held.status, observed, kT0 + seconds(60));
+  EXPECT_EQ(condition(healed, ConditionType::kPodsNotReady)->status, ConditionStatus::kFalse);
+  EXPECT_EQ(condition(healed, ConditionType::kPodsNotReady)->reason, "PodsReady");
+  EXPECT_FALSE(healed.status.summary_reason.has_value());
+  EXPECT_FALSE(json(healed.status).contains("reason"));
+  EXPECT_EQ(json(healed.status)["state"], "Running");
+}
+
+TEST(Lifecycle, AnInvalidImageNameFailsTheJobAtOnce) {
+  const auto job = make_job();
+  auto observed = running(job);
+  waiting(pod_named(observed, "j-master-0"), "InvalidImageName", "couldn't parse image name");
+  const auto plan = reconcile(job, JobStatus{}, observed, kT0 + seconds(3));
+  EXPECT_EQ(json(plan.status)["state"], "Failed");
+  EXPECT_EQ(plan.status.summary_reason, "InvalidImageName");
+  EXPECT_NE(plan.status.summary_message->find("cannot heal"), std::string::npos);
+}
+
+TEST(Lifecycle, APodThatNeverLeavesContainerCreatingStillMeetsItsDeadline) {
+  const auto job = make_job(/*startup_deadline=*/60);
+  auto observed = running(job);
+  waiting(pod_named(observed, "j-evaluator-0"), "ContainerCreating", "");
+  const auto early = reconcile(job, JobStatus{}, observed, kT0 + seconds(10));
+  EXPECT_FALSE(early.status.is_true(ConditionType::kPodsNotReady));  // on its way: not held yet
+  EXPECT_EQ(early.requeue_after, seconds(51));
+  const auto late = reconcile(job, early.status, observed, kT0 + seconds(61));
+  EXPECT_EQ(late.status.summary_reason, "StartupDeadlineExceeded");
+  // A deadline of 0 waits forever.
+  const auto forever = reconcile(make_job(0), JobStatus{}, observed, kT0 + seconds(86400));
+  EXPECT_NE(json(forever.status)["state"], "Failed");
+}
+
+TEST(Lifecycle, APodStuckTerminatingIsReportedThenFailsTheJob) {
+  const auto job = make_job(600, /*terminating_deadline=*/60);
+  auto observed = running(job);
+  // Deleted at kT0 with a 30 s grace period: due at kT0 + 30 s.
+  pod_named(observed, "j-worker-0")["metadata"]["deletionTimestamp"] =
+      format_time(kT0 + seconds(30));
+  const auto within_grace = reconcile(job, JobStatus{}, observed, kT0 + seconds(10));
+  EXPECT_FALSE(within_grace.status.is_true(ConditionType::kPodsNotReady));
+  const auto stuck = reconcile(job, within_grace.status, observed, kT0 + seconds(50));
+  EXPECT_EQ(stuck.status.summary_reason, "PodStuckTerminating");
+  EXPECT_EQ(stuck.status.summary_message,
+            "pod j-worker-0 is still terminating 20 s after its grace period ended (a finalizer "
+            "holds it, or its node stopped answering)");
+  EXPECT_EQ(stuck.events.size(), 1U);
+  const auto later = reconcile(job, stuck.status, observed, kT0 + seconds(70));
+  EXPECT_TRUE(later.events.empty());  // the same pod, a later count: no new Event
+  EXPECT_NE(later.status.summary_message->find("40 s"), std::string::npos);
+  const auto failed = reconcile(job, later.status, observed, kT0 + seconds(90));
+  EXPECT_EQ(json(failed.status)["state"], "Failed");
+  EXPECT_EQ(failed.status.summary_reason, "PodStuckTerminating");
+  EXPECT_NE(failed.status.summary_message->find("terminatingDeadlineSeconds is 60"),
+            std::string::npos);
+}
+
+TEST(Lifecycle, ACreateRefusedForNowIsReportedUntilThePodsExist) {
+  const auto job = make_job();
+  auto plan = reconcile(job, JobStatus{}, Observed{}, kT0);
+  ASSERT_EQ(plan.create_pods.size(), 4U);
+  const std::string quota = "pods \"j-worker-0\" is forbidden: exceeded quota: q";
+  note_refused_create(plan, quota, kT0);
+  EXPECT_EQ(plan.status.summary_reason, "FailedCreate");
+  EXPECT_EQ(plan.events.back().reason, "FailedCreate");
+  // The next round creates again and keeps the report; the same refusal is no news.
+  auto again = reconcile(job, plan.status, Observed{{}, true, std::nullopt}, kT0 + seconds(10));
+  EXPECT_EQ(again.create_pods.size(), 4U);
+  EXPECT_EQ(again.status.summary_reason, "FailedCreate");
+  note_refused_create(again, quota, kT0 + seconds(10));
+  EXPECT_TRUE(again.events.empty());
+  // The quota allows them: once they run, nothing is held.
+  const auto runs = reconcile(job, again.status, running(job), kT0 + seconds(20));
+  EXPECT_FALSE(runs.status.is_true(ConditionType::kPodsNotReady));
+  EXPECT_EQ(json(runs.status)["state"], "Running");
+}
+
+TEST(Lifecycle, TheRoundThatEndsAJobCreatesNothing) {
+  const auto job = make_job();
+  auto observed = running(job);
+  terminated(pod_named(observed, "j-master-0"), "Succeeded", 0, "", kT0);
+  observed.pods.erase(observed.pods.begin());  // a pod gone (the evaluator: sorted first)
+  observed.service_exists = false;
+  const auto plan = reconcile(job, JobStatus{}, observed, kT0 + seconds(400));
+  EXPECT_EQ(json(plan.status)["state"], "Succeeded");
+  EXPECT_TRUE(plan.create_pods.empty());
+  EXPECT_FALSE(plan.create_service.has_value());
+  EXPECT_FALSE(plan.create_token_secret);
+}
+
+TEST(Lifecycle, SuccessWaitsForTheEvaluatorsFinalEvaluationAndCarriesItsFigures) {
+  const auto job = make_job();
+  auto observed = running(job);
+  terminated(pod_named(observed, "j-master-0"), "Succeeded", 0,
+             R"({"epoch": 2, "step": 600, "loss": 0.61, "trainAccuracy": 0.78})", kT0);
+  const json reading = json{{"epoch", 2},
+                                     {"step", 590},
+                                     {"progressPercentage", 98},
+                                     {"estimatedRemainingSeconds", 3},
+                                     {"testAccuracy", 0.70},
+                                     {"imagesPerSecond", 512.5}};
+  observed.progress = reading;
+  const auto waiting_for_it = reconcile(job, JobStatus{}, observed, kT0 + seconds(5));
+  EXPECT_EQ(json(waiting_for_it.status)["state"], "Running");
+  EXPECT_EQ(json(waiting_for_it.status)["conditions"].back()["reason"], "FinalEvaluation");
+  EXPECT_TRUE(waiting_for_it.delete_pods.empty());  // the evaluator is left to finish
+  EXPECT_EQ(waiting_for_it.requeue_after, seconds(296));
+
+  terminated(pod_named(observed, "j-evaluator-0"), "Succeeded", 0,
+             R"({"step": 600, "testAccuracy": 0.8870})", kT0 + seconds(20));
+  const auto done = reconcile(job, waiting_for_it.status, observed, kT0 + seconds(21));
+  EXPECT_EQ(json(done.status)["state"], "Succeeded");
+  const auto progress = done.status.progress;
+  EXPECT_EQ(progress["progressPercentage"], 100);
+  EXPECT_FALSE(progress.contains("estimatedRemainingSeconds"));
+  EXPECT_EQ(progress["step"], 600);
+  EXPECT_DOUBLE_EQ(progress["loss"].get<double>(), 0.61);
+  EXPECT_DOUBLE_EQ(progress["testAccuracy"].get<double>(), 0.8870);  // the final checkpoint's
+  EXPECT_EQ(progress["updatedAt"], "2026-11-22T12:00:21Z");
+  // A finished job's status is not the scraper's any more.
+  const auto after = reconcile(job, done.status, observed, kT0 + seconds(40));
+  EXPECT_EQ(after.status.progress, progress);
+}
+
+TEST(Lifecycle, TheEvaluatorsWaitIsBounded) {
+  const auto job = make_job();
+  auto observed = running(job);
+  terminated(pod_named(observed, "j-master-0"), "Succeeded", 0, "{}", kT0);
+  const auto plan = reconcile(job, JobStatus{}, observed, kT0 + seconds(300));
+  EXPECT_EQ(json(plan.status)["state"], "Succeeded");
+  EXPECT_NE(plan.status.summary_message->find("did not finish its final evaluation in time"),
+            std::string::npos);
+  EXPECT_EQ(plan.delete_pods.size(), 3U);  // the evaluator, the PS and the worker
+}
+
+TEST(Lifecycle, AFailedPodsOwnWordsAreInTheJobsReason) {
+  auto job = make_job();
+  job.spec.restart_policy = "Never";
+  auto observed = running(job);
+  terminated(pod_named(observed, "j-worker-0"), "Failed", 1,
+             R"({"error": "data: /data/cifar-10-batches-bin/data_batch_3.bin: truncated at byte 1024"})",
+             kT0);
+  const auto plan = reconcile(job, JobStatus{}, observed, kT0 + seconds(1));
+  EXPECT_EQ(plan.status.summary_reason, "PodFailed");
+  EXPECT_EQ(plan.status.summary_message,
+            "pod j-worker-0 failed with exit code 1: data: "
+            "/data/cifar-10-batches-bin/data_batch_3.bin: truncated at byte 1024; restartPolicy "
+            "Never");
+  // A message that is the end of a log (FallbackToLogsOnError): its last line.
+  terminated(pod_named(observed, "j-worker-0"), "Failed", 2,
+             "[12:00:00] starting\n[12:00:01] [error] --lr: must be positive\n", kT0);
+  EXPECT_NE(reconcile(job, JobStatus{}, observed, kT0 + seconds(1))
+                .status.summary_message->find("exit code 2: [12:00:01] [error] --lr: must be "
+                                              "positive; restartPolicy Never"),
+            std::string::npos);
+}
+
+TEST(Lifecycle, TheScrapersReadingIsWrittenByTheReconcile) {
+  const auto job = make_job();
+  auto observed = running(job);
+  observed.progress = json{{"step", 10}, {"updatedAt", "2026-11-22T12:00:10Z"}};
+  const auto plan = reconcile(job, JobStatus{}, observed, kT0 + seconds(10));
+  EXPECT_EQ(plan.status.progress["step"], 10);
+}
+
+// A job is a run: the same name applied again (a new UID), or in another namespace on a shared
+// volume, gets a model dir of its own; resumeFrom continues an earlier run on purpose.
+TEST(RunIdentity, TheModelDirIsKeyedByNamespaceNameAndUidAndSaidInTheStatus) {
+  auto job = make_job();
+  const auto plan = reconcile(job, JobStatus{}, Observed{}, kT0);
+  EXPECT_EQ(plan.status.model_dir, "/checkpoints/ns/j-uid");
+  EXPECT_EQ(json(plan.status)["modelDir"], "/checkpoints/ns/j-uid");
+  const auto args = plan.create_pods.at(0)["spec"]["containers"][0]["args"];
+  EXPECT_NE(std::find(args.begin(), args.end(), "/checkpoints/ns/j-uid"), args.end());
+  auto again = job;
+  again.uid = "uid-2";
+  EXPECT_EQ(model_dir(again), "/checkpoints/ns/j-uid-2");
+  again.spec.resume_from = "ns/j-uid";
+  EXPECT_EQ(model_dir(again), "/checkpoints/ns/j-uid");
+}
+
+TEST(FinalProgress, KeepsWhereAFailedJobStoppedAndIgnoresMessagesThatAreNotFigures) {
+  const auto last = json{{"step", 300}, {"progressPercentage", 50}, {"estimatedRemainingSeconds", 9}};
+  const auto progress =
+      final_progress(last, "Segmentation fault", "", /*succeeded=*/false, "2026-11-22T12:00:00Z");
+  EXPECT_EQ(progress["progressPercentage"], 50);
+  EXPECT_EQ(progress["step"], 300);
+  EXPECT_FALSE(progress.contains("estimatedRemainingSeconds"));
+  const auto none = final_progress(json(), "", "", true, "2026-11-22T12:00:00Z");
+  EXPECT_EQ(none["progressPercentage"], 100);
+}
+
+}  // namespace
+}  // namespace cifar::op
