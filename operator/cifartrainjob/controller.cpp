@@ -2,9 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/random.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
 #include <iomanip>
 #include <map>
-#include <random>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -13,6 +17,7 @@
 #include "cifartrainjob/progress_scraper.h"
 #include "cifartrainjob/resource.h"
 #include "framework/merge_patch.h"
+#include "framework/owner.h"
 #include "framework/pod_status.h"
 
 namespace cifar::op {
@@ -38,11 +43,21 @@ bool is_permanent(const kube::ApiError& e) {
   return e.status() >= 400 && e.status() < 500 && e.status() != 409 && e.status() != 429;
 }
 
-// The job's token: 32 random bytes, hex.
+// The job's token: 32 bytes from the kernel's CSPRNG (getrandom(2); std::random_device may use
+// the CPU's RDRAND instead), hex.
 std::string random_token() {
-  std::random_device random;  // the kernel's CSPRNG on Linux
+  std::array<unsigned char, 32> bytes{};
+  size_t filled = 0;
+  while (filled < bytes.size()) {
+    const auto n = ::getrandom(bytes.data() + filled, bytes.size() - filled, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(std::string("getrandom: ") + std::strerror(errno));
+    }
+    filled += static_cast<size_t>(n);
+  }
   std::ostringstream hex;
-  for (int i = 0; i < 8; ++i) hex << std::hex << std::setw(8) << std::setfill('0') << random();
+  for (const auto b : bytes) hex << std::hex << std::setw(2) << std::setfill('0') << int{b};
   return hex.str();
 }
 
@@ -55,21 +70,47 @@ bool is_refused_for_now(const kube::ApiError& e) {
                                what.find("error looking up service account") != std::string::npos);
 }
 
-// How often a job whose creates are refused for now tries again.
-constexpr std::chrono::seconds kRefusedCreateRetry{10};
-
-// A create refused for now (is_refused_for_now): apply stops creating and says so with this.
-class RefusedForNow : public std::runtime_error {
+// A create that could not be made now and is tried again later: refused for now by the server
+// (reason FailedCreate) or blocked by an object of its name the job does not control (NotOwned).
+// apply stops creating and says so with this.
+class CreateBlocked : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  CreateBlocked(std::string_view reason, const std::string& message)
+      : std::runtime_error(message), reason_(reason) {}
+  [[nodiscard]] std::string_view reason() const { return reason_; }
+  // How soon the job tries again: a quota frees up by itself; a foreign object needs a person.
+  [[nodiscard]] std::chrono::seconds retry_after() const {
+    return std::chrono::seconds(reason_ == reason::kFailedCreate ? 10 : 30);
+  }
+
+ private:
+  std::string_view reason_;
 };
 
-// Creates `object`; one that is already there is success (our cache lagged our own create).
-void create_once(kube::Client& client, const kube::ResourcePath& path, const json& object) {
+// Creates `object` for `job`; false if it was there already. One of its name already there is
+// the job's if the job controls it (our cache lagged our own create); anything else of that name
+// is never used as the job's (CreateBlocked).
+bool create_owned(kube::Client& client, const kube::ResourcePath& path, const json& object,
+                  const Job& job) {
   try {
     client.create(path, object);
+    return true;
   } catch (const kube::ApiError& e) {
     if (e.status() != 409) throw;
+    const auto name = object["metadata"]["name"].get<std::string>();
+    json existing;
+    try {
+      existing = client.get(path.named(name));
+    } catch (const kube::ApiError& gone) {
+      if (gone.status() == 404) throw e;  // deleted meanwhile: a conflict, tried again
+      throw;
+    }
+    if (controlled_by(existing, job.uid)) return false;
+    throw CreateBlocked(reason::kNotOwned,
+                        object.value("kind", "object") + " " + name +
+                            " exists and is not managed by this job (its controller: " +
+                            describe_controller(existing) +
+                            "); delete it, or give the job another name");
   }
 }
 
@@ -222,7 +263,15 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
   Plan plan;
   std::map<std::string, std::string> pod_uids;  // name -> uid of the pods seen, for deletes
   Observed observed;
-  observed.pods = pods_->indexed(key);
+  // Only the pods this job controls are its own; others with its label (orphans of an earlier job
+  // of the same name, a user's pods) are reported and never touched.
+  for (auto& pod : pods_->indexed(key)) {
+    if (controlled_by(pod, job.uid)) {
+      observed.pods.push_back(std::move(pod));
+    } else {
+      observed.foreign_pods[pod["metadata"]["name"]] = describe_controller(pod);
+    }
+  }
   try {
     job.spec = parse_spec(object->value("spec", json::object()));
     if (const auto wait = expectations_.pending(key, observed.pods)) {
@@ -232,7 +281,8 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
     for (const auto& pod : observed.pods) {
       pod_uids[pod["metadata"]["name"]] = pod["metadata"].value("uid", "");
     }
-    observed.service_exists = services_->get(job.namespace_ + "/" + job.name).has_value();
+    const auto service = services_->get(job.namespace_ + "/" + job.name);
+    observed.service_exists = service && controlled_by(*service, job.uid);
     observed.progress = progress_of(key);
     plan = reconcile(job, status, observed, Clock::now());
   } catch (const InvalidSpec& e) {
@@ -257,13 +307,14 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
   try {
     apply(*object, job, plan, pod_uids);
     if (plan.status.finished()) forget_progress(key);
-  } catch (const RefusedForNow& refused) {
-    // What could be made was made; the status says what was refused, and the job tries again.
-    spdlog::info("{}: {}; trying again in {} s", key, refused.what(), kRefusedCreateRetry.count());
+  } catch (const CreateBlocked& blocked) {
+    // What could be made was made; the status says what was not, and the job tries again.
+    spdlog::info("{}: {}; trying again in {} s", key, blocked.what(),
+                 blocked.retry_after().count());
     auto noted = plan;
-    note_refused_create(noted, refused.what(), Clock::now());
+    note_blocked_create(noted, blocked.reason(), blocked.what(), Clock::now());
     update_status_and_delete(*object, job, noted, pod_uids);
-    return kRefusedCreateRetry;
+    return blocked.retry_after();
   } catch (const kube::ApiError& e) {
     if (!is_permanent(e)) throw;
     // The server will refuse this object however often it is sent (an invalid name, a rejected
@@ -284,9 +335,10 @@ void JobController::apply(const json& object, const Job& job, const Plan& plan,
     create_objects(job, plan);
   } catch (const kube::ApiError& e) {
     if (!is_refused_for_now(e)) throw;
-    throw RefusedForNow(std::string("the API server refuses for now to create an object of the "
+    throw CreateBlocked(reason::kFailedCreate,
+                        std::string("the API server refuses for now to create an object of the "
                                     "job, retrying: ") +
-                        e.what());
+                            e.what());
   }
   update_status_and_delete(object, job, plan, pod_uids);
 }
@@ -294,27 +346,28 @@ void JobController::apply(const json& object, const Job& job, const Plan& plan,
 void JobController::create_objects(const Job& job, const Plan& plan) {
   const auto key = job.namespace_ + "/" + job.name;
   if (plan.create_token_secret) {
-    create_once(client_, kube::secrets(job.namespace_), desired_token_secret(job, random_token()));
+    create_owned(client_, kube::secrets(job.namespace_), desired_token_secret(job, random_token()),
+                 job);
   }
   if (plan.create_network_policy) {
-    create_once(client_, kube::network_policies(job.namespace_), *plan.create_network_policy);
+    create_owned(client_, kube::network_policies(job.namespace_), *plan.create_network_policy,
+                 job);
   }
   if (plan.create_service) {
-    create_once(client_, kube::services(job.namespace_), *plan.create_service);
+    create_owned(client_, kube::services(job.namespace_), *plan.create_service, job);
     spdlog::info("{}: created Service {}, its token Secret and NetworkPolicy", key, job.name);
   }
   int created = 0;
   for (const auto& pod : plan.create_pods) {
     const auto name = pod["metadata"]["name"].get<std::string>();
     try {
-      client_.create(kube::pods(job.namespace_), pod);
-      ++created;
-      spdlog::info("{}: created pod {}", key, name);
-    } catch (const kube::ApiError& e) {
-      if (e.status() != 409) {
-        metrics_.add_pods_created(created);
-        throw;
+      if (create_owned(client_, kube::pods(job.namespace_), pod, job)) {
+        ++created;
+        spdlog::info("{}: created pod {}", key, name);
       }
+    } catch (...) {
+      metrics_.add_pods_created(created);
+      throw;
     }
     expectations_.expect_created(key, name);
   }

@@ -272,6 +272,8 @@ json desired_pod(const Job& job, Role role, int index) {
                                {"fsGroup", kRuntimeUser},
                                {"seccompProfile", {{"type", "RuntimeDefault"}}}};
   }
+  // Training pods never call the API: no service account token in them unless a template asks.
+  if (!spec.contains("automountServiceAccountToken")) spec["automountServiceAccountToken"] = false;
   if (!s.scheduler_name.empty()) spec["schedulerName"] = s.scheduler_name;
   if (!s.priority_class.empty()) spec["priorityClassName"] = s.priority_class;
   spec["containers"] = json::array({container});

@@ -18,15 +18,15 @@ Plan reconcile_failed(const JobStatus& status, std::string_view reason, const st
   return plan;
 }
 
-void note_refused_create(Plan& plan, const std::string& message, Clock::time_point now) {
+void note_blocked_create(Plan& plan, std::string_view why, const std::string& message,
+                         Clock::time_point now) {
   auto& status = plan.status;
   const auto* current = status.condition(ConditionType::kPodsNotReady);
   const bool news = current == nullptr || current->status != ConditionStatus::kTrue ||
-                    current->reason != reason::kFailedCreate || current->message != message;
-  status.set_condition(ConditionType::kPodsNotReady, true, reason::kFailedCreate, message,
-                       to_time(now));
+                    current->reason != why || current->message != message;
+  status.set_condition(ConditionType::kPodsNotReady, true, why, message, to_time(now));
   status.summarize();
-  if (news) plan.events.push_back({"Warning", std::string(reason::kFailedCreate), message});
+  if (news) plan.events.push_back({"Warning", std::string(why), message});
 }
 
 Plan reconcile(const Job& job, const JobStatus& status, const Observed& observed,
@@ -43,7 +43,7 @@ Plan reconcile(const Job& job, const JobStatus& status, const Observed& observed
     // as they are (a finished job's pods keep their in-place restarts until they are deleted).
     plan.restarts = plan.status.restarts.value_or(0) + tally_replicas(job, pods).in_place_restarts;
   } else {
-    reconcile_replicas(job, pods, observed.service_exists, now, plan);
+    reconcile_replicas(job, pods, observed.foreign_pods, observed.service_exists, now, plan);
   }
   plan.status.summarize();
   return plan;

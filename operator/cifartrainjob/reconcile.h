@@ -22,9 +22,14 @@
 //   still terminating runPolicy.terminatingDeadlineSeconds after its grace period, fails the job;
 //   a waiting reason that cannot heal (InvalidImageName) fails it at once.
 // - A round that ends the job creates nothing.
+// - Identity: a job acts only on objects it controls (its UID in their controller owner
+//   reference). A pod of its name that it does not control is reported (PodsNotReady, NotOwned)
+//   and its name not created until it is gone; the same for the Service and NetworkPolicy, which
+//   the apply layer finds when their create meets an object that is not the job's.
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -39,7 +44,10 @@
 namespace cifar::op {
 
 struct Observed {
-  std::vector<nlohmann::json> pods;  // the job's pods (label cifartrain.io/job-name)
+  std::vector<nlohmann::json> pods;  // the job's pods: its label, and this job as controller
+  // Pods with the job's label that this job does not control (an orphan of an earlier job of the
+  // same name, a user's own pod), by name: never adopted, and a name they hold is not created.
+  std::map<std::string, std::string> foreign_pods;  // name -> who controls it
   bool service_exists = false;
   // The progress scraper's newest status.progress for the job (progress.h), if it has one: the
   // reconcile writes it, so that the status has one writer.
@@ -81,9 +89,11 @@ Plan reconcile(const Job& job, const JobStatus& status, const Observed& observed
 Plan reconcile_failed(const JobStatus& status, std::string_view reason, const std::string& message,
                       Clock::time_point now);
 
-// A create that the API server refused for now (a quota exceeded, a namespace's service account
-// not made yet), which the apply layer retries: condition PodsNotReady, reason FailedCreate, with
-// the server's message, and a Warning Event when that is news.
-void note_refused_create(Plan& plan, const std::string& message, Clock::time_point now);
+// A create the apply layer could not make and retries: refused for now by the API server (a quota
+// exceeded, a namespace's service account not made yet: reason FailedCreate), or blocked by an
+// object of the same name that the job does not control (reason NotOwned). Condition PodsNotReady
+// with the reason and message, and a Warning Event when that is news.
+void note_blocked_create(Plan& plan, std::string_view reason, const std::string& message,
+                         Clock::time_point now);
 
 }  // namespace cifar::op

@@ -248,7 +248,8 @@ PhaseResult reconcile_deadline(const Job& job, const PodsByName& pods, Clock::ti
   return PhaseResult::kContinue;
 }
 
-void reconcile_replicas(const Job& job, const PodsByName& pods, bool service_exists,
+void reconcile_replicas(const Job& job, const PodsByName& pods,
+                        const std::map<std::string, std::string>& foreign, bool service_exists,
                         Clock::time_point now, Plan& plan) {
   const auto& spec = job.spec;
   auto& status = plan.status;
@@ -289,7 +290,10 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, bool service_exi
   }
 
   for (const auto& [role, index] : tally.missing) {
-    plan.create_pods.push_back(desired_pod(job, role, index));
+    // A name held by a pod the job does not control is reported (report_holdups), not taken.
+    if (foreign.count(pod_name(job, role, index)) == 0) {
+      plan.create_pods.push_back(desired_pod(job, role, index));
+    }
   }
   int64_t restarts = status.restarts.value_or(0);
   for (const auto& failed : tally.retryable) {
@@ -323,7 +327,7 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, bool service_exi
     return;
   }
   set_progressing_state(tally, !tally.retryable.empty(), now, plan);
-  report_holdups(job, pods, now, plan);
+  report_holdups(job, pods, foreign, now, plan);
 }
 
 std::string Holdup::describe(Clock::time_point now) const {
@@ -336,14 +340,24 @@ std::string Holdup::describe(Clock::time_point now) const {
            "answering)";
   }
   if (reason.empty()) return "pod " + pod + " is still starting";
+  if (reason == reason::kNotOwned) return "pod " + pod + " " + message;
   std::string text = "pod " + pod + " is waiting: " + reason;
   if (!message.empty()) text += ": " + message;
   return text;
 }
 
-std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods) {
+std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
+                                 const std::map<std::string, std::string>& foreign) {
   const auto& spec = job.spec;
   std::vector<Holdup> holdups;
+  for (const auto& [name, controller] : foreign) {
+    Holdup holdup;
+    holdup.pod = name;
+    holdup.reason = reason::kNotOwned;
+    holdup.message = "exists and is not managed by this job (its controller: " + controller +
+                     "); delete it, or give the job another name";
+    holdups.push_back(std::move(holdup));
+  }
   for (const auto& [name, pod] : pods) {
     Holdup holdup;
     holdup.pod = name;
@@ -379,9 +393,11 @@ std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods) {
   return holdups;
 }
 
-void report_holdups(const Job& job, const PodsByName& pods, Clock::time_point now, Plan& plan) {
+void report_holdups(const Job& job, const PodsByName& pods,
+                    const std::map<std::string, std::string>& foreign, Clock::time_point now,
+                    Plan& plan) {
   auto& status = plan.status;
-  const auto holdups = find_holdups(job, pods);
+  const auto holdups = find_holdups(job, pods, foreign);
   // A pod still terminating within its grace period is going as it should.
   const auto reportable = [&](const Holdup& h) {
     return !h.reason.empty() &&
@@ -424,8 +440,10 @@ void report_holdups(const Job& job, const PodsByName& pods, Clock::time_point no
                          to_time(now));
     if (news) plan.events.push_back({"Warning", shown->reason, message});
     look_again_in(plan, seconds(30));  // a pod's reason changes without an event of ours
-  } else if (held && !(current->reason == reason::kFailedCreate && !plan.create_pods.empty())) {
-    // (A create refused for now stays reported while the round tries it again.)
+  } else if (held && !((current->reason == reason::kFailedCreate ||
+                         current->reason == reason::kNotOwned) &&
+                        (!plan.create_pods.empty() || plan.create_service))) {
+    // (A create refused or blocked stays reported while the round tries it again.)
     status.set_condition(ConditionType::kPodsNotReady, false, reason::kPodsReady,
                          "no pod of the job is held", to_time(now));
   }

@@ -36,7 +36,9 @@ PhaseResult reconcile_suspended(const JobSpec& spec, const PodsByName& pods, Clo
                                 Plan& plan);
 PhaseResult reconcile_deadline(const Job& job, const PodsByName& pods, Clock::time_point now,
                                Plan& plan);
-void reconcile_replicas(const Job& job, const PodsByName& pods, bool service_exists,
+// `foreign`: pods of the job's names that it does not control (Observed::foreign_pods).
+void reconcile_replicas(const Job& job, const PodsByName& pods,
+                        const std::map<std::string, std::string>& foreign, bool service_exists,
                         Clock::time_point now, Plan& plan);
 
 // A failed pod: its name and exit code, if it has one.
@@ -71,10 +73,14 @@ struct Holdup {
   bool permanent = false;        // a reason no wait heals: it fails the job at once
   [[nodiscard]] std::string describe(Clock::time_point now) const;  // "pod x is waiting: ..."
 };
-std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods);
+// `foreign` names held by pods the job does not control come first (reason NotOwned).
+std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
+                                 const std::map<std::string, std::string>& foreign = {});
 // Ends the job on a holdup past its deadline or one that cannot heal; otherwise sets condition
 // PodsNotReady from the first holdup with a reason (a Warning Event when that is news), or turns it
 // False when nothing holds the pods, and asks to look again at the next deadline.
-void report_holdups(const Job& job, const PodsByName& pods, Clock::time_point now, Plan& plan);
+void report_holdups(const Job& job, const PodsByName& pods,
+                    const std::map<std::string, std::string>& foreign, Clock::time_point now,
+                    Plan& plan);
 
 }  // namespace cifar::op

@@ -178,5 +178,44 @@ TEST_F(WhenAJobGoesWrong, AJobAppliedAgainUnderItsNameIsANewRun) {
   EXPECT_EQ(log.find("resumed from"), std::string::npos) << log;
 }
 
+// A job deleted with --cascade=orphan leaves its pods, Service, Secret and NetworkPolicy behind
+// (the garbage collector removes their owner references). A new job of the same name adopts none
+// of it (the old master's success would end it at once, the old Secret would be its token): it
+// waits, says why, and runs once they are gone.
+TEST_F(WhenAJobGoesWrong, ObjectsLeftByAnEarlierJobOfTheSameNameAreNotAdopted) {
+  data_and_checkpoint_volumes();
+  const std::string replicas = "    PS: {replicas: 1}\n    Master: {replicas: 1}\n";
+  const std::string keep_pods = "  runPolicy: {cleanPodPolicy: None}\n";
+  submit("orphan", kPsAsync, replicas, keep_pods);
+  ASSERT_TRUE(wait_for_state("orphan", "Succeeded", seconds(240))) << state("orphan");
+  const auto old_master = pod("orphan-master-0")["metadata"]["uid"].get<std::string>();
+  const auto orphaned = kubectl({"delete", "ctj", "orphan", "-n", ns_, "--cascade=orphan"});
+  ASSERT_EQ(orphaned.exit_code, 0) << orphaned.output;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        for (const auto& p : pods_of("orphan")) {
+          if (p["metadata"].contains("ownerReferences")) return false;
+        }
+        return kubectl({"get", "ctj", "orphan", "-n", ns_}).exit_code != 0;
+      },
+      seconds(60)));
+  submit("orphan", kPsAsync, replicas, keep_pods);
+  ASSERT_TRUE(wait_for([&] { return reason_of(status_of("orphan")) == "NotOwned"; }, seconds(60)))
+      << status_of("orphan").dump();
+  EXPECT_NE(message_of(status_of("orphan")).find("exists and is not managed by this job"),
+            std::string::npos)
+      << status_of("orphan").dump();
+  EXPECT_NE(events("orphan", "NotOwned").find("Warning"), std::string::npos);
+  EXPECT_NE(state("orphan"), "Succeeded");  // the old master's success is not this job's
+  EXPECT_EQ(pod("orphan-master-0")["metadata"]["uid"], old_master);  // nothing touched
+  // The user removes what the earlier job left (the Secret last: the job is held there first).
+  const auto removed = kubectl({"delete", "-n", ns_, "pod/orphan-ps-0", "pod/orphan-master-0",
+                                "service/orphan", "networkpolicy/orphan", "secret/orphan-token"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.output;
+  ASSERT_TRUE(wait_for_state("orphan", "Succeeded", seconds(300))) << status_of("orphan").dump();
+  EXPECT_NE(pod("orphan-master-0")["metadata"]["uid"], old_master);
+  EXPECT_EQ(reason_of(status_of("orphan")), "JobSucceeded");
+}
+
 }  // namespace
 }  // namespace cifar::e2e

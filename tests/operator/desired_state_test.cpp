@@ -154,6 +154,7 @@ TEST(DesiredState, PodsRunRestrictedAndReportReadiness) {
   EXPECT_EQ(security["runAsNonRoot"], true);
   EXPECT_EQ(security["runAsUser"], kRuntimeUser);
   EXPECT_EQ(security["seccompProfile"]["type"], "RuntimeDefault");
+  EXPECT_EQ(pod["spec"]["automountServiceAccountToken"], false);  // pods never call the API
   const auto& container = pod["spec"]["containers"][0];
   EXPECT_EQ(container["securityContext"]["allowPrivilegeEscalation"], false);
   EXPECT_EQ(container["securityContext"]["readOnlyRootFilesystem"], true);

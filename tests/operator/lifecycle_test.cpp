@@ -192,14 +192,14 @@ TEST(Lifecycle, ACreateRefusedForNowIsReportedUntilThePodsExist) {
   auto plan = reconcile(job, JobStatus{}, Observed{}, kT0);
   ASSERT_EQ(plan.create_pods.size(), 4U);
   const std::string quota = "pods \"j-worker-0\" is forbidden: exceeded quota: q";
-  note_refused_create(plan, quota, kT0);
+  note_blocked_create(plan, reason::kFailedCreate, quota, kT0);
   EXPECT_EQ(plan.status.summary_reason, "FailedCreate");
   EXPECT_EQ(plan.events.back().reason, "FailedCreate");
   // The next round creates again and keeps the report; the same refusal is no news.
-  auto again = reconcile(job, plan.status, Observed{{}, true, std::nullopt}, kT0 + seconds(10));
+  auto again = reconcile(job, plan.status, Observed{{}, {}, true, std::nullopt}, kT0 + seconds(10));
   EXPECT_EQ(again.create_pods.size(), 4U);
   EXPECT_EQ(again.status.summary_reason, "FailedCreate");
-  note_refused_create(again, quota, kT0 + seconds(10));
+  note_blocked_create(again, reason::kFailedCreate, quota, kT0 + seconds(10));
   EXPECT_TRUE(again.events.empty());
   // The quota allows them: once they run, nothing is held.
   const auto runs = reconcile(job, again.status, running(job), kT0 + seconds(20));
@@ -309,6 +309,31 @@ TEST(RunIdentity, TheModelDirIsKeyedByNamespaceNameAndUidAndSaidInTheStatus) {
   EXPECT_EQ(model_dir(again), "/checkpoints/ns/j-uid-2");
   again.spec.resume_from = "ns/j-uid";
   EXPECT_EQ(model_dir(again), "/checkpoints/ns/j-uid");
+}
+
+// An orphan of an earlier job of the same name (deleted with --cascade=orphan), or a user's own
+// pod with the job's label, is never the job's: not counted (its success ends nothing), not
+// deleted, its name not created, and reported.
+TEST(RunIdentity, PodsOfItsNamesThatItDoesNotControlAreReportedAndLeftAlone) {
+  const auto job = make_job();
+  Observed observed;
+  observed.service_exists = true;
+  observed.foreign_pods["j-master-0"] = "no controller";
+  const auto plan = reconcile(job, JobStatus{}, observed, kT0);
+  EXPECT_EQ(plan.create_pods.size(), 3U);
+  for (const auto& pod : plan.create_pods) EXPECT_NE(pod["metadata"]["name"], "j-master-0");
+  EXPECT_EQ(plan.status.summary_reason, "NotOwned");
+  EXPECT_EQ(plan.status.summary_message,
+            "pod j-master-0 exists and is not managed by this job (its controller: no "
+            "controller); delete it, or give the job another name");
+  ASSERT_EQ(plan.events.size(), 2U);  // JobCreated, then the warning
+  EXPECT_EQ(plan.events[1].reason, "NotOwned");
+  EXPECT_TRUE(plan.delete_pods.empty());
+  EXPECT_NE(json(plan.status)["state"], "Succeeded");
+  // Once it is gone, the job makes its own.
+  observed.foreign_pods.clear();
+  const auto after = reconcile(job, plan.status, observed, kT0 + seconds(5));
+  EXPECT_EQ(after.create_pods.size(), 4U);
 }
 
 TEST(FinalProgress, KeepsWhereAFailedJobStoppedAndIgnoresMessagesThatAreNotFigures) {

@@ -123,5 +123,18 @@ TEST(StatusPatch, RemovesWhatTheNewStatusLacksAndNothingElse) {
   EXPECT_EQ(replacing_merge_patch(old_status, old_status), old_status);
 }
 
+// The server merges nested objects: a key a nested object lost is sent as null (a finished job's
+// progress drops its estimate of the time to go).
+TEST(StatusPatch, RemovesWhatANestedObjectLacks) {
+  const json old_status = {{"progress", {{"step", 40}, {"estimatedRemainingSeconds", 10}}},
+                           {"conditions", json::array({{{"type", "Running"}}})}};
+  const json status = {{"progress", {{"step", 45}, {"progressPercentage", 100}}},
+                       {"conditions", json::array()}};
+  const auto patch = replacing_merge_patch(old_status, status);
+  EXPECT_EQ(patch["progress"],
+            (json{{"step", 45}, {"progressPercentage", 100}, {"estimatedRemainingSeconds", nullptr}}));
+  EXPECT_EQ(patch["conditions"], json::array());  // arrays are replaced whole
+}
+
 }  // namespace
 }  // namespace cifar::op

@@ -11,6 +11,7 @@
 
 #include "distributed/ps/call_pool.h"
 #include "distributed/ps/ps_checkpoint.h"
+#include "distributed/ps/token_auth.h"
 #include "distributed/ps/transport.h"
 #include "distributed/ps/wire_framing.h"
 #include "metrics/runtime_metrics.h"
@@ -28,8 +29,8 @@ namespace cifar::ps {
 class ParameterServerService final : public proto::ParameterServer::WithRawCallbackMethod_PushPull<
                                          proto::ParameterServer::Service> {
  public:
-  ParameterServerService(std::vector<std::shared_ptr<Shard>> stripes, std::string token)
-      : stripes_(std::move(stripes)), token_(std::move(token)) {}
+  explicit ParameterServerService(std::vector<std::shared_ptr<Shard>> stripes)
+      : stripes_(std::move(stripes)) {}
 
   grpc::Status Register(grpc::ServerContext* context, const proto::RegisterRequest* request,
                         proto::RegisterReply* reply) override {
@@ -97,17 +98,10 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
     return to_grpc(status);
   }
 
-  // Checks the job token and finds the call's stripe.
+  // Finds the call's stripe. (The job token was checked before the call got here, by the
+  // listening port's credentials: token_auth.h.)
   [[nodiscard]] grpc::Status admit(const grpc::ServerContextBase& context, Shard** shard) const {
     const auto& metadata = context.client_metadata();
-    if (!token_.empty()) {
-      const auto it = metadata.find("authorization");
-      if (it == metadata.end() ||
-          std::string(it->second.data(), it->second.size()) != "Bearer " + token_) {
-        return {grpc::StatusCode::UNAUTHENTICATED,
-                "missing or wrong job token (CIFAR_PS_TOKEN must match the PS's)"};
-      }
-    }
     size_t stripe = 0;
     if (const auto it = metadata.find(kStripeMetadata); it != metadata.end()) {
       const std::string text(it->second.data(), it->second.size());
@@ -132,7 +126,6 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
   }
 
   std::vector<std::shared_ptr<Shard>> stripes_;
-  std::string token_;
   CallPool calls_;
 };
 
@@ -144,10 +137,10 @@ ShardServer::ShardServer(std::shared_ptr<Shard> shard, const std::string& addres
 ShardServer::ShardServer(std::vector<std::shared_ptr<Shard>> stripes, const std::string& address,
                          std::string token, int64_t max_message_bytes)
     : stripes_(std::move(stripes)),
-      service_(std::make_unique<ParameterServerService>(stripes_, std::move(token))) {
+      service_(std::make_unique<ParameterServerService>(stripes_)) {
   if (stripes_.empty()) throw std::invalid_argument("a PS serves at least one stripe");
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(address, token_checking_credentials(std::move(token)), &port_);
   builder.RegisterService(service_.get());
   const int limit = static_cast<int>(std::min<int64_t>(max_message_bytes, INT32_MAX));
   builder.SetMaxReceiveMessageSize(limit);

@@ -255,6 +255,12 @@ Shard::~Shard() { mode_->stop(core_); }
 
 ShardStatus Shard::push_pull(const Push& push, ParamsSnapshot* reply) {
   if (core_.metrics != nullptr) core_.metrics->record_ps_traffic(push.wire_bytes, 0);
+  // A NaN or infinite gradient would poison every trainer's parameters: refused before the lock,
+  // the shard's state untouched.
+  if (push.grad.defined() && !torch::isfinite(push.grad).all().item<bool>()) {
+    return invalid(
+        "the gradient holds NaN or infinite values (a diverged trainer: lower the learning rate)");
+  }
   ShardCore::Lock lock(core_.mu, std::defer_lock);
   if (!mode_->lock_free()) lock.lock();
   if (auto status = check_push(push); !status.ok()) return status;

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <future>
+#include <limits>
 #include <thread>
 
 #include "distributed/ps/server.h"
@@ -269,6 +271,24 @@ TEST(ShardServer, OnlyTheJobsTokenGetsIn) {
   EXPECT_EQ(shard.push_pull(ServedShard::push(0, 0, 1, 1), &reply, "guess").error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(shard.initialize().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+// A diverged trainer's NaN or infinite gradient would poison every trainer's parameters.
+TEST(ShardServer, NonFiniteGradientsAreRefusedAndTheShardIsUnharmed) {
+  for (const auto mode : {Mode::kSync, Mode::kAsync, Mode::kHogwild}) {
+    ServedShard shard(mode);
+    ASSERT_TRUE(shard.initialize().ok());
+    ASSERT_TRUE(shard.register_trainer(0).ok());
+    ASSERT_TRUE(shard.register_trainer(1).ok());
+    proto::ParamsReply reply;
+    for (const float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+      const auto status = shard.push_pull(ServedShard::push(0, 0, 1, bad), &reply);
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+      EXPECT_NE(status.error_message().find("NaN or infinite"), std::string::npos)
+          << status.error_message();
+    }
+    EXPECT_EQ(shard.state().version(), 0);
+  }
 }
 
 TEST(ShardServer, AsyncAppliesThenRepliesWithTheFreshParameters) {
