@@ -161,13 +161,54 @@ std::vector<fs::path> CheckpointManager::list() const {
   return files;
 }
 
-std::optional<TrainState> CheckpointManager::load_latest(torch::nn::Module& model,
-                                                         torch::optim::Optimizer& optimizer) const {
-  return load_latest(model, [&](torch::serialize::InputArchive& archive) {
+namespace {
+
+CheckpointManager::ExtraReader optimizer_reader(torch::optim::Optimizer& optimizer) {
+  return [&optimizer](torch::serialize::InputArchive& archive) {
     torch::serialize::InputArchive optimizer_archive;
     archive.read("optimizer", optimizer_archive);
     optimizer.load(optimizer_archive);
-  });
+  };
+}
+
+// Everything a checkpoint restores: the model, what the caller keeps in it, the RNG, the state.
+TrainState restore(torch::serialize::InputArchive& archive, torch::nn::Module& model,
+                   const CheckpointManager::ExtraReader& read_extra) {
+  read_model(archive, model);
+  read_extra(archive);
+  torch::Tensor rng;
+  archive.read("rng/cpu", rng);
+  set_cpu_rng_state(rng);
+  return parse_state(archive);
+}
+
+}  // namespace
+
+std::optional<TrainState> CheckpointManager::load_latest(torch::nn::Module& model,
+                                                         torch::optim::Optimizer& optimizer) const {
+  return load_latest(model, optimizer_reader(optimizer));
+}
+
+std::optional<fs::path> CheckpointManager::newest_readable() const {
+  const auto files = list();
+  for (auto it = files.rbegin(); it != files.rend(); ++it) {
+    try {
+      (void)read_state(*it);
+      return *it;
+    } catch (const std::exception& e) {
+      const std::string what = e.what();
+      spdlog::warn("cannot read checkpoint {}, trying an older one: {}", it->string(),
+                   what.substr(0, what.find('\n')));
+    }
+  }
+  return std::nullopt;
+}
+
+TrainState CheckpointManager::load_bytes(const std::string& bytes, torch::nn::Module& model,
+                                         torch::optim::Optimizer& optimizer) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(bytes.data(), bytes.size());
+  return restore(archive, model, optimizer_reader(optimizer));
 }
 
 std::optional<TrainState> CheckpointManager::load_latest(torch::nn::Module& model,
@@ -178,12 +219,7 @@ std::optional<TrainState> CheckpointManager::load_latest(torch::nn::Module& mode
     try {
       torch::serialize::InputArchive archive;
       archive.load_from(it->string());
-      read_model(archive, model);
-      read_extra(archive);
-      torch::Tensor rng;
-      archive.read("rng/cpu", rng);
-      set_cpu_rng_state(rng);
-      auto state = parse_state(archive);
+      auto state = restore(archive, model, read_extra);
       spdlog::info("resumed from {} (epoch {}, step {})", it->string(), state.epoch, state.step);
       return state;
     } catch (const std::exception& e) {

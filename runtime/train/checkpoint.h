@@ -44,6 +44,13 @@ class CheckpointManager {
                                         const ExtraReader& read_extra) const;
   // Checkpoints present, oldest first.
   [[nodiscard]] std::vector<std::filesystem::path> list() const;
+  // The newest checkpoint whose progress can be read (a torn one is reported and skipped).
+  [[nodiscard]] std::optional<std::filesystem::path> newest_readable() const;
+  // Restores a checkpoint given as the bytes of its file, as load_latest does a file: how the
+  // ranks of an all-reduce job all continue from the one that rank 0 read. Throws if it does not
+  // fit the model and optimizer.
+  static TrainState load_bytes(const std::string& bytes, torch::nn::Module& model,
+                               torch::optim::Optimizer& optimizer);
 
   // Reads just the model weights (evaluation, tests).
   static void load_model(const std::filesystem::path& file, torch::nn::Module& model);

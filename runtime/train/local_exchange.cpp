@@ -13,10 +13,20 @@ namespace cifar::train {
 LocalExchange::LocalExchange(const TrainConfig& config)
     : config_(config), checkpoints_(config.model_dir, run_name(config), config.keep_checkpoints) {}
 
-TrainState LocalExchange::start(const TrainableModel& model, const UpdatePlan& /*plan*/,
-                                metrics::RuntimeMetrics& /*metrics*/) {
+void LocalExchange::prepare(const TrainableModel& model) {
   model_ = &model.model;
   optimizer_ = make_optimizer(config_.optimizer, config_.schedule.base_lr, model.parameters);
+}
+
+TrainState LocalExchange::resume_from_bytes(const std::string& bytes) {
+  const auto state = CheckpointManager::load_bytes(bytes, *model_, *optimizer_);
+  step_ = state.step;
+  return state;
+}
+
+TrainState LocalExchange::start(const TrainableModel& model, const UpdatePlan& /*plan*/,
+                                metrics::RuntimeMetrics& /*metrics*/) {
+  prepare(model);
   TrainState state;
   if (config_.resume) {
     if (auto restored = checkpoints_.load_latest(*model_, *optimizer_)) {

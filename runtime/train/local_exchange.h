@@ -29,6 +29,11 @@ class LocalExchange : public GradientExchange {
 
  protected:
   [[nodiscard]] const TrainConfig& config() const { return config_; }
+  [[nodiscard]] const CheckpointManager& checkpoints() const { return checkpoints_; }
+  // The optimizer over the model's parameters: start's first step.
+  void prepare(const TrainableModel& model);
+  // Continues from a checkpoint given as its file's bytes (CheckpointManager::load_bytes).
+  TrainState resume_from_bytes(const std::string& bytes);
 
  private:
   const TrainConfig& config_;

@@ -5,7 +5,10 @@
 // a Warning Event. A failing test prints the job's status, Events and pods' logs.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <numeric>
 
 #include "tests/e2e/cluster_fixture.h"
 
@@ -149,6 +152,62 @@ TEST_F(WhenAJobGoesWrong, APodStuckTerminatingIsReportedAndFailsTheJobAfterItsBo
   EXPECT_NE(message_of(status_of("stuck")).find("terminatingDeadlineSeconds is 20"),
             std::string::npos);
   EXPECT_NE(events("stuck", "PodStuckTerminating").find("Warning"), std::string::npos);
+}
+
+// A rank's pod lost after the first checkpoint, and later the whole job suspended and resumed:
+// each time the ranks start again, agree on the newest checkpoint and continue from it, so the job
+// ends Succeeded having trained no epoch twice.
+TEST_F(WhenAJobGoesWrong, AnAllReduceJobContinuesFromItsCheckpointAfterALostRankAndASuspend) {
+  data_and_checkpoint_volumes();
+  submit("ar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", 12);
+  ASSERT_TRUE(wait_until_training("ar"));
+  // The run's directory as the test (on the node) sees the pods' /checkpoints volume.
+  const std::string pod_dir = status_of("ar").value("modelDir", "");
+  ASSERT_EQ(pod_dir.rfind("/checkpoints/", 0), 0U) << pod_dir;
+  const auto dir = volumes_ / "checkpoints" / pod_dir.substr(std::string("/checkpoints/").size());
+  const auto checkpoints = [&] {
+    int n = 0;
+    if (std::filesystem::is_directory(dir)) {
+      for (const auto& f : std::filesystem::directory_iterator(dir)) {
+        n += f.path().extension() == ".pt" ? 1 : 0;
+      }
+    }
+    return n;
+  };
+  ASSERT_TRUE(wait_for([&] { return checkpoints() > 0; }, seconds(120))) << dir;
+  const auto lost = kubectl({"delete", "pod", "ar-worker-1", "-n", ns_, "--wait=false"});
+  ASSERT_EQ(lost.exit_code, 0) << lost.output;
+  // Both ranks train again (rank 0 restarted in place when its peer went), from the checkpoint.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return kubectl({"logs", "ar-worker-1", "-n", ns_}).output.find("resumed at step") !=
+                   std::string::npos &&
+               status_of("ar").value("progress", json::object()).value("step", 0) > 0;
+      },
+      seconds(180)))
+      << diagnose("ar");
+  ASSERT_NE(state("ar"), "Succeeded") << "the job ended before it could be suspended";
+  const auto suspend = [&](bool on) {
+    return kubectl({"patch", "ctj", "ar", "-n", ns_, "--type=merge", "-p",
+                    std::string(R"({"spec":{"runPolicy":{"suspend":)") + (on ? "true" : "false") +
+                        "}}}"});
+  };
+  ASSERT_EQ(suspend(true).exit_code, 0);
+  ASSERT_TRUE(wait_for_state("ar", "Suspended", seconds(60)));
+  ASSERT_TRUE(wait_for([&] { return pods_of("ar").empty(); }, seconds(60)));
+  ASSERT_EQ(suspend(false).exit_code, 0);
+  ASSERT_TRUE(wait_for_state("ar", "Succeeded", seconds(400))) << diagnose("ar");
+  const auto log = kubectl({"logs", "ar-worker-0", "-n", ns_}).output;
+  EXPECT_NE(log.find("resumed at step"), std::string::npos) << log;
+  // monitor.jsonl, which rank 0 appends an epoch at a time: every epoch once, in order.
+  std::ifstream monitor(dir / "monitor.jsonl");
+  std::vector<int> epochs;
+  for (std::string line; std::getline(monitor, line);) {
+    epochs.push_back(json::parse(line)["epoch"].get<int>());
+  }
+  std::vector<int> each_once(12);
+  std::iota(each_once.begin(), each_once.end(), 1);
+  EXPECT_EQ(epochs, each_once);
 }
 
 // A job deleted and applied again under its name (a GitOps re-apply) is a new run: it trains

@@ -4,6 +4,8 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <utility>
@@ -37,21 +39,34 @@ train::TrainerPlace AllReduceExchange::place() const {
 }
 
 train::TrainState AllReduceExchange::start(const train::TrainableModel& model,
-                                           const train::UpdatePlan& plan,
+                                           const train::UpdatePlan& /*plan*/,
                                            metrics::RuntimeMetrics& metrics) {
   buffers_ = model.buffers;
   replica_ = model.parameters;
   replica_.insert(replica_.end(), buffers_.begin(), buffers_.end());
-  broadcast_coalesced(*group_, replica_, options_.timeout);
-  auto state = LocalExchange::start(model, plan, metrics);
-  auto rank0_step = torch::tensor({state.step}, torch::kInt64);
-  broadcast_coalesced(*group_, {rank0_step}, options_.timeout);
-  if (rank0_step.item<int64_t>() != state.step) {
-    throw std::runtime_error("rank " + std::to_string(rank()) + " resumed at step " +
-                             std::to_string(state.step) + " but rank 0 at step " +
-                             std::to_string(rank0_step.item<int64_t>()) +
-                             ": every rank needs the same model dir (a shared volume)");
+  prepare(model);
+  // A distributed run always resumes, as a PS job does (--resume or not): rank 0 reads the run's
+  // newest readable checkpoint, and every rank restores those same bytes. So ranks that restarted
+  // (a lost pod, a suspend and resume) agree on the step, the weights, the optimizer's state and
+  // the RNG without any of them but rank 0 needing to see the checkpoint volume.
+  std::string newest;
+  std::string source;
+  if (rank() == 0) {
+    if (const auto file = checkpoints().newest_readable()) {
+      std::ifstream in(*file, std::ios::binary);
+      newest.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      source = file->string();
+    }
   }
+  newest = broadcast_bytes(*group_, newest, options_.timeout);
+  train::TrainState state;
+  if (!newest.empty()) {
+    state = resume_from_bytes(newest);
+    spdlog::info("rank {}: resumed at step {} (epoch {}) from rank 0's newest checkpoint{}",
+                 rank(), state.step, state.epoch, source.empty() ? "" : " " + source);
+  }
+  // Fresh: rank 0's initial parameters for all. Resumed: already equal; the same call keeps it so.
+  broadcast_coalesced(*group_, replica_, options_.timeout);
   buckets_ = std::make_unique<GradientBuckets>(model.parameters, group_, options_, &metrics);
   spdlog::info("rank {}: {} gradient buckets ({} MB cap, first {} MB), overlap {}", rank(),
                buckets_->bucket_count(), options_.cap_bytes >> 20,

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <cstring>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -33,6 +34,18 @@ void broadcast_coalesced(c10d::ProcessGroup& group, const std::vector<torch::Ten
     const auto received = torch::utils::unflatten_dense_tensors(flat[0], same_dtype);
     for (size_t i = 0; i < same_dtype.size(); ++i) same_dtype[i].copy_(received[i]);
   }
+}
+
+std::string broadcast_bytes(c10d::ProcessGroup& group, const std::string& bytes,
+                            std::chrono::milliseconds timeout) {
+  auto size = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64);
+  broadcast_coalesced(group, {size}, timeout);
+  const auto n = size.item<int64_t>();
+  if (n == 0) return {};
+  auto buffer = torch::empty({n}, torch::kUInt8);
+  if (group.getRank() == 0) std::memcpy(buffer.data_ptr(), bytes.data(), bytes.size());
+  broadcast_coalesced(group, {buffer}, timeout);
+  return {static_cast<const char*>(buffer.data_ptr()), static_cast<size_t>(n)};
 }
 
 uint64_t bitwise_digest(const std::vector<torch::Tensor>& tensors) {

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace c10d {
@@ -22,6 +23,11 @@ namespace cifar::allreduce {
 // tensors flattened into one buffer). Throws std::runtime_error after `timeout`.
 void broadcast_coalesced(c10d::ProcessGroup& group, const std::vector<torch::Tensor>& tensors,
                          std::chrono::milliseconds timeout);
+
+// Collective: every rank gets rank 0's `bytes` (of any length, none included); the others' are
+// ignored.
+std::string broadcast_bytes(c10d::ProcessGroup& group, const std::string& bytes,
+                            std::chrono::milliseconds timeout);
 
 // A 64-bit digest of the tensors' bytes (shape and dtype included), in order. Equal digests for
 // bitwise-equal tensors; any flipped bit changes it (with overwhelming probability).

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <nlohmann/json.hpp>
+#include <sstream>
+
 #include "tests/support/parameters.h"
 #include "tests/support/process.h"
 
@@ -177,6 +180,67 @@ TEST(AllReduceJob, ResumedJobEndsWhereAnUninterruptedOneDoes) {
   ASSERT_EQ(rest.exit_code, 0) << rest.output;
   expect_same_training(parameters_in(step_checkpoint(work.path() / "resumed", 8)),
                        parameters_in(step_checkpoint(work.path() / "whole", 8)));
+}
+
+// What a lost pod does to an all-reduce job on Kubernetes: rank 1 dies after the first checkpoint,
+// rank 0 fails on the broken collective, and both start again with the same arguments (no
+// --resume: a distributed run always resumes). They continue from the newest checkpoint, the same
+// step on every rank with bit-identical replicas, and end where an uninterrupted job does,
+// training no epoch twice.
+TEST(AllReduceJob, RanksThatRestartAfterACheckpointContinueFromItTogether) {
+  TempDir work;
+  const std::vector<std::string> args = {"-b", "16", "-e", "4", "--checkpoint-every", "4",
+                                         "--verify-replicas-every", "1", "--dist-timeout", "20"};
+  const auto whole = cifar::testing::run_process(command(work.path(), "whole", launch(2), args));
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+  const int port = cifar::testing::free_port();
+  auto rank = [&](int r) {
+    std::vector<std::string> prefix = {"/usr/bin/env",
+                                       "MASTER_ADDR=127.0.0.1",
+                                       "MASTER_PORT=" + std::to_string(port),
+                                       "WORLD_SIZE=2",
+                                       "RANK=" + std::to_string(r),
+                                       CIFAR_TRAIN_BIN,
+                                       "--strategy",
+                                       "allreduce"};
+    return command(work.path(), "restarted", prefix, args);
+  };
+  const auto dir = work.path() / "restarted";
+  {
+    ChildProcess rank0(rank(0), work.path() / "first0.log");
+    ChildProcess rank1(rank(1), work.path() / "first1.log");
+    ASSERT_TRUE(cifar::testing::wait_for([&] { return fs::exists(step_checkpoint(dir, 4)); }, 120s))
+        << read_file(work.path() / "first0.log");
+    rank1.kill_hard();
+    EXPECT_EQ(rank0.wait(), 1) << read_file(work.path() / "first0.log");
+  }
+  ChildProcess rank0(rank(0), work.path() / "second0.log");
+  ChildProcess rank1(rank(1), work.path() / "second1.log");
+  EXPECT_EQ(rank0.wait(), 0) << read_file(work.path() / "second0.log");
+  EXPECT_EQ(rank1.wait(), 0) << read_file(work.path() / "second1.log");
+  const auto log0 = read_file(work.path() / "second0.log");
+  const auto log1 = read_file(work.path() / "second1.log");
+  // Both at the step rank 0 read, one of the checkpoints the first run wrote.
+  const auto resumed_at = [](const std::string& log) {
+    const auto at = log.find("resumed at step ");
+    return at == std::string::npos ? -1 : std::stoi(log.substr(at + 16));
+  };
+  EXPECT_GE(resumed_at(log0), 4) << log0;
+  EXPECT_EQ(resumed_at(log1), resumed_at(log0)) << log1;
+  // 72 steps in all (18 an epoch), verified after each step taken after the resume.
+  const int steps_after = 72 - resumed_at(log0);
+  EXPECT_NE(log0.find("replicas bit-identical at all " + std::to_string(steps_after) + " checks"),
+            std::string::npos)
+      << log0;
+  expect_same_training(parameters_in(step_checkpoint(dir, 72)),
+                       parameters_in(step_checkpoint(work.path() / "whole", 72)));
+  // monitor.jsonl: each epoch once, in order.
+  std::vector<int> epochs;
+  std::istringstream monitor(read_file(dir / "monitor.jsonl"));
+  for (std::string line; std::getline(monitor, line);) {
+    epochs.push_back(nlohmann::json::parse(line)["epoch"].get<int>());
+  }
+  EXPECT_EQ(epochs, (std::vector<int>{1, 2, 3, 4})) << read_file(dir / "monitor.jsonl");
 }
 
 TEST(AllReduceJob, WithoutRanksItSaysHowToGetThem) {
