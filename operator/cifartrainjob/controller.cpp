@@ -193,6 +193,7 @@ void JobController::run(const std::atomic<bool>& stop) {
   while (!stop.load()) {
     try {
       metrics_.set_queue_depth(static_cast<double>(queue_.depth()));
+      metrics_.set_delayed_depth(static_cast<double>(queue_.delayed_depth()));
       update_job_counts();
     } catch (const std::exception& e) {  // the threads above must still be joined
       spdlog::warn("job metrics: {}", e.what());

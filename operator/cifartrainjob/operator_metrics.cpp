@@ -42,6 +42,11 @@ OperatorMetrics::OperatorMetrics(const std::string& bind_address)
                         .Help("Jobs waiting for a reconcile")
                         .Register(*registry_)
                         .Add({})),
+      delayed_depth_(&prometheus::BuildGauge()
+                          .Name("cifar_operator_workqueue_delayed")
+                          .Help("Jobs waiting for a later reconcile (a deadline, a retry)")
+                          .Register(*registry_)
+                          .Add({})),
       leader_(&prometheus::BuildGauge()
                    .Name("cifar_operator_leader")
                    .Help("1 while this instance leads")
@@ -75,6 +80,7 @@ void OperatorMetrics::set_jobs(const std::string& phase, double count) {
   jobs_->Add({{"state", phase}}).Set(count);
 }
 void OperatorMetrics::set_queue_depth(double depth) { queue_depth_->Set(depth); }
+void OperatorMetrics::set_delayed_depth(double depth) { delayed_depth_->Set(depth); }
 void OperatorMetrics::set_leader(bool leader) { leader_->Set(leader ? 1 : 0); }
 
 namespace {

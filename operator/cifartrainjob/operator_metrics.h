@@ -41,6 +41,7 @@ class OperatorMetrics {
   void add_pods_deleted(int n);
   void set_jobs(const std::string& phase, double count);
   void set_queue_depth(double depth);
+  void set_delayed_depth(double depth);  // keys waiting for their time (at most one per job)
   void set_leader(bool leader);
   // Per job, labels job_namespace and job_name (Prometheus's own namespace and job labels would
   // clash): its pods by replica type and phase (a phase not in kPodPhases counts as Unknown; the
@@ -61,6 +62,7 @@ class OperatorMetrics {
   prometheus::Counter* pods_deleted_;
   prometheus::Family<prometheus::Gauge>* jobs_;
   prometheus::Gauge* queue_depth_;
+  prometheus::Gauge* delayed_depth_;
   prometheus::Gauge* leader_;
   prometheus::Family<prometheus::Gauge>* job_pods_;
   prometheus::Family<prometheus::Gauge>* job_restarts_;

@@ -416,6 +416,32 @@ cifar::testing::ProcessResult run_worker_with(const fs::path& dir,
   return cifar::testing::run_process(argv);
 }
 
+// A corrupt final checkpoint (a torn write, a full disk) is said, counted and never retried: the
+// evaluator warns once, then ends with an error naming the file, which its termination log
+// carries to the operator. (Without the check it polled the file forever.)
+TEST(PsJob, AnEvaluatorReportsACorruptFinalCheckpointInsteadOfRetryingItForever) {
+  TempDir work;
+  LocalJob job(work.path(), 1, 0,
+               quick_args("async", {"--termination-log", (work.path() / "last-words").string()}));
+  fs::create_directories(job.model_dir());
+  std::ofstream(job.model_dir() / "simplecnn-step-0000000010.pt") << "not a checkpoint";
+  std::ofstream(job.model_dir() / "simplecnn.done") << R"({"step": 10})" << "\n";
+  job.start("evaluator");
+  auto& evaluator = job.process("evaluator");
+  ASSERT_TRUE(wait_for([&] { return !evaluator.running(); }, 60s)) << job.log("evaluator");
+  EXPECT_EQ(evaluator.wait(), 1) << job.log("evaluator");
+  const auto log = job.log("evaluator");
+  EXPECT_NE(log.find("checkpoint " + (job.model_dir() / "simplecnn-step-0000000010.pt").string() +
+                     " cannot be read, skipping it"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("the job's final checkpoint"), std::string::npos) << log;
+  const auto last_words = nlohmann::json::parse(read_file(work.path() / "last-words"));
+  EXPECT_NE(last_words.value("error", "").find("simplecnn-step-0000000010.pt cannot be read"),
+            std::string::npos)
+      << last_words.dump();
+}
+
 TEST(PsJob, AWorkerWithAnotherModelIsRefusedWithAClearError) {
   TempDir work;
   const auto result = run_worker_with(work.path(), {"-m", "alexnet"});
