@@ -24,6 +24,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/support/cifar_jobs.h"
 #include "bench/support/process_stats.h"
 #include "contract/metrics.h"
 #include "kube/client.h"
@@ -36,16 +37,8 @@ using Steady = std::chrono::steady_clock;
 namespace metric = cifar::contract::metric;
 
 json cifar_job(const std::string& name) {
-  return {{"apiVersion", "cifartrain.io/v1alpha1"},
-          {"kind", "CifarTrainJob"},
-          {"metadata", {{"name", name}}},
-          {"spec",
-           {{"image", "cifar-train:bench"},
-            {"model", {{"name", "resnet20"}}},
-            {"dataset", {{"name", "synthetic"}}},
-            {"strategy", {{"type", "ParameterServer"}, {"parameterServer", {{"mode", "sync"}}}}},
-            {"replicaSpecs", {{"PS", {{"replicas", 1}}}, {"Master", {{"replicas", 1}}}}},
-            {"runPolicy", {{"activeDeadlineSeconds", 36000}}}}}};
+  return cifar::bench::cifar_job(name, {{"PS", {{"replicas", 1}}}, {"Master", {{"replicas", 1}}}},
+                                 {{"activeDeadlineSeconds", 36000}});
 }
 
 // As a kubelet: the pod runs, ready, at 127.0.0.1.
@@ -54,20 +47,18 @@ json running_status() {
            {{"phase", "Running"},
             {"podIP", "127.0.0.1"},
             {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})},
-            {"containerStatuses",
-             json::array({{{"name", "cifar-train"},
-                           {"image", "cifar-train:bench"},
-                           {"imageID", ""},
-                           {"ready", true},
-                           {"restartCount", 0},
-                           {"state", {{"running", json::object()}}}}})}}}};
+            {"containerStatuses", json::array({{{"name", "cifar-train"},
+                                                {"image", "cifar-train:bench"},
+                                                {"imageID", ""},
+                                                {"ready", true},
+                                                {"restartCount", 0},
+                                                {"state", {{"running", json::object()}}}}})}}}};
 }
 
 // The operator's own metrics: each sample by its full series name.
 std::map<std::string, double> scrape(const std::string& url) {
   web::http::client::http_client http(utility::conversions::to_string_t(url));
-  const auto body =
-      http.request(web::http::methods::GET).get().extract_utf8string(true).get();
+  const auto body = http.request(web::http::methods::GET).get().extract_utf8string(true).get();
   std::map<std::string, double> samples;
   std::istringstream lines(body);
   for (std::string line; std::getline(lines, line);) {
@@ -134,8 +125,8 @@ int run(int argc, char** argv) {
   } catch (const cifar::kube::ApiError& e) {
     if (e.status() != 409) throw;
   }
-  const cifar::kube::ResourcePath job_path{"cifartrain.io", "v1alpha1", "cifartrainjobs", ns,
-                                           "",            ""};
+  const cifar::kube::ResourcePath job_path{
+      "cifartrain.io", "v1alpha1", "cifartrainjobs", ns, "", ""};
   for (int i = 0; i < jobs; ++i) client.create(job_path, cifar_job("job-" + std::to_string(i)));
   const auto pods = cifar::kube::pods(ns);
   const auto wait_until = [&](const std::function<bool()>& done, const char* what) {
@@ -147,7 +138,8 @@ int run(int argc, char** argv) {
   };
   const size_t expected = static_cast<size_t>(jobs) * 2;
   wait_until([&] { return client.list(pods)["items"].size() == expected; }, "the pods");
-  for (const auto& pod : client.list(pods)["items"]) {
+  const auto created = client.list(pods);
+  for (const auto& pod : created["items"]) {
     client.patch(pods.named(pod["metadata"]["name"].get<std::string>()).sub("status"),
                  running_status(), cifar::kube::PatchType::kMerge);
   }
@@ -200,14 +192,13 @@ int run(int argc, char** argv) {
     return sample(after, name) - sample(before, name);
   };
   const double minutes = seconds / 60.0;
-  std::cout << "jobs=" << jobs << " seconds=" << seconds
-            << " reconciles_per_min=" << (delta("success") + delta("requeue") + delta("conflict") +
-                                          delta("error")) / minutes
+  std::cout << "jobs=" << jobs << " seconds=" << seconds << " reconciles_per_min="
+            << (delta("success") + delta("requeue") + delta("conflict") + delta("error")) / minutes
             << " conflicts_per_min=" << delta("conflict") / minutes
             << " errors_per_min=" << delta("error") / minutes
             << " status_writes_per_min=" << static_cast<double>(writes.load()) / minutes
-            << " max_queue_depth=" << max_depth
-            << " max_delayed=" << (has_delayed ? std::to_string(static_cast<int>(max_delayed)) : "-")
+            << " max_queue_depth=" << max_depth << " max_delayed="
+            << (has_delayed ? std::to_string(static_cast<int>(max_delayed)) : "-")
             << " cpu_s=" << cpu << " peak_rss_mib=" << cifar::bench::peak_rss_mib(pid) << "\n";
   return 0;
 }

@@ -14,9 +14,6 @@ build=${1:-build}
 jobs=${2:-100}
 seconds=${SECONDS_WINDOW:-60}
 before=${BEFORE:-4c33e53}
-control_plane=$root/tests/integration/control-plane
-"$control_plane/build.sh" >/dev/null
-
 # The earlier operator, built once from its revision (cached by revision).
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/cifartrain/bench-operator-$before
 if [ ! -x "$cache/build/bin/cifar-operator" ]; then
@@ -27,21 +24,10 @@ if [ ! -x "$cache/build/bin/cifar-operator" ]; then
   cmake --build "$cache/build" --target cifar-operator -j 2 >/dev/null
 fi
 
-work=$(mktemp -d)
-operator_pid=""
-cleanup() {
-  [ -n "$operator_pid" ] && kill -9 "$operator_pid" 2>/dev/null
-  "$control_plane/stop.sh" "$work/cp" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-"$control_plane/start.sh" "$work/cp" >/dev/null
-kubeconfig=$work/cp/kubeconfig
-k() { kubectl --kubeconfig "$kubeconfig" "$@"; }
-k apply --server-side -f "$root/deploy/crds/cifartrain.io_cifartrainjobs.yaml" >/dev/null
+# shellcheck source=bench/support/control_plane.sh
+. "$here/support/control_plane.sh"
 k wait --for=condition=Established --timeout=60s crd/cifartrainjobs.cifartrain.io >/dev/null
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 run() {  # name, operator binary, namespace
   local health metrics log=$work/$1.log
   health=$(free_port)

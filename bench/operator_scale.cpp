@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/support/cifar_jobs.h"
 #include "bench/support/process_stats.h"
 #include "kube/client.h"
 #include "kube/kubeconfig.h"
@@ -30,19 +31,10 @@ using Steady = std::chrono::steady_clock;
 constexpr int kPodsPerJob = 7;  // 1 PS, 1 master, 4 workers, 1 evaluator
 
 json cifar_job(const std::string& name) {
-  return {{"apiVersion", "cifartrain.io/v1alpha1"},
-          {"kind", "CifarTrainJob"},
-          {"metadata", {{"name", name}}},
-          {"spec",
-           {{"image", "cifar-train:bench"},
-            {"model", {{"name", "resnet20"}}},
-            {"dataset", {{"name", "synthetic"}}},
-            {"strategy", {{"type", "ParameterServer"}, {"parameterServer", {{"mode", "sync"}}}}},
-            {"replicaSpecs",
-             {{"PS", {{"replicas", 1}}},
-              {"Master", {{"replicas", 1}}},
-              {"Worker", {{"replicas", 4}}},
-              {"Evaluator", {{"replicas", 1}}}}}}}};
+  return cifar::bench::cifar_job(name, {{"PS", {{"replicas", 1}}},
+                                        {"Master", {{"replicas", 1}}},
+                                        {"Worker", {{"replicas", 4}}},
+                                        {"Evaluator", {{"replicas", 1}}}});
 }
 
 json tf_replica(int replicas) {

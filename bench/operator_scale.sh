@@ -15,29 +15,15 @@ root=$(cd "$here/.." && pwd)
 build=${1:-build}
 jobs=${2:-100}
 rounds=${ROUNDS:-3}
-control_plane=$root/tests/integration/control-plane
-"$control_plane/build.sh" >/dev/null
 { read -r kubeflow_bin; read -r kubeflow_src; } < <("$here/kubeflow/build.sh")
-
-work=$(mktemp -d)
-operator_pid=""
-cleanup() {
-  [ -n "$operator_pid" ] && kill -9 "$operator_pid" 2>/dev/null
-  "$control_plane/stop.sh" "$work/cp" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-"$control_plane/start.sh" "$work/cp" >/dev/null
-kubeconfig=$work/cp/kubeconfig
-k() { kubectl --kubeconfig "$kubeconfig" "$@"; }
-k apply --server-side -f "$root/deploy/crds/cifartrain.io_cifartrainjobs.yaml" >/dev/null
+# shellcheck source=bench/support/control_plane.sh
+. "$here/support/control_plane.sh"
 k apply --server-side -f "$kubeflow_src/manifests/base/crds/kubeflow.org_tfjobs.yaml" >/dev/null
 k wait --for=condition=Established --timeout=60s crd/cifartrainjobs.cifartrain.io crd/tfjobs.kubeflow.org >/dev/null
 k create namespace kubeflow >/dev/null
 k -n kubeflow create secret generic training-operator-webhook-cert >/dev/null
 k create -f "$here/kubeflow/webhook.yaml" >/dev/null
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_ready() {  # url, seconds
   for _ in $(seq $(($2 * 10))); do
     [ "$(curl -s "$1" 2>/dev/null)" = ok ] && return 0

@@ -62,11 +62,11 @@ inline constexpr Flag kBucketCapMb{"--bucket-cap-mb", ""};
 inline constexpr Flag kNoOverlap{"--no-overlap", ""};
 
 inline constexpr std::array kAll = {
-    kModel,    kModelDir,        kNumClasses,      kEpochs,         kBatchSize,    kContext,
-    kDataset,  kDataDir,         kDownload,        kDownloadMirror, kOptimizer,    kLearningRate,
-    kMomentum, kNoNesterov,      kWeightDecay,     kSchedule,       kWarmupEpochs, kLabelSmoothing,
-    kSeed,     kCheckpointEvery, kKeepCheckpoints, kMetricsPort,    kProgress,     kMetricsLinger,
-    kStrategy, kPsMode,          kStaleness,       kDistBackend,    kBucketCapMb,  kNoOverlap,
+    kModel,     kModelDir,        kNumClasses,      kEpochs,         kBatchSize,    kContext,
+    kDataset,   kDataDir,         kDownload,        kDownloadMirror, kOptimizer,    kLearningRate,
+    kMomentum,  kNoNesterov,      kWeightDecay,     kSchedule,       kWarmupEpochs, kLabelSmoothing,
+    kSeed,      kCheckpointEvery, kKeepCheckpoints, kMetricsPort,    kProgress,     kMetricsLinger,
+    kStrategy,  kPsMode,          kStaleness,       kDistBackend,    kBucketCapMb,  kNoOverlap,
     kPrecision, kTerminationLog};
 }  // namespace flag
 

@@ -34,7 +34,7 @@ int run(const cifar::train::TrainConfig& config) {
   }
   if (dist.enabled && dist.job.role == Role::kEvaluator) {
     cifar::train::write_termination_log(config.termination_log,
-                                         cifar::train::run_evaluator(config));
+                                        cifar::train::run_evaluator(config));
     return 0;
   }
   const auto result = [&] {

@@ -37,8 +37,8 @@ enum class ConditionType {
   kPodsNotReady
 };
 inline constexpr std::array<ConditionType, 7> kConditionTypes = {
-    ConditionType::kCreated,   ConditionType::kRunning, ConditionType::kRestarting,
-    ConditionType::kSucceeded, ConditionType::kFailed,  ConditionType::kSuspended,
+    ConditionType::kCreated,     ConditionType::kRunning, ConditionType::kRestarting,
+    ConditionType::kSucceeded,   ConditionType::kFailed,  ConditionType::kSuspended,
     ConditionType::kPodsNotReady};
 std::string_view condition_type_name(ConditionType type);  // "Created", ...
 std::optional<ConditionType> parse_condition_type(std::string_view name);
@@ -66,7 +66,7 @@ inline constexpr std::string_view kJobResumed = "JobResumed";
 // CreateContainerConfigError, CrashLoopBackOff, ...), which are passed on as they are:
 inline constexpr std::string_view kFailedCreate = "FailedCreate";  // refused for now (quota)
 inline constexpr std::string_view kPodStuckTerminating = "PodStuckTerminating";
-inline constexpr std::string_view kNotOwned = "NotOwned";  // a name taken by another's object
+inline constexpr std::string_view kNotOwned = "NotOwned";    // a name taken by another's object
 inline constexpr std::string_view kPodsReady = "PodsReady";  // the condition turned False
 // Failed:
 inline constexpr std::string_view kStartupDeadlineExceeded = "StartupDeadlineExceeded";
@@ -96,14 +96,14 @@ struct JobStatus {
   std::optional<std::map<std::string, ReplicaStatus>> replica_statuses;
   std::optional<Time> start_time;
   std::optional<Time> completion_time;
-  std::optional<int64_t> restarts;  // pods recreated after a failure
+  std::optional<int64_t> restarts;       // pods recreated after a failure
   std::optional<std::string> model_dir;  // where the run's checkpoints are, as the pods see it
   // Why the job is where it is, in a word and a sentence (`kubectl get ctj` shows the reason,
   // `-o wide` the message): the state's condition when the job ended or is suspended, else what
   // its pods wait for (PodsNotReady); absent when all is well. Set by summarize().
   std::optional<std::string> summary_reason;   // status.reason
   std::optional<std::string> summary_message;  // status.message
-  nlohmann::json progress;          // progress.h's object, null when absent; never read here
+  nlohmann::json progress;  // progress.h's object, null when absent; never read here
   nlohmann::json other = nlohmann::json::object();  // fields this version does not know
 
   [[nodiscard]] const JobCondition* condition(ConditionType type) const;

@@ -1,7 +1,6 @@
 #include "cifartrainjob/controller.h"
 
 #include <spdlog/spdlog.h>
-
 #include <sys/random.h>
 
 #include <array>
@@ -183,10 +182,9 @@ void JobController::run(const std::atomic<bool>& stop) {
   std::thread progress;
   if (options_.progress_interval.count() > 0) {
     progress = std::thread([&] {
-      ProgressScraper(*jobs_, *pods_, options_.progress_interval,
-                      [this](const std::string& key, json reading) {
-                        put_progress(key, std::move(reading));
-                      })
+      ProgressScraper(
+          *jobs_, *pods_, options_.progress_interval,
+          [this](const std::string& key, json reading) { put_progress(key, std::move(reading)); })
           .run(stop);
     });
   }
@@ -351,8 +349,7 @@ void JobController::create_objects(const Job& job, const Plan& plan) {
                  job);
   }
   if (plan.create_network_policy) {
-    create_owned(client_, kube::network_policies(job.namespace_), *plan.create_network_policy,
-                 job);
+    create_owned(client_, kube::network_policies(job.namespace_), *plan.create_network_policy, job);
   }
   if (plan.create_service) {
     create_owned(client_, kube::services(job.namespace_), *plan.create_service, job);

@@ -7,8 +7,8 @@
 #include <stdexcept>
 
 #include "contract/metrics.h"
-#include "contract/termination.h"
 #include "contract/roles.h"
+#include "contract/termination.h"
 #include "framework/clock.h"
 
 namespace cifar::op {
@@ -141,8 +141,8 @@ json final_progress(json last, const std::string& chief_message,
     return parsed.is_object() ? parsed : json::object();
   };
   const auto chief = figures(chief_message);
-  for (const auto field : {key::kEpoch, key::kStep, key::kLoss, key::kTrainAccuracy,
-                           key::kTestAccuracy}) {
+  for (const auto field :
+       {key::kEpoch, key::kStep, key::kLoss, key::kTrainAccuracy, key::kTestAccuracy}) {
     if (const auto value = chief.find(field); value != chief.end() && value->is_number()) {
       last[std::string(field)] = *value;
     }

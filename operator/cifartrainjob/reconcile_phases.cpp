@@ -80,8 +80,8 @@ void finish(const Job& job, const PodsByName& pods, bool succeeded, std::string_
   const auto evaluator_message = spec.count(Role::kEvaluator) > 0
                                      ? message_of(pod_name(job, Role::kEvaluator, 0))
                                      : std::string();
-  status.progress = final_progress(status.progress, message_of(chief_name(job)),
-                                   evaluator_message, succeeded, format_time(now));
+  status.progress = final_progress(status.progress, message_of(chief_name(job)), evaluator_message,
+                                   succeeded, format_time(now));
   plan.events.push_back({succeeded ? "Normal" : "Warning", std::string(reason), message});
   clean_up(spec, pods, plan);
   if (spec.ttl_seconds_after_finished) {
@@ -333,8 +333,7 @@ void reconcile_replicas(const Job& job, const PodsByName& pods,
 std::string Holdup::describe(Clock::time_point now) const {
   if (reason == reason::kPodStuckTerminating) {
     const auto overdue =
-        since ? std::max<int64_t>(0, std::chrono::duration_cast<seconds>(now - *since).count())
-              : 0;
+        since ? std::max<int64_t>(0, std::chrono::duration_cast<seconds>(now - *since).count()) : 0;
     return "pod " + pod + " is still terminating " + std::to_string(overdue) +
            " s after its grace period ended (a finalizer holds it, or its node stopped "
            "answering)";
@@ -436,13 +435,12 @@ void report_holdups(const Job& job, const PodsByName& pods,
     // An Event when the reason or the pod changes, not with every refresh of the message.
     const bool news = !held || current->reason != shown->reason ||
                       current->message.rfind("pod " + shown->pod + " ", 0) != 0;
-    status.set_condition(ConditionType::kPodsNotReady, true, shown->reason, message,
-                         to_time(now));
+    status.set_condition(ConditionType::kPodsNotReady, true, shown->reason, message, to_time(now));
     if (news) plan.events.push_back({"Warning", shown->reason, message});
     look_again_in(plan, seconds(30));  // a pod's reason changes without an event of ours
-  } else if (held && !((current->reason == reason::kFailedCreate ||
-                         current->reason == reason::kNotOwned) &&
-                        (!plan.create_pods.empty() || plan.create_service))) {
+  } else if (held &&
+             !((current->reason == reason::kFailedCreate || current->reason == reason::kNotOwned) &&
+               (!plan.create_pods.empty() || plan.create_service))) {
     // (A create refused or blocked stays reported while the round tries it again.)
     status.set_condition(ConditionType::kPodsNotReady, false, reason::kPodsReady,
                          "no pod of the job is held", to_time(now));

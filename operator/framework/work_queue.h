@@ -48,11 +48,11 @@ class WorkQueue {
   mutable std::mutex mu_;
   std::condition_variable ready_;
   std::deque<std::string> queue_;
-  std::set<std::string> queued_;      // in queue_
-  std::set<std::string> processing_;  // handed out, not done
-  std::set<std::string> dirty_;       // added while processing
+  std::set<std::string> queued_;                                  // in queue_
+  std::set<std::string> processing_;                              // handed out, not done
+  std::set<std::string> dirty_;                                   // added while processing
   std::set<std::pair<Steady::time_point, std::string>> delayed_;  // by due time
-  std::map<std::string, Steady::time_point> due_;                  // the same entries, by key
+  std::map<std::string, Steady::time_point> due_;                 // the same entries, by key
   std::map<std::string, int> failures_;
   bool shut_down_ = false;
 };

@@ -170,7 +170,8 @@ TEST(Contract, CifarTrainParsesAPsPodsArgumentsAsTheSpecSays) {
   EXPECT_EQ(config.model, "resnet20");
   EXPECT_EQ(config.epochs, 100);
   EXPECT_EQ(config.batch_size, 64);
-  // The run's own directory: namespace, name and UID (a job re-applied under its name is a new run).
+  // The run's own directory: namespace, name and UID (a job re-applied under its name is a new
+  // run).
   EXPECT_EQ(config.model_dir, "/checkpoints/team/mnist-uid-1");
   EXPECT_EQ(config.data_dir, "/data");
   EXPECT_EQ(config.distributed.strategy, train::Strategy::kParameterServer);

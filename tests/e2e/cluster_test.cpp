@@ -63,9 +63,8 @@ TEST_F(Cluster, AParameterServerJobRunsToSucceededAndReportsItsProgress) {
   char final_accuracy[32];
   std::snprintf(final_accuracy, sizeof final_accuracy, "final test accuracy %.2f%%",
                 100 * accuracy);
-  EXPECT_NE(evaluator_log.find(final_accuracy), std::string::npos)
-      << final_accuracy << " not in:\n"
-      << evaluator_log;
+  EXPECT_NE(evaluator_log.find(final_accuracy), std::string::npos) << final_accuracy << " not in:\n"
+                                                                   << evaluator_log;
   EXPECT_EQ(status.value("restarts", 0), 0);
   // Every peer was reached by the DNS name in TF_CONFIG (the runtime knows no other address).
   const auto master = pod("ps-master-0");

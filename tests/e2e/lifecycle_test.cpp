@@ -42,8 +42,7 @@ TEST_F(WhenAJobGoesWrong, PodsThatCanNeverStartAreReportedAndFailTheJobAtItsStar
   image_ = "localhost/cifartrain/no-such-image:dev";
   submit("pull", kAllReduce, "    Worker: {replicas: 1}\n", deadline);
 
-  ASSERT_TRUE(wait_for([&] { return reason_of(status_of("big")) == "Unschedulable"; },
-                       seconds(40)))
+  ASSERT_TRUE(wait_for([&] { return reason_of(status_of("big")) == "Unschedulable"; }, seconds(40)))
       << status_of("big").dump();
   EXPECT_NE(message_of(status_of("big")).find("Insufficient cpu"), std::string::npos)
       << status_of("big").dump();
@@ -75,13 +74,15 @@ TEST_F(WhenAJobGoesWrong, PodsThatCanNeverStartAreReportedAndFailTheJobAtItsStar
   EXPECT_NE(message_of(status_of("big")).find("Insufficient cpu"), std::string::npos);
   EXPECT_NE(message_of(status_of("pull")).find("ImagePull"), std::string::npos);
   // cleanPodPolicy Running: the pending pods are deleted; the jobs hold nothing.
-  EXPECT_TRUE(wait_for([&] { return pods_of("big").empty() && pods_of("pull").empty(); },
-                       seconds(60)));
+  EXPECT_TRUE(
+      wait_for([&] { return pods_of("big").empty() && pods_of("pull").empty(); }, seconds(60)));
 }
 
 TEST_F(WhenAJobGoesWrong, ACreateRefusedByAQuotaWaitsWithAReasonAndTheJobRunsOnceTheQuotaAllows) {
   data_and_checkpoint_volumes();
-  apply("apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: pods}\nspec:\n  hard: {pods: \"2\"}\n");
+  apply(
+      "apiVersion: v1\nkind: ResourceQuota\nmetadata: {name: pods}\nspec:\n  hard: {pods: "
+      "\"2\"}\n");
   // Admission counts against the quota once the controller has written its usage.
   ASSERT_TRUE(wait_for(
       [&] {
@@ -93,8 +94,8 @@ TEST_F(WhenAJobGoesWrong, ACreateRefusedByAQuotaWaitsWithAReasonAndTheJobRunsOnc
   submit("quota", kPsAsync,
          "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 1}\n", "",
          "cifar10", 6);
-  ASSERT_TRUE(wait_for([&] { return reason_of(status_of("quota")) == "FailedCreate"; },
-                       seconds(60)))
+  ASSERT_TRUE(
+      wait_for([&] { return reason_of(status_of("quota")) == "FailedCreate"; }, seconds(60)))
       << status_of("quota").dump();
   EXPECT_NE(message_of(status_of("quota")).find("exceeded quota"), std::string::npos)
       << status_of("quota").dump();
@@ -140,8 +141,8 @@ TEST_F(WhenAJobGoesWrong, APodStuckTerminatingIsReportedAndFailsTheJobAfterItsBo
   const auto deleted =
       kubectl({"delete", "pod", "stuck-worker-1", "-n", ns_, "--grace-period=1", "--wait=false"});
   ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
-  ASSERT_TRUE(wait_for([&] { return reason_of(status_of("stuck")) == "PodStuckTerminating"; },
-                       seconds(60)))
+  ASSERT_TRUE(
+      wait_for([&] { return reason_of(status_of("stuck")) == "PodStuckTerminating"; }, seconds(60)))
       << status_of("stuck").dump();
   EXPECT_NE(message_of(status_of("stuck")).find("pod stuck-worker-1 is still terminating"),
             std::string::npos)
@@ -188,9 +189,9 @@ TEST_F(WhenAJobGoesWrong, AnAllReduceJobContinuesFromItsCheckpointAfterALostRank
       << diagnose("ar");
   ASSERT_NE(state("ar"), "Succeeded") << "the job ended before it could be suspended";
   const auto suspend = [&](bool on) {
-    return kubectl({"patch", "ctj", "ar", "-n", ns_, "--type=merge", "-p",
-                    std::string(R"({"spec":{"runPolicy":{"suspend":)") + (on ? "true" : "false") +
-                        "}}}"});
+    return kubectl(
+        {"patch", "ctj", "ar", "-n", ns_, "--type=merge", "-p",
+         std::string(R"({"spec":{"runPolicy":{"suspend":)") + (on ? "true" : "false") + "}}}"});
   };
   ASSERT_EQ(suspend(true).exit_code, 0);
   ASSERT_TRUE(wait_for_state("ar", "Suspended", seconds(60)));
@@ -220,8 +221,9 @@ TEST_F(WhenAJobGoesWrong, AJobAppliedAgainUnderItsNameIsANewRun) {
   ASSERT_TRUE(wait_for_state("again", "Succeeded", seconds(240))) << state("again");
   const auto first = status_of("again");
   const auto first_dir = first.value("modelDir", "");
-  EXPECT_NE(first_dir.find("/" + ns_ + "/again-" + job("again")["metadata"]["uid"].get<std::string>()),
-            std::string::npos)
+  EXPECT_NE(
+      first_dir.find("/" + ns_ + "/again-" + job("again")["metadata"]["uid"].get<std::string>()),
+      std::string::npos)
       << first.dump();
   const auto deleted = kubectl({"delete", "ctj", "again", "-n", ns_, "--wait=true"});
   ASSERT_EQ(deleted.exit_code, 0) << deleted.output;

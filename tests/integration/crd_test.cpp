@@ -130,8 +130,8 @@ TEST_F(CifarTrainJobCrd, InvalidSpecsAreRefusedWithAMessageNamingTheProblem) {
        "  model: {name: resnet20}\n  dataset: {name: synthetic}\n  strategy: {type: AllReduce}\n"
        "  replicaSpecs:\n    Worker: {replicas: 1}\n    Evaluator: {replicas: 2}\n",
        "at most one Evaluator"},
-      {"an evaluator without a shared checkpoint volume", kValidSpec + "    Evaluator: {replicas: 1}\n",
-       "an Evaluator needs checkpoint.volume"},
+      {"an evaluator without a shared checkpoint volume",
+       kValidSpec + "    Evaluator: {replicas: 1}\n", "an Evaluator needs checkpoint.volume"},
       {"PS replicas with all-reduce", kValidSpec + "    PS: {replicas: 1}\n",
        "replicaSpecs.PS needs strategy.type ParameterServer"},
       {"parameter server without a PS",

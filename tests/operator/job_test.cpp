@@ -90,11 +90,17 @@ TEST(ParseSpec, WhatTheSchemaCannotCheckIsInvalidSpecNamingTheField) {
       "replicaSpecs", "needs a Master or at least one Worker");
   expect_invalid([](json& s) { s["strategy"]["type"] = "ParameterServer"; }, "replicaSpecs.PS",
                  "needs at least one PS");
-  expect_invalid([](json& s) { s["checkpoint"] = {{"resumeFrom", "../other-team/run"}}; },
-                 "checkpoint.resumeFrom", "inside the checkpoint volume");
+  expect_invalid(
+      [](json& s) {
+        s["checkpoint"] = {{"resumeFrom", "../other-team/run"}};
+      },
+      "checkpoint.resumeFrom", "inside the checkpoint volume");
   // An evaluator reads the trainers' checkpoints: an emptyDir of its own would never have one.
-  expect_invalid([](json& s) { s["replicaSpecs"]["Evaluator"] = {{"replicas", 1}}; },
-                 "checkpoint.volume", "Evaluator needs a checkpoint volume");
+  expect_invalid(
+      [](json& s) {
+        s["replicaSpecs"]["Evaluator"] = {{"replicas", 1}};
+      },
+      "checkpoint.volume", "Evaluator needs a checkpoint volume");
   expect_invalid(
       [](json& s) {
         s["replicaSpecs"]["PS"] = {{"replicas", 1}};

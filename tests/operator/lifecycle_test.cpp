@@ -60,23 +60,21 @@ void unschedulable(json& pod) {
 }
 
 void waiting(json& pod, const std::string& reason, const std::string& message) {
-  pod["status"] = {
-      {"phase", "Pending"},
-      {"containerStatuses",
-       {{{"name", "cifar-train"},
-         {"state", {{"waiting", {{"reason", reason}, {"message", message}}}}}}}}};
+  pod["status"] = {{"phase", "Pending"},
+                   {"containerStatuses",
+                    {{{"name", "cifar-train"},
+                      {"state", {{"waiting", {{"reason", reason}, {"message", message}}}}}}}}};
 }
 
 void terminated(json& pod, const std::string& phase, int code, const std::string& message,
                 Clock::time_point at) {
-  pod["status"] = {{"phase", phase},
-                   {"containerStatuses",
-                    {{{"name", "cifar-train"},
-                      {"state",
-                       {{"terminated",
-                         {{"exitCode", code},
-                          {"message", message},
-                          {"finishedAt", format_time(at)}}}}}}}}};
+  pod["status"] = {
+      {"phase", phase},
+      {"containerStatuses",
+       {{{"name", "cifar-train"},
+         {"state",
+          {{"terminated",
+            {{"exitCode", code}, {"message", message}, {"finishedAt", format_time(at)}}}}}}}}};
 }
 
 const JobCondition* condition(const Plan& plan, ConditionType type) {
@@ -226,11 +224,11 @@ TEST(Lifecycle, SuccessWaitsForTheEvaluatorsFinalEvaluationAndCarriesItsFigures)
   terminated(pod_named(observed, "j-master-0"), "Succeeded", 0,
              R"({"epoch": 2, "step": 600, "loss": 0.61, "trainAccuracy": 0.78})", kT0);
   const json reading = json{{"epoch", 2},
-                                     {"step", 590},
-                                     {"progressPercentage", 98},
-                                     {"estimatedRemainingSeconds", 3},
-                                     {"testAccuracy", 0.70},
-                                     {"imagesPerSecond", 512.5}};
+                            {"step", 590},
+                            {"progressPercentage", 98},
+                            {"estimatedRemainingSeconds", 3},
+                            {"testAccuracy", 0.70},
+                            {"imagesPerSecond", 512.5}};
   observed.progress = reading;
   const auto waiting_for_it = reconcile(job, JobStatus{}, observed, kT0 + seconds(5));
   EXPECT_EQ(json(waiting_for_it.status)["state"], "Running");
@@ -269,9 +267,10 @@ TEST(Lifecycle, AFailedPodsOwnWordsAreInTheJobsReason) {
   auto job = make_job();
   job.spec.restart_policy = "Never";
   auto observed = running(job);
-  terminated(pod_named(observed, "j-worker-0"), "Failed", 1,
-             R"({"error": "data: /data/cifar-10-batches-bin/data_batch_3.bin: truncated at byte 1024"})",
-             kT0);
+  terminated(
+      pod_named(observed, "j-worker-0"), "Failed", 1,
+      R"({"error": "data: /data/cifar-10-batches-bin/data_batch_3.bin: truncated at byte 1024"})",
+      kT0);
   const auto plan = reconcile(job, JobStatus{}, observed, kT0 + seconds(1));
   EXPECT_EQ(plan.status.summary_reason, "PodFailed");
   EXPECT_EQ(plan.status.summary_message,
@@ -337,7 +336,8 @@ TEST(RunIdentity, PodsOfItsNamesThatItDoesNotControlAreReportedAndLeftAlone) {
 }
 
 TEST(FinalProgress, KeepsWhereAFailedJobStoppedAndIgnoresMessagesThatAreNotFigures) {
-  const auto last = json{{"step", 300}, {"progressPercentage", 50}, {"estimatedRemainingSeconds", 9}};
+  const auto last =
+      json{{"step", 300}, {"progressPercentage", 50}, {"estimatedRemainingSeconds", 9}};
   const auto progress =
       final_progress(last, "Segmentation fault", "", /*succeeded=*/false, "2026-11-22T12:00:00Z");
   EXPECT_EQ(progress["progressPercentage"], 50);

@@ -131,8 +131,9 @@ TEST(StatusPatch, RemovesWhatANestedObjectLacks) {
   const json status = {{"progress", {{"step", 45}, {"progressPercentage", 100}}},
                        {"conditions", json::array()}};
   const auto patch = replacing_merge_patch(old_status, status);
-  EXPECT_EQ(patch["progress"],
-            (json{{"step", 45}, {"progressPercentage", 100}, {"estimatedRemainingSeconds", nullptr}}));
+  EXPECT_EQ(
+      patch["progress"],
+      (json{{"step", 45}, {"progressPercentage", 100}, {"estimatedRemainingSeconds", nullptr}}));
   EXPECT_EQ(patch["conditions"], json::array());  // arrays are replaced whole
 }
 

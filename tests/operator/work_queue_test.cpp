@@ -50,7 +50,7 @@ TEST(WorkQueue, AKeyWaitsInTheDelayedSetOnceAtItsEarliestTime) {
   q.add_after("ns/b", std::chrono::seconds(60));
   EXPECT_EQ(q.delayed_depth(), 2U);
   const auto start = Steady::now();
-  q.add_after("ns/a", milliseconds(20));  // sooner: replaces the 60 s entry
+  q.add_after("ns/a", milliseconds(20));          // sooner: replaces the 60 s entry
   q.add_after("ns/a", std::chrono::seconds(90));  // later: the 20 ms entry stays
   EXPECT_EQ(q.delayed_depth(), 2U);
   EXPECT_EQ(q.get(), "ns/a");

@@ -62,8 +62,8 @@ train::TrainState AllReduceExchange::start(const train::TrainableModel& model,
   train::TrainState state;
   if (!newest.empty()) {
     state = resume_from_bytes(newest);
-    spdlog::info("rank {}: resumed at step {} (epoch {}) from rank 0's newest checkpoint{}",
-                 rank(), state.step, state.epoch, source.empty() ? "" : " " + source);
+    spdlog::info("rank {}: resumed at step {} (epoch {}) from rank 0's newest checkpoint{}", rank(),
+                 state.step, state.epoch, source.empty() ? "" : " " + source);
   }
   // Fresh: rank 0's initial parameters for all. Resumed: already equal; the same call keeps it so.
   broadcast_coalesced(*group_, replica_, options_.timeout);

@@ -3,8 +3,8 @@
 #include <torch/csrc/utils/tensor_flatten.h>
 #include <torch/torch.h>
 
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>

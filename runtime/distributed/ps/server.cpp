@@ -136,8 +136,7 @@ ShardServer::ShardServer(std::shared_ptr<Shard> shard, const std::string& addres
 
 ShardServer::ShardServer(std::vector<std::shared_ptr<Shard>> stripes, const std::string& address,
                          std::string token, int64_t max_message_bytes)
-    : stripes_(std::move(stripes)),
-      service_(std::make_unique<ParameterServerService>(stripes_)) {
+    : stripes_(std::move(stripes)), service_(std::make_unique<ParameterServerService>(stripes_)) {
   if (stripes_.empty()) throw std::invalid_argument("a PS serves at least one stripe");
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, token_checking_credentials(std::move(token)), &port_);

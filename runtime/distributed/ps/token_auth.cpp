@@ -24,8 +24,7 @@ void check_token(void* state, grpc_auth_context* /*context*/, const grpc_metadat
       break;
     }
   }
-  done(user_data, nullptr, 0, nullptr, 0,
-       admitted ? GRPC_STATUS_OK : GRPC_STATUS_UNAUTHENTICATED,
+  done(user_data, nullptr, 0, nullptr, 0, admitted ? GRPC_STATUS_OK : GRPC_STATUS_UNAUTHENTICATED,
        admitted ? nullptr : kTokenRefusal.data());  // a literal: NUL-terminated
 }
 

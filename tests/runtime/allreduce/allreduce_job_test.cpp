@@ -61,6 +61,18 @@ std::vector<std::string> launch(int ranks) {
           std::to_string(ranks), "--master-port", std::to_string(cifar::testing::free_port())};
 }
 
+// Rank `r` of two started on its own, as a pod is: the PyTorch env, the store on 127.0.0.1:port.
+std::vector<std::string> rank_of_two(int r, int port) {
+  return {"/usr/bin/env",
+          "MASTER_ADDR=127.0.0.1",
+          "MASTER_PORT=" + std::to_string(port),
+          "WORLD_SIZE=2",
+          "RANK=" + std::to_string(r),
+          CIFAR_TRAIN_BIN,
+          "--strategy",
+          "allreduce"};
+}
+
 fs::path step_checkpoint(const fs::path& dir, int step) {
   return dir / ("alexnet-step-" + std::string(10 - std::to_string(step).size(), '0') +
                 std::to_string(step) + ".pt");
@@ -140,15 +152,8 @@ TEST(AllReduceJob, AKilledRankEndsTheOthersWithAClearErrorWithinTheTimeout) {
   TempDir work;
   const int port = cifar::testing::free_port();
   auto rank = [&](int r) {
-    std::vector<std::string> prefix = {"/usr/bin/env",
-                                       "MASTER_ADDR=127.0.0.1",
-                                       "MASTER_PORT=" + std::to_string(port),
-                                       "WORLD_SIZE=2",
-                                       "RANK=" + std::to_string(r),
-                                       CIFAR_TRAIN_BIN,
-                                       "--strategy",
-                                       "allreduce"};
-    return command(work.path(), "model", prefix, {"-b", "8", "-e", "50", "--dist-timeout", "20"});
+    return command(work.path(), "model", rank_of_two(r, port),
+                   {"-b", "8", "-e", "50", "--dist-timeout", "20"});
   };
   ChildProcess rank0(rank(0), work.path() / "rank0.log");
   ChildProcess rank1(rank(1), work.path() / "rank1.log");
@@ -189,22 +194,20 @@ TEST(AllReduceJob, ResumedJobEndsWhereAnUninterruptedOneDoes) {
 // training no epoch twice.
 TEST(AllReduceJob, RanksThatRestartAfterACheckpointContinueFromItTogether) {
   TempDir work;
-  const std::vector<std::string> args = {"-b", "16", "-e", "4", "--checkpoint-every", "4",
-                                         "--verify-replicas-every", "1", "--dist-timeout", "20"};
+  const std::vector<std::string> args = {"-b",
+                                         "16",
+                                         "-e",
+                                         "4",
+                                         "--checkpoint-every",
+                                         "4",
+                                         "--verify-replicas-every",
+                                         "1",
+                                         "--dist-timeout",
+                                         "20"};
   const auto whole = cifar::testing::run_process(command(work.path(), "whole", launch(2), args));
   ASSERT_EQ(whole.exit_code, 0) << whole.output;
   const int port = cifar::testing::free_port();
-  auto rank = [&](int r) {
-    std::vector<std::string> prefix = {"/usr/bin/env",
-                                       "MASTER_ADDR=127.0.0.1",
-                                       "MASTER_PORT=" + std::to_string(port),
-                                       "WORLD_SIZE=2",
-                                       "RANK=" + std::to_string(r),
-                                       CIFAR_TRAIN_BIN,
-                                       "--strategy",
-                                       "allreduce"};
-    return command(work.path(), "restarted", prefix, args);
-  };
+  auto rank = [&](int r) { return command(work.path(), "restarted", rank_of_two(r, port), args); };
   const auto dir = work.path() / "restarted";
   {
     ChildProcess rank0(rank(0), work.path() / "first0.log");

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <iostream>
 #include <future>
+#include <iostream>
 #include <string>
 
 #include "distributed/ps/token_auth.h"
@@ -58,7 +58,7 @@ TEST(PsDoor, AnUnauthenticatedOversizedPushIsRefusedBeforeItsPayloadIsRead) {
   grpc::ChannelArguments args;
   args.SetMaxSendMessageSize(-1);
   const auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
-                                      grpc::InsecureChannelCredentials(), args);
+                                                 grpc::InsecureChannelCredentials(), args);
   ASSERT_TRUE(channel->WaitForConnected(std::chrono::system_clock::now() + 30s))
       << cifar::testing::read_file(work.path() / "ps.log");
 
@@ -70,8 +70,8 @@ TEST(PsDoor, AnUnauthenticatedOversizedPushIsRefusedBeforeItsPayloadIsRead) {
     EXPECT_EQ(refused.error_message(), kTokenRefusal);
   }
   const auto after_refusals = peak_rss_mb(ps.pid());
-  EXPECT_LT(after_refusals - before, 32) << "the PS read a refused push: " << before << " MB -> "
-                                         << after_refusals << " MB";
+  EXPECT_LT(after_refusals - before, 32)
+      << "the PS read a refused push: " << before << " MB -> " << after_refusals << " MB";
 
   // With the token the same bytes get in, are read, and are refused as no PushRequest: the
   // measurement sees a read payload.
@@ -79,8 +79,8 @@ TEST(PsDoor, AnUnauthenticatedOversizedPushIsRefusedBeforeItsPayloadIsRead) {
   EXPECT_NE(read.error_code(), grpc::StatusCode::UNAUTHENTICATED) << read.error_message();
   EXPECT_FALSE(read.ok());
   const auto after_read = peak_rss_mb(ps.pid());
-  std::cout << "PS peak RSS: " << before << " MB, after two refused 256 MB pushes " << after_refusals
-            << " MB, after one admitted " << after_read << " MB\n";
+  std::cout << "PS peak RSS: " << before << " MB, after two refused 256 MB pushes "
+            << after_refusals << " MB, after one admitted " << after_read << " MB\n";
   EXPECT_GT(after_read - after_refusals, 200);
   EXPECT_TRUE(ps.running());  // and it kept serving
 }

@@ -425,7 +425,8 @@ TEST(PsJob, AnEvaluatorReportsACorruptFinalCheckpointInsteadOfRetryingItForever)
                quick_args("async", {"--termination-log", (work.path() / "last-words").string()}));
   fs::create_directories(job.model_dir());
   std::ofstream(job.model_dir() / "simplecnn-step-0000000010.pt") << "not a checkpoint";
-  std::ofstream(job.model_dir() / "simplecnn.done") << R"({"step": 10})" << "\n";
+  std::ofstream(job.model_dir() / "simplecnn.done") << R"({"step": 10})"
+                                                    << "\n";
   job.start("evaluator");
   auto& evaluator = job.process("evaluator");
   ASSERT_TRUE(wait_for([&] { return !evaluator.running(); }, 60s)) << job.log("evaluator");
