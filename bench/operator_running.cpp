@@ -110,8 +110,9 @@ int run(int argc, char** argv) {
   std::atomic<bool> stop{false};
   std::thread ticker([&] {
     for (int tick = 0; !stop.load(); ++tick) {
-      step.Set(10.0 * tick / 10);
-      epoch.Set(1 + tick / 600);
+      step.Set(static_cast<double>(tick));  // 10 steps a second
+      const int epoch_now = 1 + tick / 600;  // a minute an epoch
+      epoch.Set(epoch_now);
       loss.Set(2.0 / (1 + tick / 100.0));
       images.Set(400 + tick % 7);
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

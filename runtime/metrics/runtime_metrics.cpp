@@ -40,9 +40,8 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
     return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add(labels);
   };
   auto histogram = [&](const char* name, const char* help,
-                       prometheus::Histogram::BucketBoundaries buckets = step_buckets()) {
-    return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add(labels,
-                                                                               std::move(buckets));
+                       const prometheus::Histogram::BucketBoundaries& buckets = step_buckets()) {
+    return &prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add(labels, buckets);
   };
   steps_ = counter(metric::kSteps, "Training steps (optimizer updates) completed.");
   images_ = counter(metric::kImages, "Training images processed.");
