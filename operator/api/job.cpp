@@ -206,10 +206,14 @@ void parse_run_policy(const json& spec, JobSpec& s) {
       member<std::string>(scheduling, "schedulerName", "", "runPolicy.schedulingPolicy.");
   s.priority_class =
       member<std::string>(scheduling, "priorityClass", "", "runPolicy.schedulingPolicy.");
-  s.startup_deadline_seconds =
-      member(run, "startupDeadlineSeconds", s.startup_deadline_seconds, "runPolicy.");
-  s.terminating_deadline_seconds =
-      member(run, "terminatingDeadlineSeconds", s.terminating_deadline_seconds, "runPolicy.");
+  // Bounded as the CRD bounds them (2^31-1 s, 68 years): a time point that far on still fits.
+  constexpr int64_t kMaxDeadline = 2147483647;
+  s.startup_deadline_seconds = std::clamp<int64_t>(
+      member(run, "startupDeadlineSeconds", s.startup_deadline_seconds, "runPolicy."), 0,
+      kMaxDeadline);
+  s.terminating_deadline_seconds = std::clamp<int64_t>(
+      member(run, "terminatingDeadlineSeconds", s.terminating_deadline_seconds, "runPolicy."), 0,
+      kMaxDeadline);
 }
 
 }  // namespace cifar::op

@@ -113,6 +113,9 @@ struct Job {
   std::string namespace_;
   std::string uid;
   JobSpec spec;
+  // The run's model dir once chosen (status.modelDir): it never moves under a running job, even
+  // if checkpoint.resumeFrom is edited or the naming rule changes. "": from the spec.
+  std::string run_dir;
 };
 
 }  // namespace cifar::op

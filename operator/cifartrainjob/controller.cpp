@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -313,7 +314,8 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
     auto noted = plan;
     note_blocked_create(noted, blocked.reason(), blocked.what(), Clock::now());
     update_status_and_delete(*object, job, noted, pod_uids);
-    return blocked.retry_after();
+    return plan.requeue_after ? std::min(*plan.requeue_after, blocked.retry_after())
+                              : blocked.retry_after();
   } catch (const kube::ApiError& e) {
     if (!is_permanent(e)) throw;
     // The server will refuse this object however often it is sent (an invalid name, a rejected

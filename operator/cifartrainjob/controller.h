@@ -46,7 +46,7 @@ class JobController {
   // Returns when to look again (requeue_after), if at all.
   std::optional<std::chrono::seconds> reconcile_key(const std::string& key);
   // `pod_uids`: the uids of the pods the plan was computed from, by name.
-  // Throws RefusedForNow (controller.cpp) where a create is refused for now.
+  // Throws CreateBlocked (controller.cpp) where a create is refused for now or blocked.
   void apply(const nlohmann::json& object, const Job& job, const Plan& plan,
              const std::map<std::string, std::string>& pod_uids);
   void create_objects(const Job& job, const Plan& plan);

@@ -64,10 +64,13 @@ std::string checkpoint_path(const JobSpec& spec) {
 }  // namespace
 
 std::string model_dir(const Job& job) {
+  if (!job.run_dir.empty()) return job.run_dir;
   const auto& s = job.spec;
   if (!s.resume_from.empty()) return checkpoint_path(s) + "/" + s.resume_from;
   return checkpoint_path(s) + "/" + job.namespace_ + "/" + job.name + "-" + job.uid;
 }
+
+std::string legacy_model_dir(const Job& job) { return checkpoint_path(job.spec) + "/" + job.name; }
 
 std::string pod_name(const Job& job, Role role, int index) {
   return job.name + "-" + std::string(role_name(role)) + "-" + std::to_string(index);

@@ -30,6 +30,8 @@ std::vector<std::string> container_args(const Job& job, Role role);
 // (or one of the same name in another namespace on a shared volume) starts a run of its own;
 // <path>/<checkpoint.resumeFrom> to continue an earlier run on purpose.
 std::string model_dir(const Job& job);
+// Where operators before status.modelDir put a job's run: <path>/<name>.
+std::string legacy_model_dir(const Job& job);
 
 // The labels every object of the job carries, and the selector of one replica's pod.
 nlohmann::json job_labels(const Job& job);

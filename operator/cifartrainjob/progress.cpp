@@ -147,9 +147,15 @@ json final_progress(json last, const std::string& chief_message,
       last[std::string(field)] = *value;
     }
   }
+  // The evaluator's accuracy is the final one only if it measured the chief's last step (an
+  // evaluator that ended on an earlier run's done marker did not).
   const auto evaluator = figures(evaluator_message);
-  if (const auto accuracy = evaluator.find(key::kTestAccuracy);
-      accuracy != evaluator.end() && accuracy->is_number()) {
+  const auto accuracy = evaluator.find(key::kTestAccuracy);
+  const auto evaluated = evaluator.find(key::kStep);
+  const auto chief_step = chief.find(key::kStep);
+  const bool of_the_last_step =
+      chief_step == chief.end() || (evaluated != evaluator.end() && *evaluated == *chief_step);
+  if (accuracy != evaluator.end() && accuracy->is_number() && of_the_last_step) {
     last[std::string(key::kTestAccuracy)] = *accuracy;
   }
   if (succeeded) last["progressPercentage"] = 100;

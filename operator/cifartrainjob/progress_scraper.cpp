@@ -14,6 +14,7 @@
 #include "contract/ports.h"
 #include "contract/roles.h"
 #include "framework/clock.h"
+#include "framework/owner.h"
 #include "framework/sleep_until.h"
 
 namespace cifar::op {
@@ -88,12 +89,14 @@ void ProgressScraper::run(const std::atomic<bool>& stop) {
 }
 
 void ProgressScraper::scrape_once() {
-  std::map<std::string, json> running;  // job key -> its status
+  std::map<std::string, json> running;      // job key -> its status
+  std::map<std::string, std::string> uids;  // job key -> its UID, whose pods alone are scraped
   for (const auto& job : jobs_.list([](const json& j) {
          return j.value("status", json::object()).value("state", "") ==
                 condition_type_name(ConditionType::kRunning);
        })) {
     running[Informer::key_of(job)] = job["status"];
+    uids[Informer::key_of(job)] = job["metadata"].value("uid", "");
   }
   if (running.empty()) return;
   // Which pods each job has, and what to scrape; the fetches start only once nothing can throw
@@ -103,6 +106,7 @@ void ProgressScraper::scrape_once() {
   for (const auto& [key, status] : running) {
     auto& roles = job_pods[key];
     for (const auto& pod : pods_.indexed(key)) {
+      if (!controlled_by(pod, uids[key])) continue;  // an earlier job's orphan, a user's pod
       const auto labels = pod["metadata"].value("labels", json::object());
       const auto role = labels.value("cifartrain.io/replica-type", "");
       roles.has_master = roles.has_master || role == role_name(Role::kMaster);

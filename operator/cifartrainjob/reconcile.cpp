@@ -1,5 +1,6 @@
 #include "cifartrainjob/reconcile.h"
 
+#include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/reconcile_phases.h"
 
 namespace cifar::op {
@@ -29,8 +30,16 @@ void note_blocked_create(Plan& plan, std::string_view why, const std::string& me
   if (news) plan.events.push_back({"Warning", std::string(why), message});
 }
 
-Plan reconcile(const Job& job, const JobStatus& status, const Observed& observed,
+Plan reconcile(const Job& job_as_given, const JobStatus& status, const Observed& observed,
                Clock::time_point now) {
+  // The run's directory is chosen once, then read back from the status. A job the operator
+  // started before status.modelDir existed ran in <path>/<name>, and stays there.
+  Job job = job_as_given;
+  if (status.model_dir) {
+    job.run_dir = *status.model_dir;
+  } else if (status.start_time && job.spec.resume_from.empty()) {
+    job.run_dir = legacy_model_dir(job);
+  }
   Plan plan;
   plan.status = status;
   if (observed.progress && !status.finished()) plan.status.progress = *observed.progress;

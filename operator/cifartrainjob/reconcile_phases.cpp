@@ -101,7 +101,8 @@ std::string failure_detail(const json* pod) {
   std::string detail;
   const auto parsed = json::parse(message, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_object()) {
-    detail = parsed.value(std::string(contract::termination::kError), "");
+    const auto error = parsed.find(contract::termination::kError);
+    if (error != parsed.end() && error->is_string()) detail = error->get<std::string>();
   } else if (const auto end = message.find_last_not_of(" \n"); end != std::string::npos) {
     const auto newline = message.rfind('\n', end);
     const auto start = newline == std::string::npos ? 0 : newline + 1;
@@ -373,6 +374,7 @@ std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
     }
     const auto phase = pod_phase(pod);
     if (phase == "Succeeded" || phase == "Failed") continue;
+    if (pod_gated(pod)) continue;  // waits in a queue, not for a fault: no startup deadline yet
     if (const auto waiting = pod_waiting(pod)) {
       holdup.reason = waiting->reason;
       holdup.message = waiting->message;

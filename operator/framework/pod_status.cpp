@@ -69,6 +69,18 @@ std::optional<PodWaiting> pod_waiting(const json& pod) {
   return std::nullopt;
 }
 
+bool pod_gated(const json& pod) {
+  for (const auto& c : status_of(pod).value("conditions", json::array())) {
+    if (c.value("type", "") == "PodScheduled" && c.value("status", "") == "False" &&
+        c.value("reason", "") == "SchedulingGated") {
+      return true;
+    }
+  }
+  const auto spec = pod.find("spec");
+  return spec != pod.end() && spec->is_object() &&
+         !spec->value("schedulingGates", json::array()).empty();
+}
+
 bool pod_started(const json& pod) {
   for (const auto& c : status_of(pod).value("containerStatuses", json::array())) {
     const auto state = c.value("state", json::object());

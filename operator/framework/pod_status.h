@@ -27,6 +27,8 @@ struct PodWaiting {
   std::string message;
 };
 std::optional<PodWaiting> pod_waiting(const nlohmann::json& pod);
+// Whether a scheduling gate holds the pod (a queue's, e.g. Kueue's, until it admits the pod).
+bool pod_gated(const nlohmann::json& pod);
 // Whether any container of the pod has ever run (running, terminated, or restarted).
 bool pod_started(const nlohmann::json& pod);
 std::optional<Time> pod_created_at(const nlohmann::json& pod);  // metadata.creationTimestamp

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -52,32 +53,13 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
     const auto files = checkpoints.list();
     if (!files.empty() && unreadable.count(files.back()) == 0) {
       const auto& newest = files.back();
+      // Only reading the file decides whether it is unreadable; what is done with it after is not.
+      std::optional<TrainState> loaded;
       try {
         const auto state = CheckpointManager::read_state(newest);
         if (state.step > result.last_step) {
           CheckpointManager::load_model(newest, *model);
-          const auto evaluation = evaluate(*model, test_loader, device);
-          result.evaluated += 1;
-          result.last_step = state.step;
-          result.last_accuracy = evaluation.accuracy;
-          metrics->set_test_accuracy(evaluation.accuracy);
-          metrics->set_epoch(state.epoch);
-          spdlog::info("evaluator: step {} (epoch {}): test loss {:.4f}, test accuracy {:.2f}%",
-                       state.step, state.epoch, evaluation.loss, 100 * evaluation.accuracy);
-          std::ofstream(log_path, std::ios::app)
-              << nlohmann::json{{"step", state.step},
-                                {"epoch", state.epoch},
-                                {"test_loss", evaluation.loss},
-                                {"test_accuracy", evaluation.accuracy}}
-                     .dump()
-              << "\n";
-          if (result.best_step < 0 || evaluation.accuracy > result.best_accuracy) {
-            result.best_accuracy = evaluation.accuracy;
-            result.best_step = state.step;
-            replace_atomically(best_path, [&](const fs::path& temp) {
-              fs::copy_file(newest, temp, fs::copy_options::overwrite_existing);
-            });
-          }
+          loaded = state;
         }
       } catch (const std::exception& e) {
         const std::string what = e.what();
@@ -89,6 +71,35 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
                        first_line);
         } else {  // rotated away by the chief between listing and reading: a newer one is there
           spdlog::debug("evaluator: skipping {}: {}", newest.string(), first_line);
+        }
+      }
+      if (loaded) {
+        const auto& state = *loaded;
+        const auto evaluation = evaluate(*model, test_loader, device);
+        result.evaluated += 1;
+        result.last_step = state.step;
+        result.last_accuracy = evaluation.accuracy;
+        metrics->set_test_accuracy(evaluation.accuracy);
+        metrics->set_epoch(state.epoch);
+        spdlog::info("evaluator: step {} (epoch {}): test loss {:.4f}, test accuracy {:.2f}%",
+                     state.step, state.epoch, evaluation.loss, 100 * evaluation.accuracy);
+        std::ofstream(log_path, std::ios::app)
+            << nlohmann::json{{"step", state.step},
+                              {"epoch", state.epoch},
+                              {"test_loss", evaluation.loss},
+                              {"test_accuracy", evaluation.accuracy}}
+                   .dump()
+            << "\n";
+        if (result.best_step < 0 || evaluation.accuracy > result.best_accuracy) {
+          result.best_accuracy = evaluation.accuracy;
+          result.best_step = state.step;
+          try {
+            replace_atomically(best_path, [&](const fs::path& temp) {
+              fs::copy_file(newest, temp, fs::copy_options::overwrite_existing);
+            });
+          } catch (const std::exception& e) {  // rotated away meanwhile: the next best is kept
+            spdlog::warn("evaluator: could not keep {} as the best: {}", newest.string(), e.what());
+          }
         }
       }
     }

@@ -13,15 +13,24 @@ namespace {
 using nlohmann::json;
 namespace key = contract::termination;
 
+// Never throws: it runs on the way out, in main's error handlers too.
 void write(const std::string& path, const json& summary) {
   if (path.empty()) return;
-  auto text = summary.dump();
-  if (text.size() > key::kMaxBytes) {  // only an error message can be this long: keep its start
-    text = json{{key::kError, summary.value(std::string(key::kError), "").substr(0, 3000)}}.dump();
+  try {
+    // An error message may hold any bytes: invalid UTF-8 is replaced, not thrown on.
+    const auto dump = [](const json& j) {
+      return j.dump(-1, ' ', false, json::error_handler_t::replace);
+    };
+    auto text = dump(summary);
+    if (text.size() > key::kMaxBytes) {  // only an error message can be this long: keep its start
+      text = dump(json{{key::kError, summary.value(std::string(key::kError), "").substr(0, 3000)}});
+    }
+    std::ofstream out(path, std::ios::trunc);
+    out << text;
+    if (!out.flush()) spdlog::warn("could not write the termination log {}", path);
+  } catch (const std::exception& e) {
+    spdlog::warn("could not write the termination log {}: {}", path, e.what());
   }
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  if (!out.flush()) spdlog::warn("could not write the termination log {}", path);
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ Job make_job(const std::string& spec_json) {
                               "dataset": {"name": "cifar10"}})");
   spec.update(json::parse(spec_json));
   if (!spec.contains("checkpoint")) spec["checkpoint"] = {{"volume", {{"claimName", "ckpt"}}}};
-  return Job{"mnist", "team", "uid-1", op::parse_spec(spec)};
+  return Job{"mnist", "team", "uid-1", op::parse_spec(spec), ""};
 }
 
 // Every optional branch of the arguments the operator writes, between these two jobs.

@@ -17,7 +17,7 @@ Job make_job(const json& spec) {
   auto full = json::parse(R"({"image": "cifar-train:test", "model": {"name": "resnet20"},
                               "dataset": {"name": "cifar10"}})");
   full.update(spec);
-  return Job{"mnist", "team", "uid-1", parse_spec(full)};
+  return Job{"mnist", "team", "uid-1", parse_spec(full), ""};
 }
 
 Job ps_job() {

@@ -26,7 +26,7 @@ Job make_job(int startup_deadline = 600, int terminating_deadline = 300) {
     "checkpoint": {"volume": {"claimName": "checkpoints"}}})");
   spec["runPolicy"] = {{"startupDeadlineSeconds", startup_deadline},
                        {"terminatingDeadlineSeconds", terminating_deadline}};
-  return Job{"j", "ns", "uid", parse_spec(spec)};
+  return Job{"j", "ns", "uid", parse_spec(spec), ""};
 }
 
 // Every pod created at kT0 and running.
@@ -308,6 +308,37 @@ TEST(RunIdentity, TheModelDirIsKeyedByNamespaceNameAndUidAndSaidInTheStatus) {
   EXPECT_EQ(model_dir(again), "/checkpoints/ns/j-uid-2");
   again.spec.resume_from = "ns/j-uid";
   EXPECT_EQ(model_dir(again), "/checkpoints/ns/j-uid");
+  // Once chosen, the run's directory stays, whatever is edited later; a job an operator started
+  // before status.modelDir existed stays in <path>/<name>.
+  auto edited = job;
+  edited.spec.resume_from = "elsewhere";
+  const auto later = reconcile(edited, plan.status, Observed{}, kT0 + seconds(5));
+  EXPECT_EQ(later.status.model_dir, "/checkpoints/ns/j-uid");
+  for (const auto& pod : later.create_pods) {
+    const auto pod_args = pod["spec"]["containers"][0]["args"];
+    EXPECT_NE(std::find(pod_args.begin(), pod_args.end(), "/checkpoints/ns/j-uid"), pod_args.end());
+  }
+  JobStatus started_before;
+  started_before.start_time = to_time(kT0);
+  EXPECT_EQ(reconcile(job, started_before, Observed{}, kT0).status.model_dir, "/checkpoints/j");
+}
+
+// A pod that a queue's scheduling gate holds (Kueue's, until it admits the job) waits for no
+// fault: it is not held back, and no startup deadline runs for it.
+TEST(Lifecycle, APodHeldByASchedulingGateHasNoStartupDeadline) {
+  const auto job = make_job(/*startup_deadline=*/60);
+  auto observed = running(job);
+  auto& gated = pod_named(observed, "j-worker-0");
+  gated["spec"]["schedulingGates"] = json::array({{{"name", "kueue.x-k8s.io/admission"}}});
+  gated["status"] = {{"phase", "Pending"},
+                     {"conditions",
+                      {{{"type", "PodScheduled"},
+                        {"status", "False"},
+                        {"reason", "SchedulingGated"},
+                        {"message", "Scheduling is blocked due to non-empty scheduling gates"}}}}};
+  const auto plan = reconcile(job, JobStatus{}, observed, kT0 + seconds(3600));
+  EXPECT_NE(json(plan.status)["state"], "Failed");
+  EXPECT_FALSE(plan.status.is_true(ConditionType::kPodsNotReady));
 }
 
 // An orphan of an earlier job of the same name (deleted with --cascade=orphan), or a user's own
@@ -333,6 +364,27 @@ TEST(RunIdentity, PodsOfItsNamesThatItDoesNotControlAreReportedAndLeftAlone) {
   observed.foreign_pods.clear();
   const auto after = reconcile(job, plan.status, observed, kT0 + seconds(5));
   EXPECT_EQ(after.create_pods.size(), 4U);
+}
+
+TEST(FinalProgress, TheEvaluatorsAccuracyCountsOnlyAtTheChiefsLastStep) {
+  const auto stale =
+      final_progress(json(), R"({"step": 600, "testAccuracy": 0.5})",
+                     R"({"step": 300, "testAccuracy": 0.9})", true, "2026-11-22T12:00:00Z");
+  EXPECT_DOUBLE_EQ(stale["testAccuracy"].get<double>(), 0.5);
+  const auto fresh =
+      final_progress(json(), R"({"step": 600})", R"({"step": 600, "testAccuracy": 0.9})", true,
+                     "2026-11-22T12:00:00Z");
+  EXPECT_DOUBLE_EQ(fresh["testAccuracy"].get<double>(), 0.9);
+}
+
+TEST(Lifecycle, AnErrorThatIsNoStringInATerminationMessageIsIgnored) {
+  auto job = make_job();
+  job.spec.restart_policy = "Never";
+  auto observed = running(job);
+  terminated(pod_named(observed, "j-worker-0"), "Failed", 1, R"({"error": 42})", kT0);
+  const auto plan = reconcile(job, JobStatus{}, observed, kT0 + seconds(1));
+  EXPECT_EQ(plan.status.summary_message,
+            "pod j-worker-0 failed with exit code 1; restartPolicy Never");
 }
 
 TEST(FinalProgress, KeepsWhereAFailedJobStoppedAndIgnoresMessagesThatAreNotFigures) {

@@ -20,7 +20,7 @@ Job make_job() {
     "replicaSpecs": {"PS": {"replicas": 1}, "Master": {"replicas": 1},
                      "Worker": {"replicas": 2}},
     "runPolicy": {"restartPolicy": "ExitCode", "backoffLimit": 3}})");
-  return Job{"j", "ns", "uid", parse_spec(spec)};
+  return Job{"j", "ns", "uid", parse_spec(spec), ""};
 }
 
 json pod(const Job& job, Role role, int index, const std::string& phase,

@@ -26,7 +26,7 @@ Job make_job(const std::string& restart_policy, int backoff_limit = 3, bool with
     "checkpoint": {"volume": {"claimName": "checkpoints"}}})");
   if (with_master) spec["replicaSpecs"]["Master"] = {{"replicas", 1}};
   spec["runPolicy"] = {{"restartPolicy", restart_policy}, {"backoffLimit", backoff_limit}};
-  return Job{"j", "ns", "uid", parse_spec(spec)};
+  return Job{"j", "ns", "uid", parse_spec(spec), ""};
 }
 
 json with_phase(json pod, const std::string& phase, std::optional<int> code = std::nullopt,
