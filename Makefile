@@ -18,15 +18,15 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# The real etcd + kube-apiserver of the operator's integration tests, built from their Go modules
-# and cached outside the repo (10-20 minutes the first time, nothing after).
+# The local cluster (deploy/local-cluster): its etcd + kube-apiserver (also the operator's
+# integration tests' control plane), built from their Go modules and cached outside the repo
+# (10-20 minutes the first time, nothing after), and the nodes' parts (kubelet, scheduler,
+# controller-manager, kube-proxy, CoreDNS), built alike and cached beside them (~10 minutes).
 control-plane: deps
-	bash tests/integration/control-plane/build.sh
+	bash deploy/local-cluster/build.sh
 
-# The parts of the one-node cluster (kubelet, scheduler, controller-manager, kube-proxy, CoreDNS),
-# built like the control plane and cached beside it (~10 minutes the first time).
 node: deps
-	bash tests/integration/control-plane/build.sh node
+	bash deploy/local-cluster/build.sh node
 
 # The test tools from their Go modules, cached like the control plane (tests/tools/build.sh):
 # Helm, Prometheus + promtool, kind (and its config checker), the Prometheus Operator's CRDs.
@@ -39,13 +39,15 @@ tools: deps
 images: build
 	bash scripts/build-images.sh --prebuilt $(BUILD_DIR) --out $(BUILD_DIR)/images
 
-# A real one-node cluster with the CRD and the operator installed (root; one at a time per
+# The local cluster, a real one of NODES nodes (1-8; NODES=2: two kubelets, each with its own
+# containerd, network and cgroups) with the CRD and the operator installed (root; one at a time per
 # machine); it prints how to point kubectl at it. `make cluster-stop` stops it and cleans up.
+NODES ?= 1
 cluster: images node tools
-	bash tests/e2e/cluster/start.sh $(BUILD_DIR)/cluster $(BUILD_DIR)/images
+	bash deploy/local-cluster/start.sh --nodes $(NODES) $(BUILD_DIR)/cluster $(BUILD_DIR)/images
 
 cluster-stop:
-	bash tests/e2e/cluster/stop.sh $(BUILD_DIR)/cluster
+	bash deploy/local-cluster/stop.sh $(BUILD_DIR)/cluster
 
 test: build control-plane node tools
 	cd $(BUILD_DIR) && ctest -j2 --output-on-failure --timeout 900

@@ -3,7 +3,7 @@
 # exit with the operator it runs ($operator_pid), and the CifarTrainJob CRD applied. Defines
 # $work, $kubeconfig, k (kubectl on it) and free_port.
 control_plane=$root/tests/integration/control-plane
-"$control_plane/build.sh" >/dev/null
+"$root/deploy/local-cluster/build.sh" >/dev/null
 work=$(mktemp -d)
 operator_pid=""
 cleanup() {
@@ -16,4 +16,4 @@ trap cleanup EXIT
 kubeconfig=$work/cp/kubeconfig
 k() { kubectl --kubeconfig "$kubeconfig" "$@"; }
 k apply --server-side -f "$root/deploy/crds/cifartrain.io_cifartrainjobs.yaml" >/dev/null
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+source "$root/deploy/local-cluster/lib.sh"  # free_port

@@ -206,6 +206,18 @@ void parse_run_policy(const json& spec, JobSpec& s) {
       member<std::string>(scheduling, "schedulerName", "", "runPolicy.schedulingPolicy.");
   s.priority_class =
       member<std::string>(scheduling, "priorityClass", "", "runPolicy.schedulingPolicy.");
+  const auto spread = member<std::string>(scheduling, "spreadAcrossNodes", "Preferred",
+                                          "runPolicy.schedulingPolicy.");
+  if (spread == "Preferred") {
+    s.spread_across_nodes = NodeSpread::kPreferred;
+  } else if (spread == "Required") {
+    s.spread_across_nodes = NodeSpread::kRequired;
+  } else if (spread == "None") {
+    s.spread_across_nodes = NodeSpread::kNone;
+  } else {
+    throw InvalidSpec("runPolicy.schedulingPolicy.spreadAcrossNodes",
+                      "'" + spread + "' is none of Preferred, Required, None");
+  }
   // Bounded as the CRD bounds them (2^31-1 s, 68 years): a time point that far on still fits.
   constexpr int64_t kMaxDeadline = 2147483647;
   s.startup_deadline_seconds = std::clamp<int64_t>(
@@ -213,6 +225,9 @@ void parse_run_policy(const json& spec, JobSpec& s) {
       kMaxDeadline);
   s.terminating_deadline_seconds = std::clamp<int64_t>(
       member(run, "terminatingDeadlineSeconds", s.terminating_deadline_seconds, "runPolicy."), 0,
+      kMaxDeadline);
+  s.node_failure_grace_seconds = std::clamp<int64_t>(
+      member(run, "nodeFailureGraceSeconds", s.node_failure_grace_seconds, "runPolicy."), 0,
       kMaxDeadline);
 }
 

@@ -35,6 +35,11 @@ struct VolumeSource {
   std::string path;        // where it is mounted
 };
 
+// How a job's pods are spread over nodes (runPolicy.schedulingPolicy.spreadAcrossNodes): a
+// topology spread constraint on the node's hostname, skew at most 1, that the scheduler prefers
+// (ScheduleAnyway), requires (DoNotSchedule), or none.
+enum class NodeSpread { kPreferred, kRequired, kNone };
+
 struct JobSpec {
   std::string image;
   std::string model;
@@ -80,8 +85,12 @@ struct JobSpec {
   int64_t startup_deadline_seconds = 600;
   // A deleted pod still there this long after its grace period fails the job (0: wait forever).
   int64_t terminating_deadline_seconds = 300;
+  // A pod whose node has not been Ready this long is deleted for good (its node cannot confirm)
+  // and created again on a live node; not counted against backoffLimit (0: at once).
+  int64_t node_failure_grace_seconds = 60;
   std::string scheduler_name;
   std::string priority_class;
+  NodeSpread spread_across_nodes = NodeSpread::kPreferred;
 
   [[nodiscard]] int count(Role role) const {
     const auto found = replicas.find(role);

@@ -66,6 +66,8 @@ inline constexpr std::string_view kJobResumed = "JobResumed";
 // CreateContainerConfigError, CrashLoopBackOff, ...), which are passed on as they are:
 inline constexpr std::string_view kFailedCreate = "FailedCreate";  // refused for now (quota)
 inline constexpr std::string_view kPodStuckTerminating = "PodStuckTerminating";
+// A pod on a node that stopped answering, and its replacement on a live node.
+inline constexpr std::string_view kNodeLost = "NodeLost";
 inline constexpr std::string_view kNotOwned = "NotOwned";    // a name taken by another's object
 inline constexpr std::string_view kPodsReady = "PodsReady";  // the condition turned False
 // Failed:

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <iomanip>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "cifartrainjob/progress_scraper.h"
 #include "cifartrainjob/resource.h"
 #include "framework/merge_patch.h"
+#include "framework/node_status.h"
 #include "framework/owner.h"
 #include "framework/pod_status.h"
 
@@ -114,8 +116,9 @@ bool create_owned(kube::Client& client, const kube::ResourcePath& path, const js
   }
 }
 
-// A pod as the controller reads it: metadata, status, and its containers' names and ports (the
-// metrics port); the rest of the spec (env with TF_CONFIG, args, resources) is what we wrote.
+// A pod as the controller reads it: metadata, status, its node, and its containers' names and
+// ports (the metrics port); the rest of the spec (env with TF_CONFIG, args, resources) is what we
+// wrote.
 void trim_pod(json& pod) {
   Informer::strip_managed_fields(pod);
   auto spec = pod.find("spec");
@@ -125,7 +128,9 @@ void trim_pod(json& pod) {
     containers.push_back({{"name", container.value("name", "")},
                           {"ports", container.value("ports", json::array())}});
   }
-  *spec = {{"containers", std::move(containers)}};
+  json trimmed = {{"containers", std::move(containers)}};
+  if (spec->contains("nodeName")) trimmed["nodeName"] = (*spec)["nodeName"];  // its node's health
+  *spec = std::move(trimmed);
 }
 
 // The job's pods by replica type and phase, for the metrics: every replica type of the spec, so
@@ -160,6 +165,49 @@ JobController::JobController(kube::Client& client, ControllerOptions options,
                                      trim_pod, owner_key);
   services_ = std::make_unique<Informer>(client_, kube::services(options_.namespace_), owned,
                                          enqueue_owner);
+  nodes_ = std::make_unique<Informer>(
+      client_, kube::nodes(), kube::ListOptions{},
+      [this](const json& node) { note_node(node["metadata"].value("name", "")); }, trim_node);
+}
+
+void JobController::note_node(const std::string& name) {
+  const auto cached = nodes_->get("/" + name);
+  const auto trouble = cached ? node_trouble(*cached) : std::nullopt;
+  {
+    const std::lock_guard lock(nodes_mu_);
+    const auto known = troubled_nodes_.find(name);
+    const bool was = known != troubled_nodes_.end();
+    if (!trouble && !was) return;
+    if (trouble && was && known->second == *trouble) return;
+    if (trouble) {
+      spdlog::warn("node {} is in trouble: {} {}", name, trouble->reason, trouble->message);
+      troubled_nodes_[name] = *trouble;
+    } else {
+      spdlog::info("node {} is {}", name, cached ? "Ready again" : "gone");
+      troubled_nodes_.erase(known);
+    }
+  }
+  // The jobs with pods on it look again.
+  std::set<std::string> keys;
+  pods_->for_each([&](const json& pod) {
+    if (pod.value("spec", json::object()).value("nodeName", "") == name) {
+      if (auto key = owner_key(pod); !key.empty()) keys.insert(std::move(key));
+    }
+  });
+  for (const auto& key : keys) queue_.add(key);
+}
+
+NodeTroubles JobController::troubled_nodes_of(const std::vector<json>& pods) {
+  NodeTroubles troubles;
+  const std::lock_guard lock(nodes_mu_);
+  if (troubled_nodes_.empty()) return troubles;
+  for (const auto& pod : pods) {
+    const auto node = pod.value("spec", json::object()).value("nodeName", "");
+    if (const auto found = troubled_nodes_.find(node); found != troubled_nodes_.end()) {
+      troubles.insert(*found);
+    }
+  }
+  return troubles;
 }
 
 JobController::~JobController() { queue_.shut_down(); }
@@ -168,6 +216,8 @@ void JobController::run(const std::atomic<bool>& stop) {
   jobs_->start();
   pods_->start();
   services_->start();
+  // Not waited for: without it (no RBAC for nodes) jobs run, only lost nodes go unnoticed.
+  nodes_->start();
   for (auto* informer : {jobs_.get(), pods_.get(), services_.get()}) {
     while (!informer->wait_for_sync(std::chrono::milliseconds(200))) {
       if (stop.load()) break;
@@ -205,6 +255,7 @@ void JobController::run(const std::atomic<bool>& stop) {
   jobs_->stop();
   pods_->stop();
   services_->stop();
+  nodes_->stop();
   ready_ = false;
 }
 
@@ -284,6 +335,7 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
     const auto service = services_->get(job.namespace_ + "/" + job.name);
     observed.service_exists = service && controlled_by(*service, job.uid);
     observed.progress = progress_of(key);
+    observed.troubled_nodes = troubled_nodes_of(observed.pods);
     plan = reconcile(job, status, observed, Clock::now());
   } catch (const InvalidSpec& e) {
     if (!status.finished()) {
@@ -404,6 +456,18 @@ void JobController::update_status_and_delete(const json& object, const Job& job,
     if (const auto uid = pod_uids.find(name); uid != pod_uids.end()) {
       expectations_.expect_deleted(key, uid->second);
     }
+  }
+  for (const auto& name : plan.force_delete_pods) {
+    const auto uid = pod_uids.find(name);
+    try {
+      client_.force_remove(kube::pods(job.namespace_).named(name),
+                           uid == pod_uids.end() ? "" : uid->second);
+      ++deleted;
+      spdlog::warn("{}: deleted pod {} for good (its node is lost)", key, name);
+    } catch (const kube::ApiError& e) {
+      if (e.status() != 404 && e.status() != 409) throw;  // gone, or replaced already
+    }
+    if (uid != pod_uids.end()) expectations_.expect_deleted(key, uid->second);
   }
   metrics_.add_pods_deleted(deleted);
   for (const auto& event : plan.events) record_event(object, event);

@@ -1,9 +1,9 @@
 // The thin layer that carries out reconcile(): informers over CifarTrainJobs, their pods and
-// Services feed a work queue of job keys; workers reconcile a key from the caches and apply the
-// plan through the API (creates that find the object already there, and deletes that find it
-// gone, are success: pod names are deterministic, so a restarted operator never duplicates).
-// A job waits for the cache to show its own creates and deletes before it is reconciled again
-// (expectations.h).
+// Services (and the Nodes, for their health) feed a work queue of job keys; workers reconcile a key
+// from the caches and apply the plan through the API (creates that find the object already there,
+// and deletes that find it gone, are success: pod names are deterministic, so a restarted operator
+// never duplicates). A job waits for the cache to show its own creates and deletes before it is
+// reconciled again (expectations.h).
 #pragma once
 
 #include <atomic>
@@ -18,6 +18,7 @@
 #include "cifartrainjob/reconcile.h"
 #include "framework/expectations.h"
 #include "framework/informer.h"
+#include "framework/node_status.h"
 #include "framework/work_queue.h"
 #include "kube/client.h"
 
@@ -58,6 +59,10 @@ class JobController {
   std::optional<nlohmann::json> progress_of(const std::string& key);
   void forget_progress(const std::string& key);
   void update_job_counts();
+  // A Node changed: its trouble is recorded, and the jobs with pods on it are queued when that
+  // changed.
+  void note_node(const std::string& name);
+  NodeTroubles troubled_nodes_of(const std::vector<nlohmann::json>& pods);
 
   kube::Client& client_;
   ControllerOptions options_;
@@ -66,10 +71,13 @@ class JobController {
   std::unique_ptr<Informer> jobs_;
   std::unique_ptr<Informer> pods_;
   std::unique_ptr<Informer> services_;
+  std::unique_ptr<Informer> nodes_;  // cluster-scoped: the health of the pods' nodes
   std::atomic<bool> ready_{false};
   Expectations expectations_;
   std::mutex progress_mu_;
   std::map<std::string, nlohmann::json> progress_;  // by job key
+  std::mutex nodes_mu_;
+  NodeTroubles troubled_nodes_;
 };
 
 }  // namespace cifar::op

@@ -277,6 +277,17 @@ json desired_pod(const Job& job, Role role, int index) {
   }
   // Training pods never call the API: no service account token in them unless a template asks.
   if (!spec.contains("automountServiceAccountToken")) spec["automountServiceAccountToken"] = false;
+  // Spread over nodes: one node's death takes as little of the job as it can. Nodes tainted
+  // against the pod (an unreachable one) are left out, so that a replacement can still be placed.
+  if (s.spread_across_nodes != NodeSpread::kNone && !spec.contains("topologySpreadConstraints")) {
+    spec["topologySpreadConstraints"] = json::array(
+        {{{"maxSkew", 1},
+          {"topologyKey", "kubernetes.io/hostname"},
+          {"whenUnsatisfiable",
+           s.spread_across_nodes == NodeSpread::kRequired ? "DoNotSchedule" : "ScheduleAnyway"},
+          {"labelSelector", {{"matchLabels", job_labels(job)}}},
+          {"nodeTaintsPolicy", "Honor"}}});
+  }
   if (!s.scheduler_name.empty()) spec["schedulerName"] = s.scheduler_name;
   if (!s.priority_class.empty()) spec["priorityClassName"] = s.priority_class;
   spec["containers"] = json::array({container});

@@ -52,7 +52,7 @@ Plan reconcile(const Job& job_as_given, const JobStatus& status, const Observed&
     // as they are (a finished job's pods keep their in-place restarts until they are deleted).
     plan.restarts = plan.status.restarts.value_or(0) + tally_replicas(job, pods).in_place_restarts;
   } else {
-    reconcile_replicas(job, pods, observed.foreign_pods, observed.service_exists, now, plan);
+    reconcile_replicas(job, pods, observed, now, plan);
   }
   plan.status.summarize();
   return plan;

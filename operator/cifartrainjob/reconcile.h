@@ -21,6 +21,12 @@
 //   a pod that has not started runPolicy.startupDeadlineSeconds after its creation, or that is
 //   still terminating runPolicy.terminatingDeadlineSeconds after its grace period, fails the job;
 //   a waiting reason that cannot heal (InvalidImageName) fails it at once.
+// - A pod on a node that is not Ready (its kubelet stopped answering: nothing there can confirm
+//   the pod's end, so it would stay Terminating for good) is reported (PodsNotReady, NodeLost);
+//   once the node has been so runPolicy.nodeFailureGraceSeconds (at once if it is tainted
+//   out-of-service), the pod is deleted for good and created again on a live node. Not counted
+//   against backoffLimit: a node failure is not the job's fault (peers whose collective broke
+//   with it restart in place, and those restarts count).
 // - A round that ends the job creates nothing.
 // - Identity: a job acts only on objects it controls (its UID in their controller owner
 //   reference). A pod of its name that it does not control is reported (PodsNotReady, NotOwned)
@@ -40,6 +46,7 @@
 #include "api/job.h"
 #include "api/status.h"
 #include "framework/clock.h"
+#include "framework/node_status.h"
 
 namespace cifar::op {
 
@@ -52,6 +59,8 @@ struct Observed {
   // The progress scraper's newest status.progress for the job (progress.h), if it has one: the
   // reconcile writes it, so that the status has one writer.
   std::optional<nlohmann::json> progress;
+  // The nodes of the job's pods that are in trouble (not Ready, or out of service), by name.
+  NodeTroubles troubled_nodes;
 };
 
 struct EventRecord {
@@ -69,7 +78,10 @@ struct Plan {
   std::optional<nlohmann::json> create_service;
   std::vector<nlohmann::json> create_pods;
   std::vector<std::string> delete_pods;  // names
-  JobStatus status;                      // the job's whole new status
+  // Pods on a lost node, deleted for good (grace period 0): the API server forgets them at once,
+  // without their node's word. Recreated in a later round, once the cache shows them gone.
+  std::vector<std::string> force_delete_pods;
+  JobStatus status;  // the job's whole new status
   // The restarts backoffLimit counts: status.restarts plus the in-place restarts of the pods that
   // exist (for the operator's metrics; a job that cannot run has its status.restarts).
   int64_t restarts = 0;

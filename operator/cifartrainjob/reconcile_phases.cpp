@@ -43,6 +43,34 @@ const json* find_pod(const PodsByName& pods, const std::string& name) {
   return found == pods.end() ? nullptr : &found->second;
 }
 
+std::string node_of(const json& pod) {
+  return pod.value("spec", json::object()).value("nodeName", "");
+}
+
+// The trouble of the node a pod is on, if it has any.
+const NodeTrouble* trouble_of(const json& pod, const NodeTroubles& troubled) {
+  const auto found = troubled.find(node_of(pod));
+  return found == troubled.end() ? nullptr : &found->second;
+}
+
+// When a pod on a node in trouble is replaced: at once on a node out of service, else once the
+// node has been not Ready for the run policy's grace.
+Time replace_at(const NodeTrouble& trouble, const JobSpec& spec) {
+  return trouble.out_of_service ? Time{} : trouble.since + seconds(spec.node_failure_grace_seconds);
+}
+
+// "is on node n2, not Ready for 35 s (NodeStatusUnknown: Kubelet stopped posting node status.)"
+std::string describe_trouble(const std::string& node, const NodeTrouble& trouble,
+                             Clock::time_point now) {
+  if (trouble.out_of_service) return "is on node " + node + ", which is out of service";
+  const auto lost_for =
+      std::max<int64_t>(0, std::chrono::duration_cast<seconds>(now - trouble.since).count());
+  std::string text = "is on node " + node + ", not Ready for " + std::to_string(lost_for) + " s (" +
+                     trouble.reason;
+  if (!trouble.message.empty()) text += ": " + trouble.message;
+  return text + ")";
+}
+
 // Pods a finished job deletes under its cleanPodPolicy.
 void clean_up(const JobSpec& spec, const PodsByName& pods, Plan& plan) {
   if (spec.clean_pod_policy == "None") return;
@@ -150,7 +178,8 @@ void set_progressing_state(const ReplicaTally& tally, bool restarting, Clock::ti
 
 }  // namespace
 
-ReplicaTally tally_replicas(const Job& job, const PodsByName& pods) {
+ReplicaTally tally_replicas(const Job& job, const PodsByName& pods,
+                            const std::set<std::string>& leaving) {
   const auto& spec = job.spec;
   ReplicaTally tally;
   for (const auto role : kRoles) {
@@ -166,7 +195,7 @@ ReplicaTally tally_replicas(const Job& job, const PodsByName& pods) {
         continue;
       }
       const auto& pod = found->second;
-      if (pod_terminating(pod)) {
+      if (pod_terminating(pod) || leaving.count(name) > 0) {
         tally.all_exist = false;  // recreated once it is gone
         continue;
       }
@@ -249,14 +278,37 @@ PhaseResult reconcile_deadline(const Job& job, const PodsByName& pods, Clock::ti
   return PhaseResult::kContinue;
 }
 
-void reconcile_replicas(const Job& job, const PodsByName& pods,
-                        const std::map<std::string, std::string>& foreign, bool service_exists,
+std::set<std::string> replace_pods_on_lost_nodes(const Job& job, const PodsByName& pods,
+                                                 const NodeTroubles& troubled,
+                                                 Clock::time_point now, Plan& plan) {
+  std::set<std::string> replaced;
+  for (const auto& [name, pod] : pods) {
+    const auto* trouble = trouble_of(pod, troubled);
+    if (trouble == nullptr || pod_phase(pod) == "Succeeded") continue;
+    const auto due = replace_at(*trouble, job.spec);
+    if (now < due) {
+      look_again_in(plan, until(due, now));
+      continue;
+    }
+    replaced.insert(name);
+    plan.force_delete_pods.push_back(name);
+    plan.events.push_back({"Warning", std::string(reason::kNodeLost),
+                           "pod " + name + " " + describe_trouble(node_of(pod), *trouble, now) +
+                               ": deleting it for good and creating it again on a live node "
+                               "(not counted against backoffLimit)"});
+  }
+  return replaced;
+}
+
+void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& observed,
                         Clock::time_point now, Plan& plan) {
   const auto& spec = job.spec;
   auto& status = plan.status;
-  create_job_objects(job, service_exists, plan);
+  const auto& foreign = observed.foreign_pods;
+  create_job_objects(job, observed.service_exists, plan);
   status.model_dir = model_dir(job);
-  const auto tally = tally_replicas(job, pods);
+  const auto replaced = replace_pods_on_lost_nodes(job, pods, observed.troubled_nodes, now, plan);
+  const auto tally = tally_replicas(job, pods, replaced);
   status.replica_statuses = tally.statuses;
 
   // The chief's success ends the job, whatever failed besides: the training is done. The
@@ -327,8 +379,8 @@ void reconcile_replicas(const Job& job, const PodsByName& pods,
            now, plan);
     return;
   }
-  set_progressing_state(tally, !tally.retryable.empty(), now, plan);
-  report_holdups(job, pods, foreign, now, plan);
+  set_progressing_state(tally, !tally.retryable.empty() || !replaced.empty(), now, plan);
+  report_holdups(job, pods, foreign, observed.troubled_nodes, now, plan);
 }
 
 std::string Holdup::describe(Clock::time_point now) const {
@@ -341,13 +393,17 @@ std::string Holdup::describe(Clock::time_point now) const {
   }
   if (reason.empty()) return "pod " + pod + " is still starting";
   if (reason == reason::kNotOwned) return "pod " + pod + " " + message;
+  if (reason == reason::kNodeLost && node_trouble) {
+    return "pod " + pod + " " + describe_trouble(node, *node_trouble, now) + message;
+  }
   std::string text = "pod " + pod + " is waiting: " + reason;
   if (!message.empty()) text += ": " + message;
   return text;
 }
 
 std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
-                                 const std::map<std::string, std::string>& foreign) {
+                                 const std::map<std::string, std::string>& foreign,
+                                 const NodeTroubles& troubled) {
   const auto& spec = job.spec;
   std::vector<Holdup> holdups;
   for (const auto& [name, controller] : foreign) {
@@ -361,6 +417,23 @@ std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
   for (const auto& [name, pod] : pods) {
     Holdup holdup;
     holdup.pod = name;
+    if (const auto* trouble = trouble_of(pod, troubled);
+        trouble != nullptr && pod_phase(pod) != "Succeeded") {
+      // Neither its startup nor its terminating deadline: its node cannot say, and the pod is
+      // replaced (replace_pods_on_lost_nodes).
+      holdup.reason = reason::kNodeLost;
+      holdup.node = node_of(pod);
+      holdup.node_trouble = *trouble;
+      holdup.message =
+          "; it is replaced " +
+          (trouble->out_of_service
+               ? std::string("now")
+               : "once the node has been lost " + std::to_string(spec.node_failure_grace_seconds) +
+                     " s (runPolicy.nodeFailureGraceSeconds)");
+      holdup.since = trouble->since;
+      holdups.push_back(std::move(holdup));
+      continue;
+    }
     if (pod_terminating(pod)) {
       const auto due = pod_deletion_due(pod);
       if (!due) continue;
@@ -395,10 +468,10 @@ std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
 }
 
 void report_holdups(const Job& job, const PodsByName& pods,
-                    const std::map<std::string, std::string>& foreign, Clock::time_point now,
-                    Plan& plan) {
+                    const std::map<std::string, std::string>& foreign, const NodeTroubles& troubled,
+                    Clock::time_point now, Plan& plan) {
   auto& status = plan.status;
-  const auto holdups = find_holdups(job, pods, foreign);
+  const auto holdups = find_holdups(job, pods, foreign, troubled);
   // A pod still terminating within its grace period is going as it should.
   const auto reportable = [&](const Holdup& h) {
     return !h.reason.empty() &&

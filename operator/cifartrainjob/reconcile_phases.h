@@ -14,6 +14,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,10 +37,18 @@ PhaseResult reconcile_suspended(const JobSpec& spec, const PodsByName& pods, Clo
                                 Plan& plan);
 PhaseResult reconcile_deadline(const Job& job, const PodsByName& pods, Clock::time_point now,
                                Plan& plan);
-// `foreign`: pods of the job's names that it does not control (Observed::foreign_pods).
-void reconcile_replicas(const Job& job, const PodsByName& pods,
-                        const std::map<std::string, std::string>& foreign, bool service_exists,
+// `observed`: besides the pods, the pods of the job's names it does not control, whether its
+// Service exists, and its pods' nodes in trouble.
+void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& observed,
                         Clock::time_point now, Plan& plan);
+
+// The pods on a node in trouble that are due to be replaced (runPolicy.nodeFailureGraceSeconds
+// after the node stopped being Ready, at once if it is out of service): their names go to
+// plan.force_delete_pods with an Event, and are returned; a requeue is asked for the next one.
+// A Succeeded pod is left: its work is done.
+std::set<std::string> replace_pods_on_lost_nodes(const Job& job, const PodsByName& pods,
+                                                 const NodeTroubles& troubled,
+                                                 Clock::time_point now, Plan& plan);
 
 // A failed pod: its name and exit code, if it has one.
 struct FailedPod {
@@ -59,11 +68,14 @@ struct ReplicaTally {
   bool all_exist = true;                          // every replica's pod, none terminating
   bool any_running = false;
 };
-ReplicaTally tally_replicas(const Job& job, const PodsByName& pods);
+// `leaving`: pods being deleted this round, counted as terminating.
+ReplicaTally tally_replicas(const Job& job, const PodsByName& pods,
+                            const std::set<std::string>& leaving = {});
 
 // A pod that holds the job back: one waiting for something (the scheduler, an image, a Secret:
-// pod_waiting's reason and message), one that has not started yet (reason ""), or one deleted and
-// still there (PodStuckTerminating).
+// pod_waiting's reason and message), one that has not started yet (reason ""), one deleted and
+// still there (PodStuckTerminating), or one on a node in trouble (NodeLost: no deadline, it is
+// replaced).
 struct Holdup {
   std::string pod;
   std::string reason;
@@ -71,16 +83,19 @@ struct Holdup {
   std::optional<Time> since;     // created (not started yet), or when its grace period ended
   std::optional<Time> fails_at;  // when it fails the job, if it does (the run policy's deadlines)
   bool permanent = false;        // a reason no wait heals: it fails the job at once
+  std::string node;              // NodeLost: the pod's node
+  std::optional<NodeTrouble> node_trouble;                          // and what is wrong with it
   [[nodiscard]] std::string describe(Clock::time_point now) const;  // "pod x is waiting: ..."
 };
 // `foreign` names held by pods the job does not control come first (reason NotOwned).
 std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
-                                 const std::map<std::string, std::string>& foreign = {});
+                                 const std::map<std::string, std::string>& foreign = {},
+                                 const NodeTroubles& troubled = {});
 // Ends the job on a holdup past its deadline or one that cannot heal; otherwise sets condition
 // PodsNotReady from the first holdup with a reason (a Warning Event when that is news), or turns it
 // False when nothing holds the pods, and asks to look again at the next deadline.
 void report_holdups(const Job& job, const PodsByName& pods,
-                    const std::map<std::string, std::string>& foreign, Clock::time_point now,
-                    Plan& plan);
+                    const std::map<std::string, std::string>& foreign, const NodeTroubles& troubled,
+                    Clock::time_point now, Plan& plan);
 
 }  // namespace cifar::op

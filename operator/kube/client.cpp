@@ -115,6 +115,7 @@ ResourcePath network_policies(const std::string& ns) {
   return {"networking.k8s.io", "v1", "networkpolicies", ns, "", ""};
 }
 ResourcePath events(const std::string& ns) { return {"", "v1", "events", ns, "", ""}; }
+ResourcePath nodes() { return {"", "v1", "nodes", "", "", ""}; }
 ResourcePath leases(const std::string& ns) {
   return {"coordination.k8s.io", "v1", "leases", ns, "", ""};
 }
@@ -193,6 +194,15 @@ json Client::patch(const ResourcePath& path, const json& patch, PatchType type) 
 void Client::remove(const ResourcePath& path, const std::string& propagation) {
   const json options = {
       {"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"propagationPolicy", propagation}};
+  call("DELETE", path.str(), "application/json", options.dump());
+}
+
+void Client::force_remove(const ResourcePath& path, const std::string& uid) {
+  json options = {{"kind", "DeleteOptions"},
+                  {"apiVersion", "v1"},
+                  {"propagationPolicy", "Background"},
+                  {"gracePeriodSeconds", 0}};
+  if (!uid.empty()) options["preconditions"] = {{"uid", uid}};
   call("DELETE", path.str(), "application/json", options.dump());
 }
 

@@ -39,6 +39,7 @@ ResourcePath secrets(const std::string& ns = "");
 ResourcePath network_policies(const std::string& ns = "");
 ResourcePath events(const std::string& ns = "");
 ResourcePath leases(const std::string& ns = "");
+ResourcePath nodes();  // cluster-scoped
 
 // An error status from the API server (404 NotFound, 409 AlreadyExists/Conflict, 410 Gone, 422
 // Invalid, ...), or status 0 for no answer at all (connection refused, timeout).
@@ -84,6 +85,9 @@ class Client {
   nlohmann::json replace(const ResourcePath& path, const nlohmann::json& object);
   // propagation: "Background" (the default), "Foreground" or "Orphan".
   void remove(const ResourcePath& path, const std::string& propagation = "Background");
+  // A delete with grace period 0, only of the object with this uid (a precondition): the API
+  // server forgets it at once, without waiting for its node (kubectl delete --force).
+  void force_remove(const ResourcePath& path, const std::string& uid);
 
   // Streams watch events after options.resource_version (with bookmarks) to `on_event` until
   // the server ends the watch (after about `timeout`), `on_event` returns false, or `stop` is

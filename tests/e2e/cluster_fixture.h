@@ -1,7 +1,7 @@
-// The fixture of the end-to-end tests on the real one-node cluster (tests/e2e/cluster): a fresh
-// namespace per test, kubectl and an API client on the cluster's kubeconfig, hostPath volumes with
-// the CIFAR-10 slice, CifarTrainJobs submitted as a user would, and on failure a diagnosis (the
-// job's status, Events, its pods' and the operator's logs).
+// The fixture of the end-to-end tests on the local cluster (deploy/local-cluster, two nodes): a
+// fresh namespace per test, kubectl and an API client on the cluster's kubeconfig, hostPath volumes
+// with the CIFAR-10 slice, CifarTrainJobs submitted as a user would, and on failure a diagnosis
+// (the job's status, Events, its pods' and the operator's logs).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -51,6 +51,18 @@ inline std::filesystem::path tool_dir(const std::string& tool) {
   auto out = built.output;
   while (!out.empty() && out.back() == '\n') out.pop_back();
   return out.substr(out.find_last_of('\n') + 1);
+}
+
+// The directory of the local cluster's node called `node` (deploy/local-cluster: node<i>/name
+// holds its name), or "" if it is none of them.
+inline std::filesystem::path node_dir(const std::string& node) {
+  for (int i = 1; i <= 8; ++i) {
+    const auto dir = e2e_dir() / "cluster" / ("node" + std::to_string(i));
+    std::ifstream file(dir / "name");
+    std::string name;
+    if (file >> name && name == node) return dir;
+  }
+  return {};
 }
 
 inline const std::string kImage = "localhost/cifartrain/runtime:dev";
@@ -173,14 +185,17 @@ class Cluster : public ::testing::Test {
     }
   }
 
-  // The host PID of the pod's container, from containerd (the test runs on the node).
+  // The host PID of the pod's container, from its node's containerd (every node of the local
+  // cluster is this machine: one PID namespace).
   int container_pid(const std::string& pod_name) { return pid_of_container(pod(pod_name)); }
   static int pid_of_container(const json& pod_object) {
     const auto id = pod_object["status"]["containerStatuses"][0].value("containerID", "");
     if (id.find("://") == std::string::npos) return 0;  // not started yet
     const auto bare = id.substr(id.find("://") + 3);
+    const auto node = node_dir(pod_object["spec"].value("nodeName", ""));
+    if (node.empty()) return 0;
     const auto tasks = run_process(
-        {"ctr", "--address", cluster_file("containerd.sock"), "-n", "k8s.io", "tasks", "ls"});
+        {"ctr", "--address", (node / "containerd.sock").string(), "-n", "k8s.io", "tasks", "ls"});
     std::istringstream lines(tasks.output);
     std::string task;
     int pid = 0;

@@ -1,6 +1,6 @@
-// End to end on a real one-node cluster (tests/e2e/cluster: kubelet, containerd, CoreDNS, the
-// operator as a Deployment from its image): CifarTrainJobs applied with kubectl run as real pods
-// from the runtime image on a slice of real CIFAR-10, find each other by the DNS names the
+// End to end on the local cluster (deploy/local-cluster, two nodes: kubelets, containerd, CoreDNS,
+// the operator as a Deployment from its image): CifarTrainJobs applied with kubectl run as real
+// pods from the runtime image on a slice of real CIFAR-10, find each other by the DNS names the
 // operator injects, and reach Succeeded; faults are made for real (a pod deleted, a process
 // killed, the operator killed) and the job's policy is asserted. A failing test prints the job's
 // status, its Events and its pods' logs.

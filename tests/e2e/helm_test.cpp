@@ -1,4 +1,4 @@
-// The Helm chart's life on the real one-node cluster. tests/e2e/cluster/start.sh installed the
+// The Helm chart's life on the local cluster. deploy/local-cluster/start.sh installed the
 // operator with `helm install` (release cifar-operator, namespace cifartrain-system), and every
 // other e2e test runs its jobs on that install. Here: `helm test`; `helm upgrade` to a chart whose
 // CRD gained a field (the API server serves the new schema) and with changed values (the

@@ -1,4 +1,4 @@
-// What a job that goes wrong does on the real one-node cluster (reconcile.h's lifecycle rules):
+// What a job that goes wrong does on the local cluster (reconcile.h's lifecycle rules):
 // pods that can never start are reported and fail the job at its startup deadline, a create
 // refused by a quota waits with a reason until the quota allows it, a pod stuck terminating is
 // reported and bounded. Each says why in the job's status (reason, message, `kubectl get ctj`) and

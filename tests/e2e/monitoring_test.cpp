@@ -1,5 +1,5 @@
 // Monitoring end to end: a real Prometheus (tests/tools/build.sh prometheus) on the host scrapes
-// the one-node cluster through Kubernetes service discovery with deploy/prometheus's config and
+// the local cluster through Kubernetes service discovery with deploy/prometheus's config and
 // rules, while a parameter-server job (with an evaluator) and an all-reduce job train. Then every
 // panel of the Grafana dashboard (deploy/grafana/cifartrain.json) is evaluated against it, its
 // variables substituted, and must return data; the dashboard's variables must list the jobs; and

@@ -13,7 +13,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 kubeconfig=${1:?usage: discovery.sh KUBECONFIG}
 bin=$("$repo/tests/tools/build.sh" prometheus)
-source "$repo/tests/integration/control-plane/lib.sh"
+source "$repo/deploy/local-cluster/lib.sh"
 kubectl=(kubectl --kubeconfig "$kubeconfig")
 ns=cifartrain-prometheus-test-$$
 tmp=$(mktemp -d)

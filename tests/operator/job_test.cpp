@@ -51,7 +51,9 @@ TEST(ParseSpec, ReadsEverySection) {
                        {"activeDeadlineSeconds", 600},
                        {"startupDeadlineSeconds", 120},
                        {"terminatingDeadlineSeconds", 0},
-                       {"schedulingPolicy", {{"schedulerName", "volcano"}}}};
+                       {"nodeFailureGraceSeconds", 15},
+                       {"schedulingPolicy",
+                        {{"schedulerName", "volcano"}, {"spreadAcrossNodes", "Required"}}}};
   const auto s = parse_spec(spec);
   EXPECT_TRUE(s.parameter_server);
   EXPECT_EQ(s.ps_mode, "ssp");
@@ -60,6 +62,8 @@ TEST(ParseSpec, ReadsEverySection) {
   EXPECT_EQ(s.count(Role::kEvaluator), 1);  // present without replicas: one
   EXPECT_EQ(s.startup_deadline_seconds, 120);
   EXPECT_EQ(s.terminating_deadline_seconds, 0);
+  EXPECT_EQ(s.node_failure_grace_seconds, 15);
+  EXPECT_EQ(s.spread_across_nodes, NodeSpread::kRequired);
   EXPECT_EQ(s.replicas.at(Role::kWorker).gpus(), 2);
   ASSERT_TRUE(s.dataset_volume.has_value());
   EXPECT_EQ(s.dataset_volume->path, "/data");

@@ -194,7 +194,8 @@ TEST(Lifecycle, ACreateRefusedForNowIsReportedUntilThePodsExist) {
   EXPECT_EQ(plan.status.summary_reason, "FailedCreate");
   EXPECT_EQ(plan.events.back().reason, "FailedCreate");
   // The next round creates again and keeps the report; the same refusal is no news.
-  auto again = reconcile(job, plan.status, Observed{{}, {}, true, std::nullopt}, kT0 + seconds(10));
+  auto again =
+      reconcile(job, plan.status, Observed{{}, {}, true, std::nullopt, {}}, kT0 + seconds(10));
   EXPECT_EQ(again.create_pods.size(), 4U);
   EXPECT_EQ(again.status.summary_reason, "FailedCreate");
   note_blocked_create(again, reason::kFailedCreate, quota, kT0 + seconds(10));

@@ -43,6 +43,12 @@ PodsByName all_running(const Job& job) {
   return pods;
 }
 
+Observed with_service() {
+  Observed observed;
+  observed.service_exists = true;
+  return observed;
+}
+
 Plan finished_plan(Clock::time_point at) {
   Plan plan;
   plan.status.set_state(ConditionType::kSucceeded, reason::kJobSucceeded, "done", to_time(at));
@@ -158,7 +164,7 @@ TEST(ReplicaTally, StopsAtAPermanentFailure) {
 TEST(ReplicasPhase, CreatesTheJobsObjectsAndPods) {
   const auto job = make_job();
   Plan plan;
-  reconcile_replicas(job, {}, {}, /*service_exists=*/false, kT0, plan);
+  reconcile_replicas(job, {}, Observed{}, kT0, plan);
   EXPECT_TRUE(plan.create_token_secret);
   EXPECT_TRUE(plan.create_service);
   EXPECT_EQ(plan.create_pods.size(), 4U);
@@ -174,7 +180,7 @@ TEST(ReplicasPhase, RecreatesARetryableFailureAndSaysWhy) {
   pods["j-worker-1"] = pod(job, Role::kWorker, 1, "Failed", 137);
   Plan plan;
   plan.status.restarts = 2;
-  reconcile_replicas(job, pods, {}, true, kT0, plan);
+  reconcile_replicas(job, pods, with_service(), kT0, plan);
   EXPECT_EQ(plan.delete_pods, std::vector<std::string>{"j-worker-1"});
   EXPECT_EQ(plan.status.restarts, 3);
   EXPECT_EQ(plan.status.state, ConditionType::kRestarting);
@@ -187,7 +193,7 @@ TEST(ReplicasPhase, TheChiefsSuccessEndsTheJob) {
   auto pods = all_running(job);
   pods["j-master-0"] = pod(job, Role::kMaster, 0, "Succeeded", 0);
   Plan plan;
-  reconcile_replicas(job, pods, {}, true, kT0, plan);
+  reconcile_replicas(job, pods, with_service(), kT0, plan);
   EXPECT_EQ(plan.status.state, ConditionType::kSucceeded);
   EXPECT_EQ(plan.status.completion_time, to_time(kT0));
 }

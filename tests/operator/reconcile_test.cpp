@@ -276,11 +276,11 @@ TEST(Reconcile, SuspendDeletesThePodsAndResumeCreatesThemAnew) {
   EXPECT_EQ(json(suspended.status)["state"], "Suspended");
   EXPECT_FALSE(json(suspended.status).contains("startTime"));
   const auto still =
-      reconcile(job, suspended.status, Observed{{}, {}, true, std::nullopt}, kT0 + seconds(20));
+      reconcile(job, suspended.status, Observed{{}, {}, true, std::nullopt, {}}, kT0 + seconds(20));
   EXPECT_TRUE(still.create_pods.empty());
   job.spec.suspend = false;
   const auto resumed =
-      reconcile(job, suspended.status, Observed{{}, {}, true, std::nullopt}, kT0 + seconds(30));
+      reconcile(job, suspended.status, Observed{{}, {}, true, std::nullopt, {}}, kT0 + seconds(30));
   EXPECT_EQ(resumed.create_pods.size(), 5U);
   EXPECT_EQ(json(resumed.status)["startTime"], "2026-11-22T12:00:30Z");
   EXPECT_EQ(reason_of(resumed.status, "Suspended"), "");  // no longer suspended

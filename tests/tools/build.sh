@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 tool=${1:?usage: build.sh helm|prometheus|kind|prometheus-operator-crds}
 module=$here/$tool
 [ -f "$module/go.mod" ] || { echo "build.sh: no tool '$tool' (no $module/go.mod)" >&2; exit 1; }
-source "$here/go-build.sh"
+source "$here/../../scripts/go-build.sh"
 require_go "$module" "$tool"
 key=$(cd "$module" && find . -type f | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
 out=${CIFAR_TOOLS_CACHE:-$HOME/.cache/cifartrain/tools}/$tool-$key

@@ -93,10 +93,13 @@ c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const Options& options
     auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
     // A job on one machine talks over loopback; across machines over the interface of this
     // host's name (the pod's address in Kubernetes).
-    gloo_options->devices.push_back(
-        is_loopback(options.master_addr)
-            ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-            : c10d::ProcessGroupGloo::createDefaultDevice());
+    auto device = is_loopback(options.master_addr)
+                      ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                      : c10d::ProcessGroupGloo::createDefaultDevice();
+    // Which interface and address the peers reach this rank on (the e2e tests check it is the
+    // pod's own, across nodes).
+    spdlog::info("rank {}: gloo device {}", options.rank, device->str());
+    gloo_options->devices.push_back(std::move(device));
     gloo_options->threads = 2;
     return c10::make_intrusive<c10d::ProcessGroupGloo>(gloo_store, options.rank, options.world_size,
                                                        gloo_options);

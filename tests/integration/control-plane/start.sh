@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Starts etcd and kube-apiserver (built by build.sh) on 127.0.0.1 with a fresh CA, serving and
+# Starts etcd and kube-apiserver (built by deploy/local-cluster/build.sh) on 127.0.0.1 with a fresh CA, serving and
 # admin client certificates and an empty etcd, for one test run: everything lives in DIR, which gets `kubeconfig`
 # (admin, O=system:masters), `pids` (for stop.sh) and the logs. No kubelet, scheduler or
 # controller-manager: pods stay Pending unless a test plays the kubelet through the API.
@@ -7,7 +7,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mkdir -p "$1" && cd "$1" && pwd)
-bin=$("$here/build.sh")
+cluster=$here/../../../deploy/local-cluster  # its build, certificates and helpers
+bin=$("$cluster/build.sh")
 # Every run starts empty: a control plane left running in DIR is stopped, its data removed.
 "$here/stop.sh" "$dir"
 rm -rf "$dir/pki" "$dir/etcd" "$dir/apiserver-certs" "$dir/kubeconfig"
@@ -15,10 +16,10 @@ mkdir -p "$dir/pki" "$dir/etcd"
 : >"$dir/pids"
 
 log_dir=$dir
-source "$here/lib.sh"
+source "$cluster/lib.sh"
 
 api_port=$(free_port)
-"$here/certs.sh" "$dir" "https://127.0.0.1:$api_port" \
+"$cluster/certs.sh" "$dir" "https://127.0.0.1:$api_port" \
   IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes.default.svc test
 
 etcd_port=$(free_port)

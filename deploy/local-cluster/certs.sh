@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A fresh CA, the API server's serving certificate, an admin client certificate
 # (O=system:masters), the service-account signing key (all in DIR/pki) and DIR/kubeconfig for the
-# admin at SERVER. Shared by this control plane (start.sh) and the one-node cluster
-# (tests/e2e/cluster/start.sh).
-#   tests/integration/control-plane/certs.sh DIR SERVER_URL SUBJECT_ALT_NAMES CLUSTER_NAME
+# admin at SERVER. Shared by the local cluster (start.sh) and the bare control plane of the
+# operator's integration tests (tests/integration/control-plane/start.sh).
+#   deploy/local-cluster/certs.sh DIR SERVER_URL SUBJECT_ALT_NAMES CLUSTER_NAME
 #   e.g. certs.sh /tmp/cp https://127.0.0.1:6443 IP:127.0.0.1,DNS:localhost test
 set -euo pipefail
 dir=$1 server=$2 sans=$3 name=$4

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# The sandbox ("pause") image of the one-node cluster, which cannot be pulled here: Kubernetes' own
+# The sandbox ("pause") image of the local cluster's nodes, which cannot be pulled here: Kubernetes' own
 # build/pause/linux/pause.c from the pinned k8s.io/kubernetes module, compiled static, as an image
 # of that one file. Written to OUT_TAR (docker-archive) once; a present OUT_TAR is kept.
-#   tests/e2e/cluster/build-pause.sh OUT_TAR
+#   deploy/local-cluster/build-pause.sh OUT_TAR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=$1
 [ -f "$out" ] && exit 0
-version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$here/../../integration/control-plane/kubernetes/go.mod")
+version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$here/modules/kubernetes/go.mod")
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
-source=$(cd "$here/../../integration/control-plane/kubernetes" && go mod download -json "k8s.io/kubernetes@$version" |
+source=$(cd "$here/modules/kubernetes" && go mod download -json "k8s.io/kubernetes@$version" |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')/build/pause/linux/pause.c
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
-# Builds the real control plane the operator's integration tests run against: kube-apiserver
-# (k8s.io/kubernetes, pinned in kubernetes/go.mod, its staging modules replaced by their tags)
-# and etcd (pinned in etcd/go.mod), from the Go module proxy. Cached outside the repo by version
+# Builds the local cluster's parts from the Go module proxy: kube-apiserver (k8s.io/kubernetes,
+# pinned in modules/kubernetes/go.mod, its staging modules replaced by their tags) and etcd
+# (pinned in modules/etcd/go.mod), which are also the control plane of the operator's
+# integration tests. Cached outside the repo by version
 # ($CIFAR_CONTROL_PLANE_CACHE, default ~/.cache/cifartrain/control-plane): a warm run does nothing.
 # The first build takes 10-20 minutes on 2 cores. Prints the directory holding the binaries.
-# With `node`, also the parts of a one-node cluster (tests/e2e/cluster): kubelet, kube-scheduler,
+# With `node`, also the parts of the nodes (start.sh): kubelet, kube-scheduler,
 # kube-controller-manager and kube-proxy from the same k8s.io/kubernetes in one `go build`
-# (~7 minutes cold), and CoreDNS (pinned in tests/e2e/cluster/coredns/go.mod, ~3 minutes).
-#   tests/integration/control-plane/build.sh [node]
+# (~7 minutes cold), and CoreDNS (pinned in modules/coredns/go.mod, ~3 minutes).
+#   deploy/local-cluster/build.sh [node]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$here/kubernetes/go.mod")
-etcd_version=$(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2; exit}' "$here/etcd/go.mod")
+kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$here/modules/kubernetes/go.mod")
+etcd_version=$(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2; exit}' "$here/modules/etcd/go.mod")
 out=${CIFAR_CONTROL_PLANE_CACHE:-$HOME/.cache/cifartrain/control-plane}/k8s-$kube_version-etcd-$etcd_version
 mkdir -p "$out/bin"
 
-source "$here/../../tools/go-build.sh"
-require_go "$here/kubernetes" "kube-apiserver $kube_version"
+source "$here/../../scripts/go-build.sh"
+require_go "$here/modules/kubernetes" "kube-apiserver $kube_version"
 command -v kubectl >/dev/null || { echo "build.sh: kubectl is not on PATH" >&2; exit 1; }
 
 tags=selinux,notest,grpcnotrace
@@ -27,13 +28,13 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   version_flags+=" -X $p.gitVersion=$kube_version -X $p.gitMajor=1 -X $p.gitMinor=$minor"
   version_flags+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
 done
-go_build "$out" "$here/etcd" "$tags" "" etcd=go.etcd.io/etcd/server/v3
-go_build "$out" "$here/kubernetes" "$tags" "$version_flags" k8s.io/kubernetes/cmd/kube-apiserver
+go_build "$out" "$here/modules/etcd" "$tags" "" etcd=go.etcd.io/etcd/server/v3
+go_build "$out" "$here/modules/kubernetes" "$tags" "$version_flags" k8s.io/kubernetes/cmd/kube-apiserver
 if [ "${1:-}" = node ]; then
-  go_build "$out" "$here/kubernetes" "$tags" "$version_flags" k8s.io/kubernetes/cmd/kubelet \
+  go_build "$out" "$here/modules/kubernetes" "$tags" "$version_flags" k8s.io/kubernetes/cmd/kubelet \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-proxy
-  coredns_module="$here/../../e2e/cluster/coredns"
+  coredns_module="$here/modules/coredns"
   coredns_version=$(awk '$1 == "github.com/coredns/coredns" {print $2; exit}' "$coredns_module/go.mod")
   [ "$(cat "$out/bin/coredns.version" 2>/dev/null)" = "$coredns_version" ] || rm -f "$out/bin/coredns"
   go_build "$out" "$coredns_module" "$tags" "" github.com/coredns/coredns

@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# One node of the local cluster that start.sh started in DIR: its containerd (+ runc and the CNI
+# bridge plugin), kubelet and kube-proxy.
+#   node.sh network DIR INDEX   its network (start.sh, before the control plane binds node 1's)
+#   node.sh start DIR INDEX     its daemons; again after `kill`, the node comes back as it was
+#   node.sh kill DIR INDEX      a node death: its network cut, then SIGKILL to its daemons, their
+#                               shims and every process of its pods, nothing cleaned up (as a
+#                               machine that loses power); the control plane finds out by itself
+#
+# Node 1 is the machine itself: the pods' bridge cifar0 (10.244.0.1/24) in the host's network
+# namespace, whose address the API server and CoreDNS listen on. Node INDEX >= 2 is a machine of
+# its own as far as Kubernetes can tell: a network namespace cifar-nodeINDEX, joined to the host
+# by a veth pair (host 10.250.INDEX.1/30, node 10.250.INDEX.2/30, its node IP) and routed (the
+# host routes its pod CIDR 10.244.INDEX-1.0/24 to it; it routes everything else to the host), with
+# its own iptables (its kube-proxy's), its own containerd (root, state, socket), kubelet root, pod
+# log dir and cgroup root /nodeINDEX, so that no two kubelets ever touch each other's state.
+# Shared with the host, because no setting moves them: /var/lib/kubelet/device-plugins (no device
+# plugin runs here) and /var/log/containers (its links are named after pod and container ids).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+command=$1
+dir=$(cd "$2" && pwd)
+index=$3
+# shellcheck source=/dev/null
+source "$dir/cluster.env"  # bin, api_server, cluster_dns, cluster_cidr, pause_image, images
+log_dir=$dir/logs
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+
+host=$(hostname | tr '[:upper:]' '[:lower:]')
+node_dir=$dir/node$index
+pod_cidr=10.244.$((index - 1)).0/24
+bridge_ip=10.244.$((index - 1)).1
+if [ "$index" -eq 1 ]; then
+  name=$host netns="" node_ip=$bridge_ip cgroup_root=/
+  in_node=()
+else
+  name=$host-node$index netns=cifar-node$index node_ip=10.250.$index.2 cgroup_root=/node$index
+  in_node=(nsenter "--net=/var/run/netns/$netns" --)
+fi
+sock=$node_dir/containerd.sock
+ctr=(ctr --address "$sock" -n k8s.io)
+
+# Host workarounds, each a named setting (these VMs are not what the kubelet and containerd expect).
+# - No CAP_SYS_RESOURCE: containerd's negative oom_score_adj for sandboxes fails every pod start
+#   ("can't get final child's PID from pipe"), and so would the kubelet's own -999.
+restrict_oom_score_adj=true
+kubelet_oom_score_adj=0
+# - cgroup v1 (kubelet 1.35+ refuses it unless told) and no systemd to own the cgroups.
+fail_cgroup_v1=false
+cgroup_driver=cgroupfs
+# - Swap may be on; a test node tolerates it.
+fail_swap_on=false
+
+node_network() {
+  mkdir -p "$node_dir"/{cni/net.d,cni/ipam,kubelet,pod-logs,pki}
+  if [ -z "$netns" ]; then
+    ip link add cifar0 type bridge
+    ip addr add "$bridge_ip/24" dev cifar0
+    ip link set cifar0 up
+    echo 1 >/proc/sys/net/ipv4/ip_forward
+    # kube-proxy's Service rules must see the traffic between pods on the same bridge
+    echo 1 >/proc/sys/net/bridge/bridge-nf-call-iptables
+    return
+  fi
+  # `ip netns add` makes /run/netns a bind mount of its own (stop.sh undoes it: the pods' network
+  # namespaces mounted there afterwards cannot be removed while it stays).
+  ip netns add "$netns"
+  ip link add "cifar-v$index" type veth peer name eth0 netns "$netns"
+  ip addr add "10.250.$index.1/30" dev "cifar-v$index"
+  ip link set "cifar-v$index" up
+  ip route add "$pod_cidr" via "$node_ip"
+  "${in_node[@]}" ip link set lo up
+  "${in_node[@]}" ip addr add "$node_ip/30" dev eth0
+  "${in_node[@]}" ip link set eth0 up
+  "${in_node[@]}" ip route add default via "10.250.$index.1"
+  "${in_node[@]}" ip link add cifar0 type bridge
+  "${in_node[@]}" ip addr add "$bridge_ip/24" dev cifar0
+  "${in_node[@]}" ip link set cifar0 up
+  "${in_node[@]}" sh -c 'echo 1 >/proc/sys/net/ipv4/ip_forward
+    echo 1 >/proc/sys/net/bridge/bridge-nf-call-iptables'
+  # Its cgroup root, in every hierarchy (cgroup v1) or the one (v2), before its kubelet starts:
+  # two kubelets on one cgroup root would each kill the other's pods as strays.
+  local hierarchy hierarchies=(/sys/fs/cgroup)
+  [ -f /sys/fs/cgroup/cgroup.controllers ] || hierarchies=(/sys/fs/cgroup/*)  # v1: one each
+  for hierarchy in "${hierarchies[@]}"; do
+    [ -f "$hierarchy/cgroup.procs" ] && ! [ -L "$hierarchy" ] || continue
+    mkdir -p "$hierarchy$cgroup_root"
+    if [ -f "$hierarchy/cpuset.cpus" ]; then  # a v1 cpuset takes tasks only once it has both
+      cat "$hierarchy/cpuset.cpus" >"$hierarchy$cgroup_root/cpuset.cpus"
+      cat "$hierarchy/cpuset.mems" >"$hierarchy$cgroup_root/cpuset.mems"
+    fi
+  done
+}
+
+node_configure() {
+  # The kubelet's serving certificate, for its node IP (the API server's logs and exec).
+  (
+    cd "$node_dir/pki"
+    openssl req -newkey rsa:2048 -nodes -keyout kubelet.key -out kubelet.csr -subj "/CN=$name"
+    printf 'subjectAltName=IP:%s,DNS:%s\nextendedKeyUsage=serverAuth\n' "$node_ip" "$name" >kubelet.ext
+    openssl x509 -req -in kubelet.csr -CA "$dir/pki/ca.crt" -CAkey "$dir/pki/ca.key" \
+      -CAcreateserial -days 30 -extfile kubelet.ext -out kubelet.crt
+  ) >>"$log_dir/pki.log" 2>&1
+  cat >"$node_dir/cni/net.d/10-cifar.conflist" <<CNI
+{
+  "cniVersion": "1.0.0",
+  "name": "cifar",
+  "plugins": [
+    {"type": "bridge", "bridge": "cifar0", "isGateway": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": "$node_dir/cni/ipam",
+              "ranges": [[{"subnet": "$pod_cidr", "gateway": "$bridge_ip"}]],
+              "routes": [{"dst": "0.0.0.0/0"}]}}
+  ]
+}
+CNI
+  cat >"$node_dir/containerd.toml" <<TOML
+version = 2
+root = "$node_dir/containerd/root"
+state = "$node_dir/containerd/state"
+[grpc]
+  address = "$sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$pause_image"
+  restrict_oom_score_adj = $restrict_oom_score_adj
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$node_dir/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+TOML
+  cat >"$node_dir/kubelet.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $node_ip
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $(free_port)
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: $dir/pki/ca.crt}
+authorization: {mode: AlwaysAllow}
+tlsCertFile: $node_dir/pki/kubelet.crt
+tlsPrivateKeyFile: $node_dir/pki/kubelet.key
+clusterDomain: cluster.local
+clusterDNS: [$cluster_dns]
+resolvConf: /etc/resolv.conf
+cgroupRoot: $cgroup_root
+failCgroupV1: $fail_cgroup_v1
+cgroupDriver: $cgroup_driver
+failSwapOn: $fail_swap_on
+oomScoreAdj: $kubelet_oom_score_adj
+containerRuntimeEndpoint: unix://$sock
+podLogsDir: $node_dir/pod-logs
+# a test node: never evict for disk, never collect the locally loaded images
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+syncFrequency: 5s
+fileCheckFrequency: 5s
+# Its lease is renewed every 5 s (a quarter of its duration), so that the controller manager's
+# short grace period (start.sh) finds a dead node quickly and a live one never late.
+nodeLeaseDurationSeconds: 20
+nodeStatusUpdateFrequency: 5s
+YAML
+}
+
+node_start() {
+  [ -f "$node_dir/kubelet.yaml" ] || node_configure
+  if [ -n "$netns" ]; then  # after a kill: the link up, and the route the link's fall removed
+    ip link set "cifar-v$index" up
+    ip route replace "$pod_cidr" via "$node_ip"
+  fi
+  spawn "node$index-containerd" "${in_node[@]}" containerd --config "$node_dir/containerd.toml"
+  wait_for "node$index-containerd" 30 "${ctr[@]}" version
+  # The images, once per node (a registry-less node has only what was imported into it).
+  if ! [ -f "$node_dir/images-imported" ]; then
+    local tar
+    for tar in pause runtime operator; do
+      [ -f "$images/$tar.tar" ] || { echo "node.sh: $images/$tar.tar is missing: run scripts/build-images.sh" >&2; exit 1; }
+      "${ctr[@]}" images import --no-unpack=false "$images/$tar.tar" >>"$log_dir/images.log" 2>&1
+    done
+    touch "$node_dir/images-imported"
+  fi
+  spawn "node$index-kubelet" "${in_node[@]}" "$bin/kubelet" --config="$node_dir/kubelet.yaml" \
+    --kubeconfig="$dir/kubeconfig" --root-dir="$node_dir/kubelet/root" \
+    --cert-dir="$node_dir/kubelet/pki" --hostname-override="$name" --node-ip="$node_ip" --v=1
+  spawn "node$index-kube-proxy" "${in_node[@]}" "$bin/kube-proxy" --kubeconfig="$dir/kubeconfig" \
+    --proxy-mode=iptables --hostname-override="$name" --cluster-cidr="$cluster_cidr" \
+    --bind-address=127.0.0.1 --healthz-bind-address="127.0.0.1:$(free_port)" \
+    --metrics-bind-address="127.0.0.1:$(free_port)" --conntrack-max-per-core=0 --v=1
+  echo "$name" >"$node_dir/name"
+}
+
+# Every process of the node's pods: those in its cgroup root (a v1 hierarchy or v2's).
+node_pod_processes() {
+  local hierarchy=/sys/fs/cgroup/pids
+  [ -d "$hierarchy" ] || hierarchy=/sys/fs/cgroup
+  [ -d "$hierarchy$cgroup_root" ] || return 0
+  find "$hierarchy$cgroup_root" -name cgroup.procs -exec cat {} + 2>/dev/null
+}
+
+node_kill() {
+  [ "$index" -ge 2 ] || { echo "node.sh: node 1 runs the control plane's network; kill node 2 or later" >&2; exit 1; }
+  # Its network first: a machine that loses power sends nothing more, not even the FIN of its
+  # killed processes' connections (peers find out by their own timeouts).
+  ip link set "cifar-v$index" down
+  local daemon
+  for daemon in kubelet kube-proxy containerd; do stop_daemon "node$index-$daemon" KILL; done
+  pkill -9 -f "containerd-shim-runc-v2 .*-address $sock" 2>/dev/null || true
+  local pid
+  for pid in $(node_pod_processes); do kill -9 "$pid" 2>/dev/null || true; done
+}
+
+case $command in
+  network) node_network ;;
+  start) node_start ;;
+  kill) node_kill ;;
+  name) cat "$node_dir/name" ;;
+  *) echo "node.sh: network|start|kill|name DIR INDEX" >&2; exit 2 ;;
+esac

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Starts the local cluster: a real Kubernetes cluster of one or more nodes on this machine, for
+# `make cluster` and the end-to-end tests. etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, and per node (node.sh) containerd + runc with the CNI bridge plugin, a kubelet
+# and kube-proxy, all of one pinned Kubernetes version (build.sh node); CoreDNS on the host. Node 1
+# is this machine; nodes 2.. each live in a network namespace of their own (node.sh says what
+# they share and what not). Everything of the cluster lives in DIR (`kubeconfig`, logs, state)
+# except what the kubelets and containerd insist on writing elsewhere, which stop.sh removes.
+# The images (scripts/build-images.sh) are loaded into every node, and the operator and its CRD
+# installed with the Helm chart (deploy/helm).
+#   deploy/local-cluster/start.sh [--nodes N] DIR [IMAGES_DIR]
+# N: 1 (default) to 8. IMAGES_DIR holds pause.tar (made here), runtime.tar and operator.tar
+# (default ~/.cache/cifartrain/images).
+#
+# Addresses: node 1's pod bridge cifar0 is 10.244.0.1/24, and the API server and CoreDNS listen
+# there (every pod reaches them; nothing listens on eth0); node N's pods are 10.244.N-1.0/24.
+# Services: 10.96.0.0/24. One cluster at a time per machine. Must run as root.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+nodes=1
+if [ "${1:-}" = --nodes ]; then nodes=$2; shift 2; fi
+[[ "$nodes" =~ ^[1-8]$ ]] || { echo "start.sh: --nodes takes 1 to 8, not '$nodes'" >&2; exit 2; }
+dir=$(mkdir -p "$1" && cd "$1" && pwd)
+images=${2:-${CIFAR_IMAGE_CACHE:-$HOME/.cache/cifartrain/images}}
+[ "$(id -u)" -eq 0 ] || { echo "start.sh: a kubelet and containerd need root" >&2; exit 1; }
+
+api_ip=10.244.0.1  # node 1's bridge
+cluster_cidr=10.244.0.0/16
+service_cidr=10.96.0.0/24
+api_port=6443
+# A node that stops answering is NotReady after this long (the default, 40 s, suits machines that
+# pause; here a node death is something to show, so it is found quickly). Every kubelet renews its
+# lease every 5 s (node.sh).
+node_monitor_grace_period=20s
+
+bin=$("$here/build.sh" node)
+"$here/stop.sh" "$dir"  # whatever a previous run left
+# stop.sh removes every KUBE- iptables chain and the bridge: refuse to run beside another cluster.
+if iptables -t nat -S 2>/dev/null | grep -q '^-N KUBE-SERVICES' || ip link show cifar0 >/dev/null 2>&1; then
+  echo "start.sh: another cluster runs on this machine (KUBE-SERVICES chain or bridge cifar0): stop it first" >&2
+  exit 1
+fi
+rm -rf "$dir" && mkdir -p "$dir"/{pki,etcd,logs}
+: >"$dir/pids"
+log() { echo "start.sh: $*" >&2; }
+log_dir=$dir/logs
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+
+# --- what stop.sh must restore: the host's settings before the cluster changed them ----------
+{
+  echo "bin=$bin"
+  echo "nodes=$nodes"
+  echo "ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)"
+  echo "bridge_nf_call_iptables=$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null || echo)"
+  for path in /var/lib/kubelet /var/log/containers /var/log/pods /var/lib/cni /run/containerd /run/netns /etc/cni; do
+    [ -e "$path" ] && echo "existed=$path"
+  done
+  findmnt -n /run/netns >/dev/null 2>&1 && echo "mounted=/run/netns"
+} >"$dir/host-before"
+cat >"$dir/cluster.env" <<ENV
+bin=$bin
+images=$images
+cluster_dns=$api_ip
+cluster_cidr=$cluster_cidr
+pause_image=localhost/cifartrain/pause:dev
+ENV
+
+# --- certificates: one CA; every component uses the admin identity (a test cluster) -----------
+"$here/certs.sh" "$dir" "https://$api_ip:$api_port" \
+  "IP:$api_ip,IP:10.96.0.1,IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local" \
+  cifartrain
+kubectl=(kubectl --kubeconfig "$dir/kubeconfig")
+
+# --- the nodes' networks; node 1's bridge first: the API server binds its address ----------------
+for i in $(seq "$nodes"); do "$here/node.sh" network "$dir" "$i"; done
+
+# --- control plane ------------------------------------------------------------------------------
+etcd_port=$(free_port)
+peer_port=$(free_port)
+spawn etcd "$bin/etcd" --name=cluster --data-dir="$dir/etcd" \
+  --listen-client-urls="http://127.0.0.1:$etcd_port" --advertise-client-urls="http://127.0.0.1:$etcd_port" \
+  --listen-peer-urls="http://127.0.0.1:$peer_port" --initial-advertise-peer-urls="http://127.0.0.1:$peer_port" \
+  --initial-cluster="cluster=http://127.0.0.1:$peer_port" --unsafe-no-fsync=true --log-level=warn
+wait_for etcd 30 curl -fs "http://127.0.0.1:$etcd_port/health"
+
+spawn kube-apiserver "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" \
+  --bind-address="$api_ip" --advertise-address="$api_ip" --secure-port="$api_port" \
+  --tls-cert-file="$dir/pki/apiserver.crt" --tls-private-key-file="$dir/pki/apiserver.key" \
+  --client-ca-file="$dir/pki/ca.crt" \
+  --kubelet-client-certificate="$dir/pki/admin.crt" --kubelet-client-key="$dir/pki/admin.key" \
+  --kubelet-preferred-address-types=InternalIP \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --service-account-signing-key-file="$dir/pki/service-account.key" \
+  --service-account-key-file="$dir/pki/service-account.key" \
+  --service-cluster-ip-range="$service_cidr" --authorization-mode=Node,RBAC \
+  --cert-dir="$dir/apiserver-certs" --v=1
+wait_for kube-apiserver 120 "${kubectl[@]}" get --raw /readyz
+
+spawn kube-controller-manager "$bin/kube-controller-manager" --kubeconfig="$dir/kubeconfig" \
+  --authentication-kubeconfig="$dir/kubeconfig" --authorization-kubeconfig="$dir/kubeconfig" \
+  --bind-address=127.0.0.1 --secure-port="$(free_port)" --leader-elect=false \
+  --service-account-private-key-file="$dir/pki/service-account.key" --root-ca-file="$dir/pki/ca.crt" \
+  --use-service-account-credentials=false --service-cluster-ip-range="$service_cidr" \
+  --controllers='*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller' \
+  --node-monitor-grace-period="$node_monitor_grace_period" --node-monitor-period=2s --v=1
+spawn kube-scheduler "$bin/kube-scheduler" --kubeconfig="$dir/kubeconfig" \
+  --authentication-kubeconfig="$dir/kubeconfig" --authorization-kubeconfig="$dir/kubeconfig" \
+  --bind-address=127.0.0.1 --secure-port="$(free_port)" --leader-elect=false --v=1
+
+# --- the nodes: the pause image (Kubernetes' own pause.c from the pinned module, built static),
+# then each node's containerd (the images imported), kubelet and kube-proxy -----------------------
+"$here/build-pause.sh" "$images/pause.tar" >>"$dir/logs/images.log" 2>&1
+for i in $(seq "$nodes"); do "$here/node.sh" start "$dir" "$i"; done
+
+# --- CoreDNS on the host, on the gateway: the kubelet's clusterDNS -------------------------------
+coredns_ready_port=$(free_port)
+cat >"$dir/Corefile" <<COREFILE
+.:53 {
+    bind $api_ip
+    errors
+    ready 127.0.0.1:$coredns_ready_port
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $dir/kubeconfig cifartrain
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    cache 5
+}
+COREFILE
+spawn coredns "$bin/coredns" -conf "$dir/Corefile"
+
+for i in $(seq "$nodes"); do
+  wait_for "node$i-kubelet" 120 "${kubectl[@]}" wait --for=condition=Ready "node/$("$here/node.sh" name "$dir" "$i")" --timeout=1s
+done
+wait_for coredns 60 curl -fs "http://127.0.0.1:$coredns_ready_port/ready"
+# pods reach the API server through the kubernetes Service: kube-proxy's rules must be there
+wait_for node1-kube-proxy 60 bash -c "iptables -t nat -S KUBE-SERVICES | grep -q default/kubernetes"
+for i in $(seq 2 "$nodes"); do
+  wait_for "node$i-kube-proxy" 60 bash -c "nsenter --net=/var/run/netns/cifar-node$i iptables -t nat -S KUBE-SERVICES | grep -q default/kubernetes"
+done
+# the ServiceAccount admission needs each namespace's default account (controller-manager's)
+wait_for kube-controller-manager 60 "${kubectl[@]}" get serviceaccount default -n default
+
+# --- the CRD and the operator: the Helm chart, as a user installs it ----------------------------
+# Progress every 5 s (the chart's default is 15): the tests watch it move within a short job.
+helm="$("$repo/tests/tools/build.sh" helm)/helm"
+if ! "$helm" --kubeconfig "$dir/kubeconfig" install cifar-operator "$repo/deploy/helm/cifar-operator" \
+    --namespace cifartrain-system --create-namespace --set progressIntervalSeconds=5 \
+    --wait --timeout 120s >>"$dir/logs/install.log" 2>&1; then
+  log "the operator did not become ready:"
+  tail -20 "$dir/logs/install.log" >&2
+  "${kubectl[@]}" -n cifartrain-system describe pods >&2 || true
+  "${kubectl[@]}" -n cifartrain-system logs deployment/cifar-operator >&2 || true
+  exit 1
+fi
+
+echo "$dir/kubeconfig"
+cat >&2 <<DONE
+The cluster is up ($nodes node(s), the operator in namespace cifartrain-system: Helm release
+cifar-operator). Point kubectl (and helm) at it:
+  export KUBECONFIG=$dir/kubeconfig
+  kubectl get nodes
+Then volumes and a job: README, "Run it on Kubernetes", steps 3 and 4.
+Stop it and clean up: deploy/local-cluster/stop.sh $dir (or make cluster-stop)
+DONE

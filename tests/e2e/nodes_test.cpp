@@ -1,0 +1,281 @@
+// Jobs across the local cluster's two nodes (deploy/local-cluster: node 2 is a kubelet with its
+// own containerd, network namespace and cgroup root). A job's pods are spread over both nodes
+// (spreadAcrossNodes) and find each other across them; and a node that dies mid-job, for real
+// (node.sh kill: its kubelet, containerd, kube-proxy, shims and every process of its pods
+// SIGKILLed), has its pods replaced on the live node once the control plane has marked it
+// NotReady and runPolicy.nodeFailureGraceSeconds has passed: the job resumes from its checkpoint
+// and ends Succeeded, for a parameter-server job and for an all-reduce job. The node is brought
+// back afterwards, and nothing of the job is left on it.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <set>
+
+#include "tests/e2e/cluster_fixture.h"
+
+namespace cifar::e2e {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+const std::string kAllReduce = "  strategy: {type: AllReduce, allReduce: {backend: gloo}}\n";
+const std::string kPsAsync =
+    "  strategy: {type: ParameterServer, parameterServer: {mode: async}}\n";
+const std::string kPsReplicas =
+    "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 2}\n"
+    "    Evaluator: {replicas: 1}\n";
+constexpr int kSecondNode = 2;
+
+double seconds_since(Steady::time_point start) {
+  return std::chrono::duration<double>(Steady::now() - start).count();
+}
+
+class AcrossNodes : public Cluster {
+ protected:
+  void TearDown() override {
+    if (killed_) node("start");  // whatever failed, the next tests need both nodes
+    Cluster::TearDown();
+  }
+
+  // node.sh COMMAND on the cluster's second node (as root, which the e2e tests are).
+  cifar::testing::ProcessResult node(const std::string& command) {
+    return run_process(
+        {(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/local-cluster/node.sh").string(),
+         command, (e2e_dir() / "cluster").string(), std::to_string(kSecondNode)});
+  }
+  std::string second_node() {
+    auto name = node("name").output;
+    while (!name.empty() && name.back() == '\n') name.pop_back();
+    return name;
+  }
+  std::string node_ready(const std::string& name) {
+    return kubectl({"get", "node", name, "-o",
+                    R"(jsonpath={.status.conditions[?(@.type=="Ready")].status})"})
+        .output;
+  }
+
+  // The nodes the job's pods are on, by pod name (pods not yet placed are left out).
+  std::map<std::string, std::string> placement(const std::string& job) {
+    std::map<std::string, std::string> nodes;
+    for (const auto& p : pods_of(job)) {
+      const auto node_name = p["spec"].value("nodeName", "");
+      if (!node_name.empty()) nodes[p["metadata"]["name"]] = node_name;
+    }
+    return nodes;
+  }
+  static std::set<std::string> nodes_of(const std::map<std::string, std::string>& placed) {
+    std::set<std::string> nodes;
+    for (const auto& [pod_name, node_name] : placed) nodes.insert(node_name);
+    return nodes;
+  }
+
+  // Kills the second node while `job` trains with pods on it and checkpoints exist; then waits
+  // for the job to run again with none of its pods there, and for it to succeed. Brings the node
+  // back and checks that nothing of the job is left on it. Returns the pods that were replaced.
+  std::set<std::string> kill_the_second_node_under(const std::string& job) {
+    const auto lost_node = second_node();
+    std::map<std::string, std::string> before;
+    EXPECT_TRUE(wait_for(
+        [&] {
+          before = placement(job);
+          return before.size() == pods_of(job).size() && nodes_of(before).size() == 2;
+        },
+        seconds(120)))
+        << diagnose(job);
+    EXPECT_TRUE(wait_until_training(job)) << diagnose(job);
+    const auto dir = run_dir(job);
+    EXPECT_TRUE(wait_for(
+        [&] {
+          int n = 0;
+          if (std::filesystem::is_directory(dir)) {
+            for (const auto& f : std::filesystem::directory_iterator(dir)) {
+              n += f.path().extension() == ".pt" ? 1 : 0;
+            }
+          }
+          return n > 0;
+        },
+        seconds(120)))
+        << dir;
+    std::set<std::string> lost;
+    std::map<std::string, std::string> lost_uids;
+    for (const auto& [pod_name, node_name] : before) {
+      if (node_name == lost_node) {
+        lost.insert(pod_name);
+        lost_uids[pod_name] = pod(pod_name)["metadata"]["uid"];
+      }
+    }
+    EXPECT_FALSE(lost.empty());
+
+    const auto died = Steady::now();
+    const auto killed = node("kill");
+    killed_ = true;
+    EXPECT_EQ(killed.exit_code, 0) << killed.output;
+    EXPECT_TRUE(wait_for([&] { return node_ready(lost_node) == "Unknown"; }, seconds(90)))
+        << node_ready(lost_node);
+    std::cerr << "node " << lost_node << " NotReady " << seconds_since(died)
+              << " s after its death\n";
+    // Reported while the grace runs, then replaced: every lost pod anew on the live node.
+    EXPECT_TRUE(wait_for(
+        [&] {
+          return kubectl({"get", "events", "-n", ns_, "--field-selector",
+                          "involvedObject.name=" + job + ",reason=NodeLost", "--no-headers"})
+                     .output.find("deleting it for good") != std::string::npos;
+        },
+        seconds(90)))
+        << diagnose(job);
+    EXPECT_TRUE(wait_for(
+        [&] {
+          const auto now = placement(job);
+          if (now.size() != before.size()) return false;
+          for (const auto& [pod_name, node_name] : now) {
+            if (node_name == lost_node || phase(pod_name) != "Running") return false;
+          }
+          for (const auto& [pod_name, uid] : lost_uids) {
+            if (pod(pod_name)["metadata"]["uid"] == uid) return false;
+          }
+          return true;
+        },
+        seconds(180)))
+        << diagnose(job);
+    std::cerr << "job " << job << ": its pods running again on the live node "
+              << seconds_since(died) << " s after the node's death\n";
+    // Training again: the chief's step (status.progress) moves on from where it stood.
+    const auto step = [&] {
+      return status_of(job).value("progress", json::object()).value("step", int64_t{-1});
+    };
+    const auto stood = step();
+    EXPECT_TRUE(wait_for([&] { return step() != stood || state(job) == "Succeeded"; },
+                         seconds(240)))
+        << diagnose(job);
+    std::cerr << "job " << job << ": training again " << seconds_since(died)
+              << " s after the node's death\n";
+    EXPECT_TRUE(wait_for_state(job, "Succeeded", seconds(600))) << diagnose(job);
+
+    // The node comes back: its kubelet finds the job's pods gone and removes what is left.
+    const auto back = node("start");
+    EXPECT_EQ(back.exit_code, 0) << back.output;
+    EXPECT_TRUE(wait_for([&] { return node_ready(lost_node) == "True"; }, seconds(120)));
+    killed_ = false;
+    for (const auto& [pod_name, node_name] : placement(job)) EXPECT_NE(node_name, lost_node);
+    const auto socket = (node_dir(lost_node) / "containerd.sock").string();
+    std::string left;
+    EXPECT_TRUE(wait_for(
+        [&] {
+          left = run_process({"ctr", "--address", socket, "-n", "k8s.io", "containers", "ls", "-q",
+                              "labels.\"io.kubernetes.pod.namespace\"==" + ns_})
+                     .output;
+          return left.empty();
+        },
+        seconds(180)))
+        << "containers of " << ns_ << " still on " << lost_node << ":\n"
+        << left;
+    for (const auto& [pod_name, uid] : lost_uids) {
+      EXPECT_FALSE(std::filesystem::exists(node_dir(lost_node) / "kubelet/root/pods" / uid))
+          << pod_name;
+    }
+    return lost;
+  }
+
+  // The run's directory as the test (on the nodes' machine) sees the pods' /checkpoints.
+  std::filesystem::path run_dir(const std::string& job) {
+    std::string pod_dir;
+    wait_for([&] { return !(pod_dir = status_of(job).value("modelDir", "")).empty(); },
+             seconds(30));
+    return volumes_ / "checkpoints" / pod_dir.substr(std::string("/checkpoints/").size());
+  }
+
+  bool killed_ = false;
+};
+
+TEST_F(AcrossNodes, AParameterServerJobRunsWithItsPodsOnBothNodes) {
+  data_and_checkpoint_volumes();
+  submit("ps", kPsAsync, kPsReplicas,
+         "  runPolicy:\n    cleanPodPolicy: None\n"
+         "    schedulingPolicy: {spreadAcrossNodes: Required}\n");
+  ASSERT_TRUE(wait_for_state("ps", "Succeeded", seconds(300))) << diagnose("ps");
+  const auto placed = placement("ps");
+  EXPECT_EQ(placed.size(), 5U);
+  EXPECT_EQ(nodes_of(placed).size(), 2U) << "pods on one node only";
+  // Every pod ran where it was placed (a container started and ended there).
+  for (const auto& [pod_name, node_name] : placed) {
+    EXPECT_EQ(pod(pod_name)["status"]["containerStatuses"][0]["state"].contains("terminated") ||
+                  phase(pod_name) == "Running",
+              true)
+        << pod_name;
+  }
+  EXPECT_EQ(phase("ps-master-0"), "Succeeded");
+}
+
+TEST_F(AcrossNodes, AnAllReduceJobsRanksReachEachOtherAtTheirPodsAddresses) {
+  data_and_checkpoint_volumes();
+  submit("ar", kAllReduce, "    Worker: {replicas: 2}\n",
+         "  runPolicy:\n    cleanPodPolicy: None\n"
+         "    schedulingPolicy: {spreadAcrossNodes: Required}\n");
+  ASSERT_TRUE(wait_for_state("ar", "Succeeded", seconds(300))) << diagnose("ar");
+  const auto placed = placement("ar");
+  ASSERT_EQ(nodes_of(placed).size(), 2U) << "both ranks on one node";
+  // Each rank's Gloo device is on its pod's own address (what its DNS name resolves to), on its
+  // node's pod network: 10.244.0.x and 10.244.1.x.
+  std::set<std::string> subnets;
+  for (const auto& rank : {std::string("ar-worker-0"), std::string("ar-worker-1")}) {
+    const auto ip = pod(rank)["status"].value("podIP", "");
+    ASSERT_FALSE(ip.empty()) << rank;
+    subnets.insert(ip.substr(0, ip.rfind('.')));
+    const auto log = kubectl({"logs", rank, "-n", ns_}).output;
+    const auto device = log.find("gloo device");
+    ASSERT_NE(device, std::string::npos) << log;
+    const auto line = log.substr(device, log.find('\n', device) - device);
+    EXPECT_NE(line.find(ip), std::string::npos) << rank << " (" << ip << "): " << line;
+  }
+  EXPECT_EQ(subnets.size(), 2U);
+}
+
+TEST_F(AcrossNodes, AParameterServerJobSurvivesTheDeathOfANode) {
+  data_and_checkpoint_volumes();
+  submit("psdeath", kPsAsync, kPsReplicas,
+         "  runPolicy:\n    restartPolicy: OnFailure\n    backoffLimit: 10\n"
+         "    nodeFailureGraceSeconds: 5\n"
+         "    schedulingPolicy: {spreadAcrossNodes: Required}\n",
+         "cifar10", 12);
+  const auto replaced = kill_the_second_node_under("psdeath");
+  // What was replaced went on from where the job was, not from the start: a trainer from the
+  // parameter servers' version, a PS from the run's checkpoint.
+  for (const auto& pod_name : replaced) {
+    if (!pod_exists(pod_name) || pod_name.find("-evaluator-") != std::string::npos) continue;
+    const auto log = kubectl({"logs", pod_name, "-n", ns_}).output;
+    if (pod_name.find("-ps-") != std::string::npos) {
+      EXPECT_NE(log.find("restoring its"), std::string::npos) << pod_name << ":\n" << log;
+      continue;
+    }
+    const auto start = log.find("starting at version ");
+    ASSERT_NE(start, std::string::npos) << pod_name << ":\n" << log;
+    EXPECT_GT(std::stol(log.substr(start + std::string("starting at version ").size())), 0)
+        << pod_name << ":\n"
+        << log;
+  }
+}
+
+TEST_F(AcrossNodes, AnAllReduceJobSurvivesTheDeathOfANode) {
+  data_and_checkpoint_volumes();
+  submit("ardeath", kAllReduce, "    Worker: {replicas: 2}\n",
+         "  runPolicy:\n    restartPolicy: OnFailure\n    backoffLimit: 10\n"
+         "    nodeFailureGraceSeconds: 5\n"
+         "    schedulingPolicy: {spreadAcrossNodes: Required}\n",
+         "cifar10", 12);
+  const auto dir = run_dir("ardeath");
+  const auto replaced = kill_the_second_node_under("ardeath");
+  EXPECT_EQ(replaced.size(), 1U);
+  // Both ranks went on from the checkpoint: every epoch in monitor.jsonl once, in order.
+  std::ifstream monitor(dir / "monitor.jsonl");
+  std::vector<int> epochs;
+  for (std::string line; std::getline(monitor, line);) {
+    epochs.push_back(json::parse(line)["epoch"].get<int>());
+  }
+  std::vector<int> each_once(12);
+  for (int i = 0; i < 12; ++i) each_once[static_cast<size_t>(i)] = i + 1;
+  EXPECT_EQ(epochs, each_once);
+}
+
+}  // namespace
+}  // namespace cifar::e2e
