@@ -22,7 +22,7 @@ APT_PACKAGES=(
   libgtest-dev libgmock-dev googletest python3 python3-yaml
   # Grafana's dashboard SDK lives in a venv (deploy/grafana/setup-sdk.sh)
   python3-venv
-  # the one-node cluster of the end-to-end tests (tests/e2e/cluster): container runtime, CNI
+  # the local cluster of the end-to-end tests (deploy/local-cluster): container runtime, CNI
   # plugins, kube-proxy's iptables, and the image builder (no registry: a base from mmdebstrap)
   containerd runc containernetworking-plugins iptables conntrack podman buildah mmdebstrap
   # real data: CIFAR-10's JPEG copy beside the repository is decoded with PIL

@@ -133,6 +133,8 @@ state = "$node_dir/containerd/state"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
+        # runc's state of this node's containers, not /run/containerd/runc (every node's default)
+        Root = "$node_dir/runc"
 TOML
   cat >"$node_dir/kubelet.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -173,6 +175,10 @@ YAML
 }
 
 node_start() {
+  local pid
+  for pid in $(pids_of "node$index-kubelet"); do
+    if kill -0 "$pid" 2>/dev/null; then echo "node.sh: node $index runs already (kubelet $pid)" >&2; exit 1; fi
+  done
   [ -f "$node_dir/kubelet.yaml" ] || node_configure
   if [ -n "$netns" ]; then  # after a kill: the link up, and the route the link's fall removed
     ip link set "cifar-v$index" up
@@ -199,11 +205,11 @@ node_start() {
   echo "$name" >"$node_dir/name"
 }
 
-# Every process of the node's pods: those in its cgroup root (a v1 hierarchy or v2's).
+# Every process of the node's pods: those in its cgroup root (v1's pids hierarchy, or v2's).
 node_pod_processes() {
   local hierarchy=/sys/fs/cgroup/pids
-  [ -d "$hierarchy" ] || hierarchy=/sys/fs/cgroup
-  [ -d "$hierarchy$cgroup_root" ] || return 0
+  [ -f /sys/fs/cgroup/cgroup.controllers ] && hierarchy=/sys/fs/cgroup
+  [ -d "$hierarchy$cgroup_root" ] || { echo "node.sh: no cgroup $hierarchy$cgroup_root" >&2; exit 1; }
   find "$hierarchy$cgroup_root" -name cgroup.procs -exec cat {} + 2>/dev/null
 }
 
@@ -215,8 +221,16 @@ node_kill() {
   local daemon
   for daemon in kubelet kube-proxy containerd; do stop_daemon "node$index-$daemon" KILL; done
   pkill -9 -f "containerd-shim-runc-v2 .*-address $sock" 2>/dev/null || true
-  local pid
-  for pid in $(node_pod_processes); do kill -9 "$pid" 2>/dev/null || true; done
+  # Again until none is left: a process may fork between the read and the kill.
+  local pid pids
+  for _ in $(seq 20); do
+    pids=$(node_pod_processes)
+    [ -n "$pids" ] || return 0
+    for pid in $pids; do kill -9 "$pid" 2>/dev/null || true; done
+    sleep 0.2
+  done
+  echo "node.sh: processes of node $index's pods outlived 20 rounds of SIGKILL: $pids" >&2
+  exit 1
 }
 
 case $command in

@@ -29,8 +29,8 @@ api_ip=10.244.0.1  # node 1's bridge
 cluster_cidr=10.244.0.0/16
 service_cidr=10.96.0.0/24
 api_port=6443
-# A node that stops answering is NotReady after this long (the default, 40 s, suits machines that
-# pause; here a node death is something to show, so it is found quickly). Every kubelet renews its
+# A node that stops answering is NotReady after this long (Kubernetes' default is 50 s; here a node
+# death is something to show, so it is found quickly). Every kubelet renews its
 # lease every 5 s (node.sh).
 node_monitor_grace_period=20s
 
@@ -144,10 +144,16 @@ done
 wait_for kube-controller-manager 60 "${kubectl[@]}" get serviceaccount default -n default
 
 # --- the CRD and the operator: the Helm chart, as a user installs it ----------------------------
-# Progress every 5 s (the chart's default is 15): the tests watch it move within a short job.
+# Its values (kept for whoever installs it again, as the Helm e2e test does): progress every 5 s
+# (the chart's default is 15: the tests watch it move within a short job), and the operator on
+# node 1, the machine itself, so that killing another node never takes the operator along.
+cat >"$dir/operator-values.yaml" <<VALUES
+progressIntervalSeconds: 5
+nodeSelector: {kubernetes.io/hostname: $("$here/node.sh" name "$dir" 1)}
+VALUES
 helm="$("$repo/tests/tools/build.sh" helm)/helm"
 if ! "$helm" --kubeconfig "$dir/kubeconfig" install cifar-operator "$repo/deploy/helm/cifar-operator" \
-    --namespace cifartrain-system --create-namespace --set progressIntervalSeconds=5 \
+    --namespace cifartrain-system --create-namespace -f "$dir/operator-values.yaml" \
     --wait --timeout 120s >>"$dir/logs/install.log" 2>&1; then
   log "the operator did not become ready:"
   tail -20 "$dir/logs/install.log" >&2

@@ -68,6 +68,16 @@ ip link del cifar0 2>/dev/null
 [ -n "$(value bridge_nf_call_iptables)" ] &&
   echo "$(value bridge_nf_call_iptables)" >/proc/sys/net/bridge/bridge-nf-call-iptables
 
+# What a killed node (node.sh kill) left running in its cgroup root: nothing may outlive the cluster.
+for procs in /sys/fs/cgroup/pids/node[2-8] /sys/fs/cgroup/node[2-8]; do
+  [ -d "$procs" ] || continue
+  for _ in 1 2 3; do
+    pids=$(find "$procs" -name cgroup.procs -exec cat {} + 2>/dev/null)
+    [ -n "$pids" ] || break
+    kill -9 $pids 2>/dev/null
+    sleep 0.5
+  done
+done
 # The kubelets' cgroups (kubepods, in every hierarchy; nodes 2.. under /nodeN), deepest first, once
 # no process is in them.
 for root in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/kubepods.slice \
@@ -102,9 +112,10 @@ for path in /var/lib/kubelet /var/log/containers /var/log/pods /var/lib/cni /run
   grep -qx "existed=$path" "$dir/host-before" || ! [ -e "$path" ] || left+=("$path")
 done
 [ "$(cat /proc/sys/net/ipv4/ip_forward)" = "$(value ip_forward)" ] || left+=("ip_forward is on")
-rm -f "$dir/host-before"
 if ((${#left[@]})); then
+  # host-before stays: stop.sh again (or start.sh) tries again, knowing what the host had.
   printf 'stop.sh: left on the machine: %s\n' "${left[@]}" >&2
   exit 1
 fi
+rm -f "$dir/host-before"
 echo "stop.sh: the machine is as it was before the cluster" >&2

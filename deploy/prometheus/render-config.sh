@@ -4,8 +4,8 @@
 # `kubeconfig_file: KUBECONFIG` (the API server and credentials to discover pods with, instead of
 # the in-cluster service account), and relative rule_files become absolute (they are resolved
 # against the directory of the file Prometheus loads, which the output will not share).
-# Pod IPs must be reachable from where Prometheus runs (on the one-node cluster of tests/e2e they
-# are: the bridge 10.244.0.0/24 is on the host).
+# Pod IPs must be reachable from where Prometheus runs (on the local cluster they are: node 1's
+# bridge 10.244.0.0/24 is on the host, and the host routes to the other nodes' pod networks).
 #   deploy/prometheus/render-config.sh KUBECONFIG [CONFIG] > prometheus-host.yml
 #   prometheus --config.file=prometheus-host.yml
 set -euo pipefail

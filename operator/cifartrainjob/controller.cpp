@@ -190,7 +190,7 @@ void JobController::note_node(const std::string& name) {
   // The jobs with pods on it look again.
   std::set<std::string> keys;
   pods_->for_each([&](const json& pod) {
-    if (pod.value("spec", json::object()).value("nodeName", "") == name) {
+    if (pod_node(pod) == name) {
       if (auto key = owner_key(pod); !key.empty()) keys.insert(std::move(key));
     }
   });
@@ -202,8 +202,7 @@ NodeTroubles JobController::troubled_nodes_of(const std::vector<json>& pods) {
   const std::lock_guard lock(nodes_mu_);
   if (troubled_nodes_.empty()) return troubles;
   for (const auto& pod : pods) {
-    const auto node = pod.value("spec", json::object()).value("nodeName", "");
-    if (const auto found = troubled_nodes_.find(node); found != troubled_nodes_.end()) {
+    if (const auto found = troubled_nodes_.find(pod_node(pod)); found != troubled_nodes_.end()) {
       troubles.insert(*found);
     }
   }
@@ -216,12 +215,17 @@ void JobController::run(const std::atomic<bool>& stop) {
   jobs_->start();
   pods_->start();
   services_->start();
-  // Not waited for: without it (no RBAC for nodes) jobs run, only lost nodes go unnoticed.
   nodes_->start();
   for (auto* informer : {jobs_.get(), pods_.get(), services_.get()}) {
     while (!informer->wait_for_sync(std::chrono::milliseconds(200))) {
       if (stop.load()) break;
     }
+  }
+  // The nodes' health, briefly: a job whose pods sit on a dead node (an operator restarted after
+  // it ran there) must not be judged before it is known. Not waited for longer: without RBAC on
+  // nodes the jobs still run, and only lost nodes go unnoticed.
+  if (!nodes_->wait_for_sync(std::chrono::seconds(10))) {
+    spdlog::warn("the node cache has not synced (RBAC on nodes?): pods on lost nodes go unnoticed");
   }
   ready_ = !stop.load();
   spdlog::info("caches synced: {} jobs, {} pods; {} workers",

@@ -68,6 +68,10 @@ class JobController {
   ControllerOptions options_;
   OperatorMetrics& metrics_;
   WorkQueue queue_;
+  // Written by the node informer's thread, read by the workers: before the informers, which
+  // outlive their users only if declared after them.
+  std::mutex nodes_mu_;
+  NodeTroubles troubled_nodes_;
   std::unique_ptr<Informer> jobs_;
   std::unique_ptr<Informer> pods_;
   std::unique_ptr<Informer> services_;
@@ -76,8 +80,6 @@ class JobController {
   Expectations expectations_;
   std::mutex progress_mu_;
   std::map<std::string, nlohmann::json> progress_;  // by job key
-  std::mutex nodes_mu_;
-  NodeTroubles troubled_nodes_;
 };
 
 }  // namespace cifar::op

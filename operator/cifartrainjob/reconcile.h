@@ -1,6 +1,7 @@
 // The reconcile function: from a job (spec and last status) and what is observed (its pods, its
-// Service) to what should be done (objects to create and delete, the new status, when to look
-// again). Pure: no server, no clock of its own; the apply layer (controller.h) carries it out.
+// Service, its pods' nodes' health) to what should be done (objects to create and delete, the new
+// status, when to look again). Pure: no server, no clock of its own; the apply layer (controller.h)
+// carries it out.
 //
 // Lifecycle rules:
 // - restartPolicy Never: a failed pod fails the job. OnFailure: the kubelet restarts containers
@@ -21,12 +22,13 @@
 //   a pod that has not started runPolicy.startupDeadlineSeconds after its creation, or that is
 //   still terminating runPolicy.terminatingDeadlineSeconds after its grace period, fails the job;
 //   a waiting reason that cannot heal (InvalidImageName) fails it at once.
-// - A pod on a node that is not Ready (its kubelet stopped answering: nothing there can confirm
-//   the pod's end, so it would stay Terminating for good) is reported (PodsNotReady, NodeLost);
-//   once the node has been so runPolicy.nodeFailureGraceSeconds (at once if it is tainted
-//   out-of-service), the pod is deleted for good and created again on a live node. Not counted
-//   against backoffLimit: a node failure is not the job's fault (peers whose collective broke
-//   with it restart in place, and those restarts count).
+// - A pod on a node that is not Ready is reported (PodsNotReady, NodeLost). If the node is lost
+//   (its kubelet stopped answering, Ready Unknown: nothing there can confirm the pod's end, so it
+//   would stay Terminating for good; or it is tainted out-of-service), the pod is deleted for good
+//   once the node has been so runPolicy.nodeFailureGraceSeconds (at once if out of service) and
+//   created again on a live node, while the job runs (not while it is suspended or finished).
+//   Not counted against backoffLimit: a node failure is not the job's fault (peers whose
+//   collective broke with it restart in place, and those restarts count). A Succeeded pod stays.
 // - A round that ends the job creates nothing.
 // - Identity: a job acts only on objects it controls (its UID in their controller owner
 //   reference). A pod of its name that it does not control is reported (PodsNotReady, NotOwned)

@@ -43,13 +43,9 @@ const json* find_pod(const PodsByName& pods, const std::string& name) {
   return found == pods.end() ? nullptr : &found->second;
 }
 
-std::string node_of(const json& pod) {
-  return pod.value("spec", json::object()).value("nodeName", "");
-}
-
 // The trouble of the node a pod is on, if it has any.
 const NodeTrouble* trouble_of(const json& pod, const NodeTroubles& troubled) {
-  const auto found = troubled.find(node_of(pod));
+  const auto found = troubled.find(pod_node(pod));
   return found == troubled.end() ? nullptr : &found->second;
 }
 
@@ -284,7 +280,7 @@ std::set<std::string> replace_pods_on_lost_nodes(const Job& job, const PodsByNam
   std::set<std::string> replaced;
   for (const auto& [name, pod] : pods) {
     const auto* trouble = trouble_of(pod, troubled);
-    if (trouble == nullptr || pod_phase(pod) == "Succeeded") continue;
+    if (trouble == nullptr || !trouble->lost() || pod_phase(pod) == "Succeeded") continue;
     const auto due = replace_at(*trouble, job.spec);
     if (now < due) {
       look_again_in(plan, until(due, now));
@@ -293,7 +289,7 @@ std::set<std::string> replace_pods_on_lost_nodes(const Job& job, const PodsByNam
     replaced.insert(name);
     plan.force_delete_pods.push_back(name);
     plan.events.push_back({"Warning", std::string(reason::kNodeLost),
-                           "pod " + name + " " + describe_trouble(node_of(pod), *trouble, now) +
+                           "pod " + name + " " + describe_trouble(pod_node(pod), *trouble, now) +
                                ": deleting it for good and creating it again on a live node "
                                "(not counted against backoffLimit)"});
   }
@@ -307,8 +303,7 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
   const auto& foreign = observed.foreign_pods;
   create_job_objects(job, observed.service_exists, plan);
   status.model_dir = model_dir(job);
-  const auto replaced = replace_pods_on_lost_nodes(job, pods, observed.troubled_nodes, now, plan);
-  const auto tally = tally_replicas(job, pods, replaced);
+  auto tally = tally_replicas(job, pods);
   status.replica_statuses = tally.statuses;
 
   // The chief's success ends the job, whatever failed besides: the training is done. The
@@ -342,6 +337,12 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
     return;
   }
 
+  // Pods on a lost node: deleted for good, and counted as leaving until the cache shows them gone.
+  const auto replaced = replace_pods_on_lost_nodes(job, pods, observed.troubled_nodes, now, plan);
+  if (!replaced.empty()) {
+    tally = tally_replicas(job, pods, replaced);
+    status.replica_statuses = tally.statuses;
+  }
   for (const auto& [role, index] : tally.missing) {
     // A name held by a pod the job does not control is reported (report_holdups), not taken.
     if (foreign.count(pod_name(job, role, index)) == 0) {
@@ -420,16 +421,19 @@ std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
     if (const auto* trouble = trouble_of(pod, troubled);
         trouble != nullptr && pod_phase(pod) != "Succeeded") {
       // Neither its startup nor its terminating deadline: its node cannot say, and the pod is
-      // replaced (replace_pods_on_lost_nodes).
+      // replaced (replace_pods_on_lost_nodes) once the node is lost for long enough.
       holdup.reason = reason::kNodeLost;
-      holdup.node = node_of(pod);
+      holdup.node = pod_node(pod);
       holdup.node_trouble = *trouble;
-      holdup.message =
-          "; it is replaced " +
-          (trouble->out_of_service
-               ? std::string("now")
-               : "once the node has been lost " + std::to_string(spec.node_failure_grace_seconds) +
-                     " s (runPolicy.nodeFailureGraceSeconds)");
+      if (!trouble->lost()) {
+        holdup.message = "; it is replaced if the node stops answering";
+      } else if (trouble->out_of_service) {
+        holdup.message = "; it is replaced now";
+      } else {
+        holdup.message = "; it is replaced once the node has been lost " +
+                         std::to_string(spec.node_failure_grace_seconds) +
+                         " s (runPolicy.nodeFailureGraceSeconds)";
+      }
       holdup.since = trouble->since;
       holdups.push_back(std::move(holdup));
       continue;
@@ -471,7 +475,14 @@ void report_holdups(const Job& job, const PodsByName& pods,
                     const std::map<std::string, std::string>& foreign, const NodeTroubles& troubled,
                     Clock::time_point now, Plan& plan) {
   auto& status = plan.status;
-  const auto holdups = find_holdups(job, pods, foreign, troubled);
+  auto holdups = find_holdups(job, pods, foreign, troubled);
+  // A pod this round deletes for good is reported by its Event, not as still waiting.
+  holdups.erase(std::remove_if(holdups.begin(), holdups.end(),
+                               [&](const Holdup& h) {
+                                 return std::count(plan.force_delete_pods.begin(),
+                                                   plan.force_delete_pods.end(), h.pod) > 0;
+                               }),
+                holdups.end());
   // A pod still terminating within its grace period is going as it should.
   const auto reportable = [&](const Holdup& h) {
     return !h.reason.empty() &&

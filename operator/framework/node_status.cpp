@@ -45,10 +45,11 @@ std::optional<NodeTrouble> node_trouble(const json& node) {
     trouble.reason = ready->value("reason", ready->value("status", ""));
     trouble.message = ready->value("message", "");
     trouble.since = transition_time(*ready);
+    trouble.unreachable = ready->value("status", "") == "Unknown";
   }
   if (gone) {
     trouble.reason = "OutOfService";
-    trouble.message = std::string("tainted ") + kOutOfServiceTaint;
+    trouble.message = "tainted " + std::string(kOutOfServiceTaint);
   }
   return trouble;
 }

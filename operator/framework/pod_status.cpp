@@ -12,6 +12,10 @@ bool pod_terminating(const json& pod) {
   return pod.value("metadata", json::object()).contains("deletionTimestamp");
 }
 
+std::string pod_node(const json& pod) {
+  return pod.value("spec", json::object()).value("nodeName", "");
+}
+
 int pod_restarts(const json& pod) {
   int n = 0;
   for (const auto& c :

@@ -12,6 +12,7 @@ namespace cifar::op {
 
 std::string pod_phase(const nlohmann::json& pod);  // "Pending", "Running", ...; "" before any
 bool pod_terminating(const nlohmann::json& pod);   // has a deletionTimestamp
+std::string pod_node(const nlohmann::json& pod);   // spec.nodeName: "" until it is scheduled
 // The exit code of the pod's (first) container that terminated, now or in its last run.
 std::optional<int> pod_exit_code(const nlohmann::json& pod);
 int pod_restarts(const nlohmann::json& pod);  // its containers' in-place restarts

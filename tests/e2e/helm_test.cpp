@@ -17,8 +17,9 @@ namespace fs = std::filesystem;
 const std::string kRelease = "cifar-operator";
 const std::string kOperatorNamespace = "cifartrain-system";
 const fs::path kChart = fs::path(CIFAR_SOURCE_DIR) / "deploy/helm/cifar-operator";
-// start.sh's install: the chart's defaults but progress every 5 s.
-const std::vector<std::string> kInstallValues = {"--set", "progressIntervalSeconds=5"};
+// start.sh's install: the chart's defaults but what its values file says (progress every 5 s, the
+// operator on node 1).
+std::vector<std::string> install_values() { return {"-f", cluster_file("operator-values.yaml")}; }
 
 std::string trimmed(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
@@ -67,7 +68,7 @@ class Helm : public Cluster {
   // A failed step must leave the other e2e tests the operator start.sh installed.
   void TearDown() override {
     if (HasFailure()) {
-      const auto restored = install(kChart, released() ? "upgrade" : "install", kInstallValues);
+      const auto restored = install(kChart, released() ? "upgrade" : "install", install_values());
       EXPECT_EQ(restored.exit_code, 0) << restored.output;
     }
     Cluster::TearDown();
@@ -128,7 +129,7 @@ TEST_F(Helm, TestUpgradeUninstallAndReinstallKeepTheCrdAndTheJobs) {
   // helm upgrade: a newer chart (its CRD gained a field) and changed values.
   const auto work = volumes_ / "charts";
   fs::create_directories(work);
-  auto values = kInstallValues;
+  auto values = install_values();
   values.insert(values.end(), {"--set", "workers=3", "--set", "podLabels.upgraded=yes"});
   const auto upgraded = install(newer_chart(work), "upgrade", values);
   ASSERT_EQ(upgraded.exit_code, 0) << upgraded.output;
@@ -155,7 +156,7 @@ TEST_F(Helm, TestUpgradeUninstallAndReinstallKeepTheCrdAndTheJobs) {
 
   // helm install again: it adopts the kept CRD (back to this chart's schema), and the job that
   // waited runs to the end under the new operator.
-  const auto reinstalled = install(kChart, "install", kInstallValues);
+  const auto reinstalled = install(kChart, "install", install_values());
   ASSERT_EQ(reinstalled.exit_code, 0) << reinstalled.output;
   EXPECT_TRUE(refused_as_unknown(probe)) << dry_run(probe).output;
   const auto resumed = kubectl({"patch", "ctj", "kept", "-n", ns_, "--type=merge", "-p",

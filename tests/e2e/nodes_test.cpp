@@ -145,8 +145,8 @@ class AcrossNodes : public Cluster {
       return status_of(job).value("progress", json::object()).value("step", int64_t{-1});
     };
     const auto stood = step();
-    EXPECT_TRUE(wait_for([&] { return step() != stood || state(job) == "Succeeded"; },
-                         seconds(240)))
+    EXPECT_TRUE(
+        wait_for([&] { return step() != stood || state(job) == "Succeeded"; }, seconds(240)))
         << diagnose(job);
     std::cerr << "job " << job << ": training again " << seconds_since(died)
               << " s after the node's death\n";
@@ -155,8 +155,8 @@ class AcrossNodes : public Cluster {
     // The node comes back: its kubelet finds the job's pods gone and removes what is left.
     const auto back = node("start");
     EXPECT_EQ(back.exit_code, 0) << back.output;
+    killed_ = back.exit_code != 0;
     EXPECT_TRUE(wait_for([&] { return node_ready(lost_node) == "True"; }, seconds(120)));
-    killed_ = false;
     for (const auto& [pod_name, node_name] : placement(job)) EXPECT_NE(node_name, lost_node);
     const auto socket = (node_dir(lost_node) / "containerd.sock").string();
     std::string left;

@@ -24,7 +24,7 @@ check() {
 echo "--- in the cluster: $config"
 check "$config" "$repo/deploy/prometheus/rules/cifartrain-alerts.yaml"
 
-# A kubeconfig like tests/e2e/cluster's (certificates as files). promtool reads the config; it
+# A kubeconfig like the local cluster's (deploy/local-cluster; certificates as files). promtool reads the config; it
 # does not connect, so the server need not run.
 mkdir -p "$tmp/cluster dir/pki"
 cat >"$tmp/cluster dir/kubeconfig" <<KUBECONFIG

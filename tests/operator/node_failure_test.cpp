@@ -55,6 +55,7 @@ NodeTrouble unreachable_since(Clock::time_point t) {
   trouble.reason = "NodeStatusUnknown";
   trouble.message = "Kubelet stopped posting node status.";
   trouble.since = to_time(t);
+  trouble.unreachable = true;
   return trouble;
 }
 
@@ -84,7 +85,11 @@ TEST(NodeStatus, ANodeThatStoppedAnsweringIsTroubleSinceItsTransition) {
   EXPECT_EQ(trouble->reason, "NodeStatusUnknown");
   EXPECT_EQ(trouble->since, to_time(kT0));
   EXPECT_FALSE(trouble->out_of_service);
-  EXPECT_TRUE(node_trouble(node_with("False")));
+  EXPECT_TRUE(trouble->lost());
+  // A kubelet that answers "not ready" is trouble, but not lost: it can still end its pods.
+  const auto not_ready = node_trouble(node_with("False"));
+  ASSERT_TRUE(not_ready);
+  EXPECT_FALSE(not_ready->lost());
 }
 
 TEST(NodeStatus, TheOutOfServiceTaintMarksANodeGone) {
@@ -92,6 +97,7 @@ TEST(NodeStatus, TheOutOfServiceTaintMarksANodeGone) {
       node_with("True", json::array({{{"key", kOutOfServiceTaint}, {"effect", "NoExecute"}}})));
   ASSERT_TRUE(trouble);
   EXPECT_TRUE(trouble->out_of_service);
+  EXPECT_TRUE(trouble->lost());
   EXPECT_EQ(trouble->reason, "OutOfService");
 }
 
@@ -140,6 +146,7 @@ TEST(NodeFailure, AfterTheGraceThePodIsDeletedForGoodAndRecreatedUncounted) {
   EXPECT_EQ(plan.events.front().reason, reason::kNodeLost);
   EXPECT_NE(plan.events.front().message.find("not counted against backoffLimit"),
             std::string::npos);
+  EXPECT_EQ(plan.events.size(), 1U);  // no second word of it as a pod still waiting
 
   // The next round: the pod is gone from the cache; it is created again, still uncounted.
   auto after = observed;
@@ -178,6 +185,32 @@ TEST(NodeFailure, ASucceededPodOnALostNodeStays) {
   observed.pods[1]["status"]["phase"] = "Succeeded";
   observed.troubled_nodes["b"] = unreachable_since(kT0);
   const auto plan = reconcile(job, running_status(), observed, kT0 + seconds(600));
+  EXPECT_TRUE(plan.force_delete_pods.empty());
+}
+
+TEST(NodeFailure, APodOnANodeThatSaysItIsNotReadyIsReportedNotReplaced) {
+  const auto job = make_job();
+  auto observed = running(job);
+  auto trouble = unreachable_since(kT0);
+  trouble.unreachable = false;  // Ready False: the kubelet answers
+  trouble.reason = "KubeletNotReady";
+  observed.troubled_nodes["b"] = trouble;
+  const auto plan = reconcile(job, running_status(), observed, kT0 + seconds(600));
+  EXPECT_TRUE(plan.force_delete_pods.empty());
+  const auto* held = plan.status.condition(ConditionType::kPodsNotReady);
+  ASSERT_NE(held, nullptr);
+  EXPECT_EQ(held->reason, reason::kNodeLost);
+  EXPECT_NE(held->message.find("replaced if the node stops answering"), std::string::npos)
+      << held->message;
+}
+
+TEST(NodeFailure, TheRoundInWhichTheChiefSucceedsReplacesNothing) {
+  const auto job = make_job();
+  auto observed = running(job);
+  observed.pods[0]["status"]["phase"] = "Succeeded";  // worker 0, the chief, on node a
+  observed.troubled_nodes["b"] = unreachable_since(kT0);
+  const auto plan = reconcile(job, running_status(), observed, kT0 + seconds(600));
+  EXPECT_EQ(plan.status.state, ConditionType::kSucceeded);
   EXPECT_TRUE(plan.force_delete_pods.empty());
 }
 
