@@ -1,5 +1,6 @@
-// <model-dir>/<run>.done: written by the chief when the job is done ({"step": N}); the evaluator
-// stops once it has evaluated that step, and a new run of the same job removes it.
+// <model-dir>/<run>.done: written by the chief when the job is done ({"step": N}, the step its
+// final checkpoint was saved under); the evaluator stops once it has evaluated that step, and a new
+// run of the same job removes it.
 #pragma once
 
 #include <cstdint>

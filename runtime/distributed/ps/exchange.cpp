@@ -213,12 +213,13 @@ void ParameterServerExchange::save_checkpoint(const train::TrainState& state) {
   checkpoints_.save(*model_, saved, [&](torch::serialize::OutputArchive& archive) {
     write_job_state(archive, client_->layout(), gathered);
   });
+  saved_step_ = saved.step;
 }
 
 void ParameterServerExchange::finish(const train::TrainState& state) {
   if (place().chief) {
     client_->finish();
-    train::write_done_marker(config_, state.step);
+    train::write_done_marker(config_, saved_step_ >= 0 ? saved_step_ : state.step);
   }
   spdlog::info("{}: job done at version {}", config_.distributed.job.task_name(), state.step);
 }

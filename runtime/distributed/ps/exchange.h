@@ -54,6 +54,11 @@ class ParameterServerExchange final : public train::GradientExchange {
   int64_t total_updates_ = 0;
   int stripes_ = 0;
   int64_t version_ = 0;
+  // The step the newest checkpoint was saved under: the shards' lowest version when it was
+  // gathered, which under async modes with several shards can trail the chief's step (the highest
+  // version a push saw). The done marker names it, so that the evaluator waits for a checkpoint
+  // that exists.
+  int64_t saved_step_ = -1;
 };
 
 }  // namespace cifar::ps
