@@ -4,7 +4,7 @@ BUILD_DIR ?= build
 JOBS ?= 2
 WERROR ?= ON
 
-.PHONY: all deps configure build control-plane node tools images cluster cluster-stop test demo bench \
+.PHONY: all deps configure build control-plane node kueue tools images cluster cluster-stop test demo bench \
         format tidy clean
 
 all: build
@@ -28,6 +28,11 @@ control-plane: deps
 node: deps
 	bash deploy/local-cluster/build.sh node
 
+# Kueue's manager (sigs.k8s.io/kueue, pinned in deploy/local-cluster/modules/kueue), cached alike
+# (~N minutes the first time); deploy/local-cluster/kueue.sh installs it on the local cluster.
+kueue: deps
+	bash deploy/local-cluster/build.sh kueue
+
 # The test tools from their Go modules, cached like the control plane (tests/tools/build.sh):
 # Helm, Prometheus + promtool, kind (and its config checker), the Prometheus Operator's CRDs.
 TOOLS = helm prometheus kind prometheus-operator-crds
@@ -41,15 +46,18 @@ images: build
 
 # The local cluster, a real one of NODES nodes (1-8; NODES=2: two kubelets, each with its own
 # containerd, network and cgroups) with the CRD and the operator installed (root; one at a time per
-# machine); it prints how to point kubectl at it. `make cluster-stop` stops it and cleans up.
+# machine); it prints how to point kubectl at it. KUEUE=1 installs Kueue on it too. `make
+# cluster-stop` stops it and cleans up.
 NODES ?= 1
-cluster: images node tools
+KUEUE ?= 0
+cluster: images node tools $(if $(filter 1,$(KUEUE)),kueue)
 	bash deploy/local-cluster/start.sh --nodes $(NODES) $(BUILD_DIR)/cluster $(BUILD_DIR)/images
+	if [ "$(KUEUE)" = 1 ]; then bash deploy/local-cluster/kueue.sh $(BUILD_DIR)/cluster; fi
 
 cluster-stop:
 	bash deploy/local-cluster/stop.sh $(BUILD_DIR)/cluster
 
-test: build control-plane node tools
+test: build control-plane node kueue tools
 	cd $(BUILD_DIR) && ctest -j2 --output-on-failure --timeout 900
 
 demo: build

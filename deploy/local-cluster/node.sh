@@ -6,6 +6,9 @@
 #   node.sh kill DIR INDEX      a node death: its network cut, then SIGKILL to its daemons, their
 #                               shims and every process of its pods, nothing cleaned up (as a
 #                               machine that loses power); the control plane finds out by itself
+#   node.sh import DIR INDEX TAR  an image (docker-archive) into its containerd: one loaded after
+#                               the node started (kueue.sh); its images survive a kill
+#   node.sh name DIR INDEX      its node name
 #
 # Node 1 is the machine itself: the pods' bridge cifar0 (10.244.0.1/24) in the host's network
 # namespace, whose address the API server and CoreDNS listen on. Node INDEX >= 2 is a machine of
@@ -237,6 +240,7 @@ case $command in
   network) node_network ;;
   start) node_start ;;
   kill) node_kill ;;
+  import) "${ctr[@]}" images import --no-unpack=false "${4:?node.sh import DIR INDEX TAR}" >>"$log_dir/images.log" 2>&1 ;;
   name) cat "$node_dir/name" ;;
-  *) echo "node.sh: network|start|kill|name DIR INDEX" >&2; exit 2 ;;
+  *) echo "node.sh: network|start|kill|import|name DIR INDEX [TAR]" >&2; exit 2 ;;
 esac

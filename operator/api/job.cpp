@@ -206,6 +206,7 @@ void parse_run_policy(const json& spec, JobSpec& s) {
       member<std::string>(scheduling, "schedulerName", "", "runPolicy.schedulingPolicy.");
   s.priority_class =
       member<std::string>(scheduling, "priorityClass", "", "runPolicy.schedulingPolicy.");
+  s.queue = member<std::string>(scheduling, "queue", "", "runPolicy.schedulingPolicy.");
   const auto spread = member<std::string>(scheduling, "spreadAcrossNodes", "Preferred",
                                           "runPolicy.schedulingPolicy.");
   if (spread == "Preferred") {

@@ -90,6 +90,9 @@ struct JobSpec {
   int64_t node_failure_grace_seconds = 60;
   std::string scheduler_name;
   std::string priority_class;
+  // A Kueue LocalQueue of the job's namespace: the job's pods wait there, gated, until Kueue admits
+  // them all as one group ("": no queue, the pods go straight to the scheduler).
+  std::string queue;
   NodeSpread spread_across_nodes = NodeSpread::kPreferred;
 
   [[nodiscard]] int count(Role role) const {

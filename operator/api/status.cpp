@@ -64,6 +64,8 @@ std::string_view condition_type_name(ConditionType type) {
   switch (type) {
     case ConditionType::kCreated:
       return "Created";
+    case ConditionType::kQueued:
+      return "Queued";
     case ConditionType::kRunning:
       return "Running";
     case ConditionType::kRestarting:
@@ -138,7 +140,8 @@ void JobStatus::set_state(ConditionType new_state, std::string_view reason,
 
 void JobStatus::summarize() {
   const JobCondition* why = nullptr;
-  if (state && (finished() || *state == ConditionType::kSuspended)) {
+  if (state &&
+      (finished() || *state == ConditionType::kSuspended || *state == ConditionType::kQueued)) {
     why = condition(*state);
   } else if (is_true(ConditionType::kPodsNotReady)) {
     why = condition(ConditionType::kPodsNotReady);

@@ -26,9 +26,11 @@ namespace cifar::op {
 // condition goes here, in kConditionTypes and condition_type_name, and in the CRD's enum.
 // PodsNotReady is not a state: it says, beside the state, what the job's pods are waiting for
 // (the scheduler's or the kubelet's reason, a create the API server refused for now, a pod that
-// does not go away).
+// does not go away). Queued is the state of a job whose pods wait in a queue (Kueue) to be
+// admitted as one group.
 enum class ConditionType {
   kCreated,
+  kQueued,
   kRunning,
   kRestarting,
   kSucceeded,
@@ -36,10 +38,10 @@ enum class ConditionType {
   kSuspended,
   kPodsNotReady
 };
-inline constexpr std::array<ConditionType, 7> kConditionTypes = {
-    ConditionType::kCreated,     ConditionType::kRunning, ConditionType::kRestarting,
-    ConditionType::kSucceeded,   ConditionType::kFailed,  ConditionType::kSuspended,
-    ConditionType::kPodsNotReady};
+inline constexpr std::array<ConditionType, 8> kConditionTypes = {
+    ConditionType::kCreated,    ConditionType::kQueued,      ConditionType::kRunning,
+    ConditionType::kRestarting, ConditionType::kSucceeded,   ConditionType::kFailed,
+    ConditionType::kSuspended,  ConditionType::kPodsNotReady};
 std::string_view condition_type_name(ConditionType type);  // "Created", ...
 std::optional<ConditionType> parse_condition_type(std::string_view name);
 // Exclusive conditions: one turning True turns the others False. Created is not exclusive: it
@@ -62,6 +64,16 @@ inline constexpr std::string_view kInvalidSpec = "InvalidSpec";
 inline constexpr std::string_view kCreateRejected = "CreateRejected";
 inline constexpr std::string_view kJobSuspended = "JobSuspended";
 inline constexpr std::string_view kJobResumed = "JobResumed";
+// Queued: besides Kueue's own reasons for a Workload that waits (Pending, Inadmissible), which are
+// passed on as they are:
+inline constexpr std::string_view kWaitingForWorkload = "WaitingForWorkload";  // not made yet
+inline constexpr std::string_view kPreempted = "Preempted";  // evicted, waiting to be readmitted
+// The Workload of an earlier admission ended (a preemption, a suspend): it goes before the pods
+// come back, or Kueue would count them to it.
+inline constexpr std::string_view kRequeuing = "Requeuing";
+inline constexpr std::string_view kJobAdmitted = "JobAdmitted";  // Queued turned False
+// Queued False: a queue is named, but Kueue did not take the job's pods.
+inline constexpr std::string_view kNotManagedByQueue = "NotManagedByQueue";
 // PodsNotReady: besides the pods' own reasons (Unschedulable, ErrImagePull, ImagePullBackOff,
 // CreateContainerConfigError, CrashLoopBackOff, ...), which are passed on as they are:
 inline constexpr std::string_view kFailedCreate = "FailedCreate";  // refused for now (quota)
@@ -101,8 +113,8 @@ struct JobStatus {
   std::optional<int64_t> restarts;       // pods recreated after a failure
   std::optional<std::string> model_dir;  // where the run's checkpoints are, as the pods see it
   // Why the job is where it is, in a word and a sentence (`kubectl get ctj` shows the reason,
-  // `-o wide` the message): the state's condition when the job ended or is suspended, else what
-  // its pods wait for (PodsNotReady); absent when all is well. Set by summarize().
+  // `-o wide` the message): the state's condition when the job ended, is suspended or queued,
+  // else what its pods wait for (PodsNotReady); absent when all is well. Set by summarize().
   std::optional<std::string> summary_reason;   // status.reason
   std::optional<std::string> summary_message;  // status.message
   nlohmann::json progress;  // progress.h's object, null when absent; never read here

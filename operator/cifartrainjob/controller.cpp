@@ -17,6 +17,7 @@
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/progress_scraper.h"
 #include "cifartrainjob/resource.h"
+#include "framework/kueue.h"
 #include "framework/merge_patch.h"
 #include "framework/node_status.h"
 #include "framework/owner.h"
@@ -130,6 +131,7 @@ void trim_pod(json& pod) {
   }
   json trimmed = {{"containers", std::move(containers)}};
   if (spec->contains("nodeName")) trimmed["nodeName"] = (*spec)["nodeName"];  // its node's health
+  if (spec->contains("schedulingGates")) trimmed["schedulingGates"] = (*spec)["schedulingGates"];
   *spec = std::move(trimmed);
 }
 
@@ -168,6 +170,31 @@ JobController::JobController(kube::Client& client, ControllerOptions options,
   nodes_ = std::make_unique<Informer>(
       client_, kube::nodes(), kube::ListOptions{},
       [this](const json& node) { note_node(node["metadata"].value("name", "")); }, trim_node);
+  // A pod group's Workload is named "<job>-<8 characters of its uid>" (pod_group_name): its job
+  // is known from its name alone, also once the pods that own it are gone.
+  workloads_ = std::make_unique<Informer>(
+      client_, kueue::workloads(options_.namespace_), kube::ListOptions{},
+      [this](const json& workload) {
+        const auto name = workload["metadata"].value("name", "");
+        constexpr size_t kSuffix = 9;  // "-" and 8 characters of the uid
+        if (name.size() > kSuffix && name[name.size() - kSuffix] == '-') {
+          queue_.add(workload["metadata"].value("namespace", "") + "/" +
+                     name.substr(0, name.size() - kSuffix));
+        }
+      },
+      kueue::trim_workload);
+}
+
+void JobController::observe_workload(const Job& job, Observed& observed) {
+  if (job.spec.queue.empty()) return;
+  std::call_once(workloads_started_, [this] {
+    spdlog::info("a job names a queue: watching Kueue's Workloads");
+    workloads_->start();
+  });
+  observed.workload_known = workloads_->synced();
+  if (const auto cached = workloads_->get(job.namespace_ + "/" + pod_group_name(job))) {
+    observed.workload = kueue::workload_state(*cached);
+  }
 }
 
 void JobController::note_node(const std::string& name) {
@@ -260,6 +287,7 @@ void JobController::run(const std::atomic<bool>& stop) {
   pods_->stop();
   services_->stop();
   nodes_->stop();
+  workloads_->stop();
   ready_ = false;
 }
 
@@ -340,6 +368,7 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
     observed.service_exists = service && controlled_by(*service, job.uid);
     observed.progress = progress_of(key);
     observed.troubled_nodes = troubled_nodes_of(observed.pods);
+    observe_workload(job, observed);
     plan = reconcile(job, status, observed, Clock::now());
   } catch (const InvalidSpec& e) {
     if (!status.finished()) {
@@ -474,6 +503,25 @@ void JobController::update_status_and_delete(const json& object, const Job& job,
     if (uid != pod_uids.end()) expectations_.expect_deleted(key, uid->second);
   }
   metrics_.add_pods_deleted(deleted);
+  for (const auto& name : plan.release_pods) {
+    try {
+      client_.patch(kube::pods(job.namespace_).named(name), kueue::release_patch(),
+                    kube::PatchType::kStrategicMerge);
+      spdlog::info("{}: took Kueue's finalizer off pod {} (it is replaced under its name)", key,
+                   name);
+    } catch (const kube::ApiError& e) {
+      if (e.status() != 404) throw;
+    }
+  }
+  if (plan.delete_workload) {
+    try {
+      client_.remove(kueue::workloads(job.namespace_).named(*plan.delete_workload));
+      spdlog::info("{}: deleted Kueue Workload {}, whose admission ended", key,
+                   *plan.delete_workload);
+    } catch (const kube::ApiError& e) {
+      if (e.status() != 404) throw;
+    }
+  }
   for (const auto& event : plan.events) record_event(object, event);
   if (plan.delete_job) {
     try {

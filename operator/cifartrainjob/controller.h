@@ -1,9 +1,9 @@
 // The thin layer that carries out reconcile(): informers over CifarTrainJobs, their pods and
-// Services (and the Nodes, for their health) feed a work queue of job keys; workers reconcile a key
-// from the caches and apply the plan through the API (creates that find the object already there,
-// and deletes that find it gone, are success: pod names are deterministic, so a restarted operator
-// never duplicates). A job waits for the cache to show its own creates and deletes before it is
-// reconciled again (expectations.h).
+// Services (and the Nodes, for their health; Kueue's Workloads, for queued jobs) feed a work queue
+// of job keys; workers reconcile a key from the caches and apply the plan through the API (creates
+// that find the object already there, and deletes that find it gone, are success: pod names are
+// deterministic, so a restarted operator never duplicates). A job waits for the cache to show its
+// own creates and deletes before it is reconciled again (expectations.h).
 #pragma once
 
 #include <atomic>
@@ -63,6 +63,8 @@ class JobController {
   // changed.
   void note_node(const std::string& name);
   NodeTroubles troubled_nodes_of(const std::vector<nlohmann::json>& pods);
+  // The Kueue Workload of a queued job's pod group, as far as the cache knows it.
+  void observe_workload(const Job& job, Observed& observed);
 
   kube::Client& client_;
   ControllerOptions options_;
@@ -76,6 +78,10 @@ class JobController {
   std::unique_ptr<Informer> pods_;
   std::unique_ptr<Informer> services_;
   std::unique_ptr<Informer> nodes_;  // cluster-scoped: the health of the pods' nodes
+  // Kueue's Workloads, watched from the first job that names a queue on (a cluster without
+  // Kueue has no such resource: nothing is asked of it until a job needs it).
+  std::unique_ptr<Informer> workloads_;
+  std::once_flag workloads_started_;
   std::atomic<bool> ready_{false};
   Expectations expectations_;
   std::mutex progress_mu_;

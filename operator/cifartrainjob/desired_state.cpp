@@ -7,6 +7,7 @@
 #include "contract/flags.h"
 #include "contract/ports.h"
 #include "contract/termination.h"
+#include "framework/kueue.h"
 
 namespace cifar::op {
 namespace {
@@ -144,6 +145,14 @@ std::vector<std::string> container_args(const Job& job, Role role) {
   return a;
 }
 
+std::string pod_group_name(const Job& job) { return job.name + "-" + job.uid.substr(0, 8); }
+
+int pod_count(const JobSpec& spec) {
+  int n = 0;
+  for (const auto role : kRoles) n += spec.count(role);
+  return n;
+}
+
 json job_labels(const Job& job) { return {{"cifartrain.io/job-name", job.name}}; }
 
 json replica_labels(const Job& job, Role role, int index) {
@@ -261,6 +270,19 @@ json desired_pod(const Job& job, Role role, int index) {
   if (!metadata.contains("labels")) metadata["labels"] = json::object();
   metadata["labels"].update(replica_labels(job, role, index));
   metadata["ownerReferences"] = json::array({owner_reference(job)});
+  if (!s.queue.empty()) {
+    // One Kueue pod group, admitted whole or not at all. Not retriable in the group: Kueue ends
+    // the group, and gives its quota back, once none of its pods is left to run (the job ended,
+    // failed, was deleted, suspended or preempted), instead of holding the quota for replacements
+    // until all of them succeeded; a pod the operator recreates while the job runs still joins
+    // the admitted group.
+    metadata["labels"][std::string(kueue::kQueueNameLabel)] = s.queue;
+    metadata["labels"][std::string(kueue::kPodGroupNameLabel)] = pod_group_name(job);
+    if (!metadata.contains("annotations")) metadata["annotations"] = json::object();
+    metadata["annotations"][std::string(kueue::kPodGroupTotalCountAnnotation)] =
+        std::to_string(pod_count(s));
+    metadata["annotations"][std::string(kueue::kRetriableInGroupAnnotation)] = "false";
+  }
   auto& spec = pod["spec"];
   spec["hostname"] = pod_name(job, role, index);
   spec["subdomain"] = job.name;

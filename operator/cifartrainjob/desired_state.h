@@ -33,6 +33,13 @@ std::string model_dir(const Job& job);
 // Where operators before status.modelDir put a job's run: <path>/<name>.
 std::string legacy_model_dir(const Job& job);
 
+// The Kueue pod group of a job with a queue: "<job>-<first 8 characters of its uid>" (at most 60
+// characters: job names are at most 51). Its Workload has this name. A job deleted and applied
+// again under its name is a new group, never counted to the old one's Workload.
+std::string pod_group_name(const Job& job);
+// The job's pods, all replicas together: the size of its pod group.
+int pod_count(const JobSpec& spec);
+
 // The labels every object of the job carries, and the selector of one replica's pod.
 nlohmann::json job_labels(const Job& job);
 nlohmann::json replica_labels(const Job& job, Role role, int index);

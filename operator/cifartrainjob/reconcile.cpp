@@ -45,14 +45,15 @@ Plan reconcile(const Job& job_as_given, const JobStatus& status, const Observed&
   if (observed.progress && !status.finished()) plan.status.progress = *observed.progress;
   PodsByName pods;
   for (const auto& p : observed.pods) pods[p["metadata"]["name"].get<std::string>()] = p;
+  const auto queued = queue_wait(job, pods, observed, plan.status);
   if (reconcile_finished(job.spec, pods, now, plan) == PhaseResult::kDone ||
       reconcile_suspended(job.spec, pods, now, plan) == PhaseResult::kDone ||
-      reconcile_deadline(job, pods, now, plan) == PhaseResult::kDone) {
+      reconcile_deadline(job, pods, now, plan, queued.has_value()) == PhaseResult::kDone) {
     // The replicas phase, which counts the restarts, did not run: the same count, from the pods
     // as they are (a finished job's pods keep their in-place restarts until they are deleted).
     plan.restarts = plan.status.restarts.value_or(0) + tally_replicas(job, pods).in_place_restarts;
   } else {
-    reconcile_replicas(job, pods, observed, now, plan);
+    reconcile_replicas(job, pods, observed, now, plan, queued);
   }
   plan.status.summarize();
   return plan;

@@ -30,6 +30,13 @@
 //   Not counted against backoffLimit: a node failure is not the job's fault (peers whose
 //   collective broke with it restart in place, and those restarts count). A Succeeded pod stays.
 // - A round that ends the job creates nothing.
+// - A job with a queue (runPolicy.schedulingPolicy.queue) is a Kueue pod group: its pods are made
+//   as always, Kueue's webhook gates them, and Kueue admits them all at once when its quota
+//   allows. While any pod is gated, or after Kueue evicted the group (preemption) until it is
+//   admitted again, the job is Queued with Kueue's reason and message; its startTime (and so
+//   activeDeadlineSeconds) and its pods' startup deadlines count from the admission. Pods Kueue
+//   deletes are not failures: they come back when the cache shows them gone, not counted against
+//   backoffLimit. A Workload that ended is deleted before the pods are made again.
 // - Identity: a job acts only on objects it controls (its UID in their controller owner
 //   reference). A pod of its name that it does not control is reported (PodsNotReady, NotOwned)
 //   and its name not created until it is gone; the same for the Service and NetworkPolicy, which
@@ -48,6 +55,7 @@
 #include "api/job.h"
 #include "api/status.h"
 #include "framework/clock.h"
+#include "framework/kueue.h"
 #include "framework/node_status.h"
 
 namespace cifar::op {
@@ -63,6 +71,10 @@ struct Observed {
   std::optional<nlohmann::json> progress;
   // The nodes of the job's pods that are in trouble (not Ready, or out of service), by name.
   NodeTroubles troubled_nodes;
+  // A job with a queue: the Kueue Workload of its pod group, if there is one; `workload_known` is
+  // false until the cache of Workloads has synced (nothing is decided from its absence before).
+  std::optional<kueue::WorkloadState> workload;
+  bool workload_known = true;
 };
 
 struct EventRecord {
@@ -83,6 +95,13 @@ struct Plan {
   // Pods on a lost node, deleted for good (grace period 0): the API server forgets them at once,
   // without their node's word. Recreated in a later round, once the cache shows them gone.
   std::vector<std::string> force_delete_pods;
+  // Pods the operator replaces under their own name whose Kueue finalizer it takes off: Kueue holds
+  // a failed pod of a group until a replacement appears, and the replacement, of the same name,
+  // cannot be created while it is there.
+  std::vector<std::string> release_pods;
+  // The Kueue Workload of an admission that ended (the group was preempted, suspended, or all its
+  // pods ended): deleted before the pods are created again, which then queue as a new group.
+  std::optional<std::string> delete_workload;
   JobStatus status;  // the job's whole new status
   // The restarts backoffLimit counts: status.restarts plus the in-place restarts of the pods that
   // exist (for the operator's metrics; a job that cannot run has its status.restarts).

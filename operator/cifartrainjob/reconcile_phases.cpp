@@ -6,6 +6,7 @@
 #include "cifartrainjob/progress.h"
 #include "contract/exit_codes.h"
 #include "contract/termination.h"
+#include "framework/kueue.h"
 #include "framework/pod_status.h"
 
 namespace cifar::op {
@@ -87,6 +88,7 @@ void finish(const Job& job, const PodsByName& pods, bool succeeded, std::string_
   const auto& spec = job.spec;
   auto& status = plan.status;
   plan.create_pods.clear();
+  plan.delete_workload.reset();  // Kueue would delete the pods kept by cleanPodPolicy with it
   plan.create_token_secret = false;
   plan.create_network_policy.reset();
   plan.create_service.reset();
@@ -150,9 +152,11 @@ void create_job_objects(const Job& job, bool service_exists, Plan& plan) {
   plan.create_service = desired_service(job);
 }
 
-// The state of a job that goes on: Restarting, Running once every pod exists and one runs, else
-// Created (announced once, with an Event, when its pods are first created).
-void set_progressing_state(const ReplicaTally& tally, bool restarting, Clock::time_point now,
+// The state of a job that goes on: Restarting, Queued while its queue holds it, Running once every
+// pod exists and one runs, else Created (announced once, with an Event, when its pods are first
+// created). Leaving the queue is announced (Queued False, JobAdmitted) with the time it waited.
+void set_progressing_state(const Job& job, const ReplicaTally& tally, bool restarting,
+                           const std::optional<QueueWait>& queued, Clock::time_point now,
                            Plan& plan) {
   auto& status = plan.status;
   if (!plan.create_pods.empty() && !status.is_true(ConditionType::kCreated)) {
@@ -161,14 +165,91 @@ void set_progressing_state(const ReplicaTally& tally, bool restarting, Clock::ti
     status.set_condition(ConditionType::kCreated, true, reason::kJobCreated, message, to_time(now));
     plan.events.push_back({"Normal", std::string(reason::kJobCreated), message});
   }
+  const auto* in_queue = status.condition(ConditionType::kQueued);
+  const bool was_queued = in_queue != nullptr && in_queue->status == ConditionStatus::kTrue;
   if (restarting) {
     status.set_state(ConditionType::kRestarting, reason::kPodRestarting, plan.events.back().message,
                      to_time(now));
-  } else if (tally.all_exist && tally.any_running) {
+    return;
+  }
+  if (queued) {
+    // An Event when the job enters the queue or the reason changes (not with Kueue's every word).
+    if (!was_queued || in_queue->reason != queued->reason) {
+      const bool preempted = queued->reason == reason::kPreempted;
+      plan.events.push_back({preempted ? "Warning" : "Normal", queued->reason, queued->message});
+    }
+    status.set_state(ConditionType::kQueued, queued->reason, queued->message, to_time(now));
+    return;
+  }
+  if (was_queued) {
+    const auto waited =
+        in_queue->last_transition_time
+            ? std::chrono::duration_cast<seconds>(now - *in_queue->last_transition_time)
+            : seconds(0);
+    const auto message = "Kueue admitted pod group " + pod_group_name(job) + " from queue " +
+                         job.spec.queue + " after " + std::to_string(waited.count()) + " s";
+    status.set_condition(ConditionType::kQueued, false, reason::kJobAdmitted, message,
+                         to_time(now));
+    plan.events.push_back({"Normal", std::string(reason::kJobAdmitted), message});
+    status.state = ConditionType::kCreated;  // until a pod runs
+  }
+  if (tally.all_exist && tally.any_running) {
     status.set_state(ConditionType::kRunning, reason::kJobRunning, "the job's pods are running",
                      to_time(now));
   } else if (!status.state) {
     status.state = ConditionType::kCreated;
+  }
+}
+
+// A queue is named but Kueue did not take a pod (its webhook did not label it): Kueue is not
+// installed with its pod integration, or its managedJobsNamespaceSelector leaves the namespace
+// out. The pods then run without waiting for admission; condition Queued False says so, with an
+// Event the first time.
+void note_unqueued_pods(const Job& job, const PodsByName& pods, Clock::time_point now, Plan& plan) {
+  if (job.spec.queue.empty()) return;
+  for (const auto& [name, pod] : pods) {
+    if (pod_terminating(pod) || kueue::managed(pod)) continue;
+    auto& status = plan.status;
+    const auto message = "queue " + job.spec.queue + " is named, but Kueue did not take pod " +
+                         name + " (it has no " + std::string(kueue::kManagedLabel) +
+                         " label): is Kueue installed with its pod integration, and does its "
+                         "managedJobsNamespaceSelector match namespace " +
+                         job.namespace_ + "? The pods run without waiting for admission";
+    const auto* current = status.condition(ConditionType::kQueued);
+    if (current == nullptr || current->reason != reason::kNotManagedByQueue) {
+      plan.events.push_back({"Warning", std::string(reason::kNotManagedByQueue), message});
+    }
+    if (current != nullptr) {
+      status.set_condition(ConditionType::kQueued, false, reason::kNotManagedByQueue, message,
+                           to_time(now));
+    } else {  // listed although it never held: it explains why the job did not queue
+      if (!status.conditions) status.conditions.emplace();
+      status.conditions->push_back({ConditionType::kQueued, ConditionStatus::kFalse,
+                                    std::string(reason::kNotManagedByQueue), message, to_time(now),
+                                    to_time(now)});
+    }
+    if (status.state == ConditionType::kQueued) status.state = ConditionType::kCreated;
+    return;
+  }
+}
+
+// Kueue's finalizer holds a pod of a group until Kueue sees a replacement or the group end; the
+// job replaces a pod under its own name, which cannot be created while the old one is there. So a
+// pod that is leaving (deleted, or deleted this round) and has ended (failed, succeeded, or on a
+// lost node, where nothing can end it) is released.
+void release_leaving_pods(const PodsByName& pods, const NodeTroubles& troubled, Plan& plan) {
+  const auto listed = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  for (const auto& [name, pod] : pods) {
+    if (!kueue::holds(pod)) continue;
+    const bool forced = listed(plan.force_delete_pods, name);
+    const bool leaving = forced || pod_terminating(pod) || listed(plan.delete_pods, name);
+    const auto phase = pod_phase(pod);
+    const auto* trouble = trouble_of(pod, troubled);
+    const bool ended = forced || phase == "Failed" || phase == "Succeeded" ||
+                       (trouble != nullptr && trouble->lost());
+    if (leaving && ended) plan.release_pods.push_back(name);
   }
 }
 
@@ -257,9 +338,99 @@ PhaseResult reconcile_suspended(const JobSpec& spec, const PodsByName& pods, Clo
   return PhaseResult::kContinue;
 }
 
-PhaseResult reconcile_deadline(const Job& job, const PodsByName& pods, Clock::time_point now,
-                               Plan& plan) {
+std::optional<QueueWait> queue_wait(const Job& job, const PodsByName& pods,
+                                    const Observed& observed, const JobStatus& status) {
   const auto& spec = job.spec;
+  if (spec.queue.empty()) return std::nullopt;
+  const auto group = pod_group_name(job);
+  QueueWait wait;
+  if (!observed.workload_known) {
+    // Pods made now could join a Workload of an admission that ended, not yet seen.
+    wait.reason = reason::kWaitingForWorkload;
+    wait.message =
+        "waiting to read Kueue's Workloads (kueue.x-k8s.io/v1beta2) before creating "
+        "the pods of group " +
+        group + ": is Kueue installed?";
+    wait.blocks_creates = true;
+    return wait;
+  }
+  const auto* workload = observed.workload ? &*observed.workload : nullptr;
+  bool any_pod = false;
+  bool gated = false;
+  for (const auto& [name, pod] : pods) {
+    if (pod_terminating(pod)) continue;
+    any_pod = true;
+    gated = gated || pod_gated(pod);
+  }
+  const std::string in_queue = "in queue " + spec.queue;
+  // Kueue evicted the group: its Workload says so, or the pods it stops do (they outlive a
+  // Workload that ends as they do).
+  std::optional<QueueWait> evicted;
+  if (workload != nullptr && workload->evicted) {
+    evicted =
+        QueueWait{workload->eviction_reason == "Preempted" || workload->eviction_reason.empty()
+                      ? std::string(reason::kPreempted)
+                      : workload->eviction_reason,
+                  workload->eviction_message};
+  } else {
+    for (const auto& [name, pod] : pods) {
+      if (const auto message = kueue::eviction_message(pod)) {
+        evicted = QueueWait{message->rfind("Preempted", 0) == 0 ? std::string(reason::kPreempted)
+                                                                : std::string("Evicted"),
+                            *message};
+        break;
+      }
+    }
+  }
+  if (workload != nullptr && (workload->finished || workload->deleting)) {
+    wait.reason = reason::kRequeuing;
+    wait.message = "Kueue's Workload " + group + " of the group's last admission ended" +
+                   (workload->deleting ? " and is being deleted" : "; deleting it") +
+                   ": the pods are created again once it is gone, and queue " + in_queue;
+    wait.blocks_creates = true;
+  } else if (!evicted && !gated && any_pod) {
+    return std::nullopt;  // admitted and running
+  } else if (evicted) {
+    wait.message = "its pods are deleted and come back to wait " + in_queue;
+  } else if (workload == nullptr) {
+    wait.reason = reason::kWaitingForWorkload;
+    wait.message = "waiting for Kueue to make the Workload of pod group " + group + " (" +
+                   std::to_string(pod_count(spec)) + " pods, " +
+                   (any_pod ? "gated" : "being created") + ")";
+  } else if (!workload->quota_reserved) {
+    wait.reason = workload->waiting_reason.empty() ? "Pending" : workload->waiting_reason;
+    wait.message = "pod group " + group + " waits " + in_queue +
+                   (workload->waiting_message.empty() ? "" : ": " + workload->waiting_message);
+  } else if (!workload->admitted) {
+    wait.reason = "QuotaReserved";
+    wait.message =
+        "Kueue reserved quota for pod group " + group + "; waiting for its admission checks";
+  } else {
+    return std::nullopt;  // admitted: Kueue is taking the gates off
+  }
+  if (evicted) {
+    wait.reason = evicted->reason;
+    wait.message =
+        "Kueue evicted pod group " + group + " (" + evicted->message + "); " + wait.message;
+  }
+  // A preempted job stays Preempted until it is admitted again, through its Workload's end and
+  // its new pods' wait.
+  const auto* queued = status.condition(ConditionType::kQueued);
+  if (queued != nullptr && queued->status == ConditionStatus::kTrue &&
+      queued->reason == reason::kPreempted && wait.reason != reason::kPreempted) {
+    wait.reason = reason::kPreempted;
+    wait.message = "preempted; waiting to be admitted again: " + wait.message;
+  }
+  return wait;
+}
+
+PhaseResult reconcile_deadline(const Job& job, const PodsByName& pods, Clock::time_point now,
+                               Plan& plan, bool queued) {
+  const auto& spec = job.spec;
+  if (queued) {
+    plan.status.start_time.reset();  // the job's clock starts when Kueue admits it
+    return PhaseResult::kContinue;
+  }
   if (!plan.status.start_time) plan.status.start_time = to_time(now);
   if (!spec.active_deadline_seconds) return PhaseResult::kContinue;
   const auto deadline = *plan.status.start_time + seconds(*spec.active_deadline_seconds);
@@ -297,7 +468,7 @@ std::set<std::string> replace_pods_on_lost_nodes(const Job& job, const PodsByNam
 }
 
 void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& observed,
-                        Clock::time_point now, Plan& plan) {
+                        Clock::time_point now, Plan& plan, const std::optional<QueueWait>& queued) {
   const auto& spec = job.spec;
   auto& status = plan.status;
   const auto& foreign = observed.foreign_pods;
@@ -343,10 +514,18 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
     tally = tally_replicas(job, pods, replaced);
     status.replica_statuses = tally.statuses;
   }
-  for (const auto& [role, index] : tally.missing) {
-    // A name held by a pod the job does not control is reported (report_holdups), not taken.
-    if (foreign.count(pod_name(job, role, index)) == 0) {
-      plan.create_pods.push_back(desired_pod(job, role, index));
+  if (queued && queued->blocks_creates) {
+    // The Workload of the group's last admission goes first (once the cache knows it).
+    if (observed.workload && observed.workload->finished && !observed.workload->deleting) {
+      plan.delete_workload = pod_group_name(job);
+    }
+    look_again_in(plan, seconds(5));  // its deletion, seen by the cache, queues the job too
+  } else {
+    for (const auto& [role, index] : tally.missing) {
+      // A name held by a pod the job does not control is reported (report_holdups), not taken.
+      if (foreign.count(pod_name(job, role, index)) == 0) {
+        plan.create_pods.push_back(desired_pod(job, role, index));
+      }
     }
   }
   int64_t restarts = status.restarts.value_or(0);
@@ -380,8 +559,12 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
            now, plan);
     return;
   }
-  set_progressing_state(tally, !tally.retryable.empty() || !replaced.empty(), now, plan);
-  report_holdups(job, pods, foreign, observed.troubled_nodes, now, plan);
+  release_leaving_pods(pods, observed.troubled_nodes, plan);
+  note_unqueued_pods(job, pods, now, plan);
+  set_progressing_state(job, tally, !tally.retryable.empty() || !replaced.empty(), queued, now,
+                        plan);
+  report_holdups(job, pods, foreign, observed.troubled_nodes, now, plan,
+                 observed.workload ? observed.workload->admitted_since : std::nullopt);
 }
 
 std::string Holdup::describe(Clock::time_point now) const {
@@ -404,7 +587,7 @@ std::string Holdup::describe(Clock::time_point now) const {
 
 std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
                                  const std::map<std::string, std::string>& foreign,
-                                 const NodeTroubles& troubled) {
+                                 const NodeTroubles& troubled, std::optional<Time> admitted_since) {
   const auto& spec = job.spec;
   std::vector<Holdup> holdups;
   for (const auto& [name, controller] : foreign) {
@@ -457,7 +640,8 @@ std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
       holdup.message = waiting->message;
       holdup.permanent = cannot_heal(waiting->reason);
     }
-    const auto created = pod_created_at(pod);
+    auto created = pod_created_at(pod);
+    if (created && admitted_since && *admitted_since > *created) created = admitted_since;
     if (!pod_started(pod) && created) {
       holdup.since = *created;
       if (spec.startup_deadline_seconds > 0) {
@@ -473,14 +657,18 @@ std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
 
 void report_holdups(const Job& job, const PodsByName& pods,
                     const std::map<std::string, std::string>& foreign, const NodeTroubles& troubled,
-                    Clock::time_point now, Plan& plan) {
+                    Clock::time_point now, Plan& plan, std::optional<Time> admitted_since) {
   auto& status = plan.status;
-  auto holdups = find_holdups(job, pods, foreign, troubled);
-  // A pod this round deletes for good is reported by its Event, not as still waiting.
+  auto holdups = find_holdups(job, pods, foreign, troubled, admitted_since);
+  // A pod this round deletes for good is reported by its Event, not as still waiting; nor is one
+  // this round releases from Kueue's finalizer, which held it past its grace period.
+  const auto in = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
   holdups.erase(std::remove_if(holdups.begin(), holdups.end(),
                                [&](const Holdup& h) {
-                                 return std::count(plan.force_delete_pods.begin(),
-                                                   plan.force_delete_pods.end(), h.pod) > 0;
+                                 return in(plan.force_delete_pods, h.pod) ||
+                                        in(plan.release_pods, h.pod);
                                }),
                 holdups.end());
   // A pod still terminating within its grace period is going as it should.

@@ -3,7 +3,8 @@
 // but the last can end the round.
 //   finished   a Succeeded or Failed job: its pods' cleanup and its TTL, nothing else
 //   suspended  runPolicy.suspend deletes the pods; clearing it resumes the job
-//   deadline   the job's clock (startTime) and activeDeadlineSeconds
+//   deadline   the job's clock (startTime) and activeDeadlineSeconds; a queued job's clock stands
+//              until Kueue admits it (queue_wait)
 //   replicas   the job's objects and pods: success of the chief (after the evaluator's final
 //              evaluation), create the missing ones, restart or fail on failed pods, backoffLimit
 //              (the count in plan.restarts), the state that follows, and what holds its pods
@@ -35,12 +36,29 @@ PhaseResult reconcile_finished(const JobSpec& spec, const PodsByName& pods, Cloc
                                Plan& plan);
 PhaseResult reconcile_suspended(const JobSpec& spec, const PodsByName& pods, Clock::time_point now,
                                 Plan& plan);
+// Why a job with a queue waits, its state Queued with this reason and message: some of its pods
+// are gated until Kueue admits its group (Kueue's reason and message; WaitingForWorkload before
+// Kueue made the Workload), Kueue evicted the group and it waits to be admitted again (Preempted,
+// kept until then), or the Workload of an admission that ended is still there (Requeuing: it is
+// deleted, and no pod is created until it is gone, or Kueue would count the new pods to it).
+// nullopt: the job has no queue, or its group is admitted.
+struct QueueWait {
+  std::string reason;
+  std::string message;
+  bool blocks_creates = false;  // the Workload of an ended admission is still there
+};
+std::optional<QueueWait> queue_wait(const Job& job, const PodsByName& pods,
+                                    const Observed& observed, const JobStatus& status);
+
+// `queued`: the job waits in its queue (queue_wait): its clock stands (startTime is cleared, the
+// deadline counts from the admission).
 PhaseResult reconcile_deadline(const Job& job, const PodsByName& pods, Clock::time_point now,
-                               Plan& plan);
+                               Plan& plan, bool queued = false);
 // `observed`: besides the pods, the pods of the job's names it does not control, whether its
-// Service exists, and its pods' nodes in trouble.
+// Service exists, its pods' nodes in trouble and its queue's Workload; `queued`: queue_wait's.
 void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& observed,
-                        Clock::time_point now, Plan& plan);
+                        Clock::time_point now, Plan& plan,
+                        const std::optional<QueueWait>& queued = std::nullopt);
 
 // The pods on a node in trouble that are due to be replaced (runPolicy.nodeFailureGraceSeconds
 // after the node stopped being Ready, at once if it is out of service): their names go to
@@ -87,15 +105,19 @@ struct Holdup {
   std::optional<NodeTrouble> node_trouble;                          // and what is wrong with it
   [[nodiscard]] std::string describe(Clock::time_point now) const;  // "pod x is waiting: ..."
 };
-// `foreign` names held by pods the job does not control come first (reason NotOwned).
+// `foreign` names held by pods the job does not control come first (reason NotOwned). A pod's
+// startup deadline counts from its creation, or from `admitted_since` (Kueue admitted its group)
+// if that is later: a pod gated in a queue has not begun to start.
 std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
                                  const std::map<std::string, std::string>& foreign = {},
-                                 const NodeTroubles& troubled = {});
+                                 const NodeTroubles& troubled = {},
+                                 std::optional<Time> admitted_since = std::nullopt);
 // Ends the job on a holdup past its deadline or one that cannot heal; otherwise sets condition
 // PodsNotReady from the first holdup with a reason (a Warning Event when that is news), or turns it
 // False when nothing holds the pods, and asks to look again at the next deadline.
 void report_holdups(const Job& job, const PodsByName& pods,
                     const std::map<std::string, std::string>& foreign, const NodeTroubles& troubled,
-                    Clock::time_point now, Plan& plan);
+                    Clock::time_point now, Plan& plan,
+                    std::optional<Time> admitted_since = std::nullopt);
 
 }  // namespace cifar::op

@@ -187,6 +187,9 @@ json Client::patch(const ResourcePath& path, const json& patch, PatchType type) 
   if (type == PatchType::kMerge) {
     return call("PATCH", path.str(), "application/merge-patch+json", patch.dump());
   }
+  if (type == PatchType::kStrategicMerge) {
+    return call("PATCH", path.str(), "application/strategic-merge-patch+json", patch.dump());
+  }
   return call("PATCH", path.str() + "?fieldManager=" + encode(field_manager_) + "&force=true",
               "application/apply-patch+yaml", patch.dump());  // JSON is YAML
 }

@@ -1,7 +1,7 @@
 // A Kubernetes API client over cpprestsdk: typed errors from the server's Status objects, the
-// verbs a controller needs (get, list, create, merge or server-side-apply patch, delete, the
-// status subresource) and watch as a stream of events. Objects are nlohmann::json; paths are
-// built by ResourcePath. Thread-safe: every call is one HTTP request on a shared client.
+// verbs a controller needs (get, list, create, merge, strategic-merge or server-side-apply patch,
+// delete, the status subresource) and watch as a stream of events. Objects are nlohmann::json;
+// paths are built by ResourcePath. Thread-safe: every call is one HTTP request on a shared client.
 #pragma once
 
 #include <atomic>
@@ -61,7 +61,9 @@ struct ListOptions {
   std::string resource_version;  // watch: start after it
 };
 
-enum class PatchType { kMerge, kApply };  // application/merge-patch+json, apply-patch+yaml
+// application/merge-patch+json, strategic-merge-patch+json (built-in types only: it knows a list's
+// merge key, e.g. takes one finalizer out of metadata.finalizers), apply-patch+yaml.
+enum class PatchType { kMerge, kStrategicMerge, kApply };
 
 struct WatchEvent {
   std::string type;  // ADDED, MODIFIED, DELETED, BOOKMARK, ERROR

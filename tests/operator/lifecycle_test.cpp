@@ -29,6 +29,13 @@ Job make_job(int startup_deadline = 600, int terminating_deadline = 300) {
   return Job{"j", "ns", "uid", parse_spec(spec), ""};
 }
 
+// The job's objects made, none of its pods.
+Observed no_pods() {
+  Observed o;
+  o.service_exists = true;
+  return o;
+}
+
 // Every pod created at kT0 and running.
 Observed running(const Job& job) {
   Observed o;
@@ -194,8 +201,7 @@ TEST(Lifecycle, ACreateRefusedForNowIsReportedUntilThePodsExist) {
   EXPECT_EQ(plan.status.summary_reason, "FailedCreate");
   EXPECT_EQ(plan.events.back().reason, "FailedCreate");
   // The next round creates again and keeps the report; the same refusal is no news.
-  auto again =
-      reconcile(job, plan.status, Observed{{}, {}, true, std::nullopt, {}}, kT0 + seconds(10));
+  auto again = reconcile(job, plan.status, no_pods(), kT0 + seconds(10));
   EXPECT_EQ(again.create_pods.size(), 4U);
   EXPECT_EQ(again.status.summary_reason, "FailedCreate");
   note_blocked_create(again, reason::kFailedCreate, quota, kT0 + seconds(10));

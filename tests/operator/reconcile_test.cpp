@@ -38,6 +38,13 @@ json with_phase(json pod, const std::string& phase, std::optional<int> code = st
   return pod;
 }
 
+// The job's objects made, none of its pods.
+Observed no_pods() {
+  Observed o;
+  o.service_exists = true;
+  return o;
+}
+
 // Every desired pod Running, the Service there.
 Observed running(const Job& job) {
   Observed o;
@@ -275,12 +282,10 @@ TEST(Reconcile, SuspendDeletesThePodsAndResumeCreatesThemAnew) {
   EXPECT_EQ(suspended.delete_pods.size(), 5U);
   EXPECT_EQ(json(suspended.status)["state"], "Suspended");
   EXPECT_FALSE(json(suspended.status).contains("startTime"));
-  const auto still =
-      reconcile(job, suspended.status, Observed{{}, {}, true, std::nullopt, {}}, kT0 + seconds(20));
+  const auto still = reconcile(job, suspended.status, no_pods(), kT0 + seconds(20));
   EXPECT_TRUE(still.create_pods.empty());
   job.spec.suspend = false;
-  const auto resumed =
-      reconcile(job, suspended.status, Observed{{}, {}, true, std::nullopt, {}}, kT0 + seconds(30));
+  const auto resumed = reconcile(job, suspended.status, no_pods(), kT0 + seconds(30));
   EXPECT_EQ(resumed.create_pods.size(), 5U);
   EXPECT_EQ(json(resumed.status)["startTime"], "2026-11-22T12:00:30Z");
   EXPECT_EQ(reason_of(resumed.status, "Suspended"), "");  // no longer suspended

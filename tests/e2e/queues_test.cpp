@@ -1,0 +1,268 @@
+// Jobs in a Kueue queue on the local cluster (deploy/local-cluster/kueue.sh: Kueue itself, from
+// its release manifests, with its pod integration). A job that names a LocalQueue is one Kueue pod
+// group: all-or-nothing (two jobs for a quota of one: one runs whole, the other waits with every
+// pod gated, then runs), its quota given back when it ends (a PS job's pods included), and a
+// preemption by a higher-priority job that is not charged as a restart and resumes from the
+// checkpoint once readmitted.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "framework/clock.h"
+#include "tests/e2e/cluster_fixture.h"
+
+namespace cifar::e2e {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+using cifar::op::parse_time;
+
+double seconds_since(Steady::time_point start) {
+  return std::chrono::duration<double>(Steady::now() - start).count();
+}
+
+class Queues : public Cluster {
+ protected:
+  void SetUp() override {
+    Cluster::SetUp();
+    // A flavor, a ClusterQueue for this namespace alone with `kCpuQuota` CPUs that preempts
+    // lower priorities, its LocalQueue "team", and two PriorityClasses (cluster-scoped: named
+    // after the namespace).
+    cluster_objects_ = {"resourceflavor/" + ns_, "clusterqueue/" + ns_,
+                        "priorityclass/" + ns_ + "-low", "priorityclass/" + ns_ + "-high"};
+    apply(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: " + ns_ +
+        "}\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: " + ns_ +
+        "}\nspec:\n"
+        "  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: " +
+        ns_ +
+        "}}\n"
+        "  preemption: {withinClusterQueue: LowerPriority}\n"
+        "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n    - name: " +
+        ns_ + "\n      resources: [{name: cpu, nominalQuota: " + kCpuQuota +
+        "}]\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: team}\n"
+        "spec: {clusterQueue: " +
+        ns_ + "}\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: " +
+        ns_ + "-low}\nvalue: 100\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n" +
+        "metadata: {name: " + ns_ + "-high}\nvalue: 1000\n");
+    // The ClusterQueue is active once Kueue has seen its flavor.
+    ASSERT_TRUE(wait_for(
+        [&] {
+          return kubectl({"get", "clusterqueue", ns_, "-o",
+                          R"(jsonpath={.status.conditions[?(@.type=="Active")].status})"})
+                     .output == "True";
+        },
+        seconds(60)));
+  }
+
+  void TearDown() override {
+    Cluster::TearDown();
+    for (const auto& object : cluster_objects_) kubectl({"delete", object, "--wait=false"});
+  }
+
+  // The job's pods (every one created) and how many of them a scheduling gate holds, and how
+  // many are placed on a node.
+  struct Pods {
+    size_t total = 0;
+    size_t gated = 0;
+    size_t placed = 0;
+  };
+  Pods pods_now(const std::string& job) {
+    Pods counts;
+    for (const auto& p : pods_of(job)) {
+      if (p["metadata"].contains("deletionTimestamp")) continue;
+      ++counts.total;
+      if (!p["spec"].value("schedulingGates", json::array()).empty()) ++counts.gated;
+      if (!p["spec"].value("nodeName", "").empty()) ++counts.placed;
+    }
+    return counts;
+  }
+
+  std::string reason_of(const std::string& job) { return status_of(job).value("reason", ""); }
+  std::string message_of(const std::string& job) { return status_of(job).value("message", ""); }
+
+  // The CPU the ClusterQueue has handed out now, as Kueue reports it ("0" when none).
+  std::string cpu_in_use() {
+    const auto used =
+        kubectl({"get", "clusterqueue", ns_, "-o",
+                 R"(jsonpath={.status.flavorsUsage[0].resources[?(@.name=="cpu")].total})"})
+            .output;
+    return used.empty() ? "0" : used;
+  }
+  int admitted_workloads() {
+    const auto n =
+        kubectl({"get", "clusterqueue", ns_, "-o", "jsonpath={.status.admittedWorkloads}"}).output;
+    return n.empty() ? 0 : std::stoi(n);
+  }
+
+  // The Kueue pod group (and Workload) of the job's pods.
+  std::string group_of(const std::string& job) {
+    return pods_of(job).at(0)["metadata"]["labels"].value("kueue.x-k8s.io/pod-group-name", "");
+  }
+  static constexpr const char* kAdmittedAt =
+      R"(jsonpath={.status.conditions[?(@.type=="Admitted")].lastTransitionTime})";
+
+  bool has_event(const std::string& job, const std::string& reason) {
+    return !kubectl({"get", "events", "-n", ns_, "--field-selector",
+                     "involvedObject.name=" + job + ",reason=" + reason, "--no-headers"})
+                .output.empty();
+  }
+
+  // Until every pod of the job has its scheduling gate off (Kueue admitted the group): how long
+  // after `applied` that was.
+  double ungated_after(const std::string& job, Steady::time_point applied) {
+    EXPECT_TRUE(wait_for(
+        [&] {
+          const auto now = pods_now(job);
+          return now.total > 0 && now.gated == 0;
+        },
+        seconds(120)))
+        << diagnose(job);
+    return seconds_since(applied);
+  }
+
+  static constexpr const char* kCpuQuota = "1";  // CPUs: one job of the tests, never two
+  std::vector<std::string> cluster_objects_;
+};
+
+const std::string kPsSync = "  strategy: {type: ParameterServer, parameterServer: {mode: sync}}\n";
+const std::string kAllReduce = "  strategy: {type: AllReduce, allReduce: {backend: gloo}}\n";
+// 4 pods x 200m: 800m of the ClusterQueue's 1 CPU.
+const std::string kPsReplicas =
+    "    PS: {replicas: 1, resources: {requests: {cpu: 200m}}}\n"
+    "    Master: {replicas: 1, resources: {requests: {cpu: 200m}}}\n"
+    "    Worker: {replicas: 1, resources: {requests: {cpu: 200m}}}\n"
+    "    Evaluator: {replicas: 1, resources: {requests: {cpu: 200m}}}\n";
+// 2 ranks x 400m.
+const std::string kRanks = "    Worker: {replicas: 2, resources: {requests: {cpu: 400m}}}\n";
+
+std::string in_queue(const std::string& priority_class = "") {
+  std::string policy = "  runPolicy:\n    cleanPodPolicy: None\n    schedulingPolicy: {queue: team";
+  if (!priority_class.empty()) policy += ", priorityClass: " + priority_class;
+  return policy + "}\n";
+}
+
+TEST_F(Queues, TwoJobsForTheQuotaOfOneRunOneAfterTheOtherWhole) {
+  data_and_checkpoint_volumes();
+  const auto applied = Steady::now();
+  submit("first", kPsSync, kPsReplicas, in_queue());
+  const auto first_admission = ungated_after("first", applied);
+  std::cerr << "job first: admitted (every pod ungated) " << first_admission
+            << " s after it was applied\n";
+  submit("second", kPsSync, kPsReplicas, in_queue());
+
+  // The second waits whole: all of its pods made and gated, none placed, while the first runs;
+  // its state says why, in Kueue's words.
+  ASSERT_TRUE(wait_for([&] { return state("second") == "Queued" && pods_now("second").total == 4; },
+                       seconds(60)))
+      << diagnose("second");
+  EXPECT_TRUE(wait_for([&] { return reason_of("second") == "Pending"; }, seconds(30)))
+      << diagnose("second");
+  EXPECT_NE(message_of("second").find("insufficient"), std::string::npos) << message_of("second");
+  const auto listed = kubectl({"get", "ctj", "second", "-n", ns_}).output;
+  EXPECT_NE(listed.find("Queued"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("Pending"), std::string::npos) << listed;
+  // Until Kueue admits it, at every look: all of its pods gated and none placed, or none gated.
+  std::string partial;
+  const auto first_running = Steady::now();
+  bool admitted = false;
+  while (!admitted && seconds_since(first_running) < 300) {
+    const auto now = pods_now("second");
+    if (now.gated != 0 && (now.gated != now.total || now.placed != 0)) {
+      partial = std::to_string(now.placed) + " placed, " + std::to_string(now.gated) + "/" +
+                std::to_string(now.total) + " gated";
+      break;
+    }
+    admitted = now.total == 4 && now.gated == 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  EXPECT_TRUE(partial.empty()) << "the second job was admitted in part: " << partial;
+  ASSERT_TRUE(admitted) << diagnose("second");
+  std::cerr << "job second: admitted " << seconds_since(first_running)
+            << " s after the first was\n";
+  // Not before the first's trainers and parameter server had ended (Kueue takes the quota of a
+  // group's succeeded pods back, so the first's evaluator may still have been running then).
+  const auto admitted_at = parse_time(
+      kubectl({"get", "workload", group_of("second"), "-n", ns_, "-o", kAdmittedAt}).output);
+  for (const auto* name : {"first-ps-0", "first-master-0", "first-worker-0"}) {
+    const auto ended =
+        pod(name)["status"]["containerStatuses"][0]["state"]["terminated"].value("finishedAt", "");
+    ASSERT_FALSE(ended.empty()) << name << " had not ended when the second was admitted";
+    EXPECT_GE(admitted_at, parse_time(ended)) << name;
+  }
+  ASSERT_TRUE(wait_for_state("first", "Succeeded", seconds(300))) << diagnose("first");
+  ASSERT_TRUE(wait_for_state("second", "Succeeded", seconds(300))) << diagnose("second");
+  EXPECT_TRUE(has_event("second", "JobAdmitted"));
+  // Both groups ended, every pod of them (PS and evaluator too): nothing of the quota is held.
+  EXPECT_TRUE(
+      wait_for([&] { return admitted_workloads() == 0 && cpu_in_use() == "0"; }, seconds(60)))
+      << "admitted " << admitted_workloads() << ", cpu in use " << cpu_in_use();
+  EXPECT_EQ(status_of("first").value("restarts", -1), 0);
+  EXPECT_EQ(status_of("second").value("restarts", -1), 0);
+}
+
+TEST_F(Queues, APreemptedJobIsNotChargedAndResumesFromItsCheckpoint) {
+  constexpr int kLowEpochs = 6;  // long enough to be preempted mid-run, after a checkpoint
+  data_and_checkpoint_volumes();
+  submit("low", kAllReduce, kRanks,
+         in_queue(ns_ + "-low") + "    restartPolicy: OnFailure\n    backoffLimit: 0\n", "cifar10",
+         kLowEpochs);
+  ASSERT_TRUE(wait_until_training("low")) << diagnose("low");
+  const auto model_dir = status_of("low").value("modelDir", "");
+  const auto run_dir =
+      volumes_ / "checkpoints" / model_dir.substr(std::string("/checkpoints/").size());
+  ASSERT_TRUE(wait_for(
+      [&] {
+        if (!std::filesystem::is_directory(run_dir)) return false;
+        for (const auto& f : std::filesystem::directory_iterator(run_dir)) {
+          if (f.path().extension() == ".pt") return true;
+        }
+        return false;
+      },
+      seconds(120)))
+      << run_dir;
+
+  // A higher-priority job that needs the quota: Kueue evicts the low one's whole group.
+  const auto applied = Steady::now();
+  submit("high", kAllReduce, kRanks, in_queue(ns_ + "-high"));
+  ASSERT_TRUE(wait_for([&] { return reason_of("low") == "Preempted"; }, seconds(120)))
+      << diagnose("low");
+  std::cerr << "job low: preempted " << seconds_since(applied) << " s after job high was applied\n";
+  EXPECT_EQ(state("low"), "Queued");
+  EXPECT_TRUE(has_event("low", "Preempted"));
+  const auto high_admission = ungated_after("high", applied);
+  std::cerr << "job high: admitted " << high_admission << " s after it was applied\n";
+  // The low job's pods come back, and wait gated and unplaced while the high one runs.
+  EXPECT_TRUE(wait_for(
+      [&] {
+        const auto now = pods_now("low");
+        return now.total == 2 && now.gated == 2;
+      },
+      seconds(120)))
+      << diagnose("low");
+  EXPECT_EQ(pods_now("low").placed, 0U);
+  EXPECT_EQ(state("low"), "Queued");
+  ASSERT_TRUE(wait_for_state("high", "Succeeded", seconds(300))) << diagnose("high");
+
+  // Readmitted, it resumes from its checkpoint and ends Succeeded, charged nothing (backoffLimit
+  // is 0: a counted restart would have failed it).
+  ASSERT_TRUE(wait_for_state("low", "Succeeded", seconds(600))) << diagnose("low");
+  EXPECT_EQ(status_of("low").value("restarts", -1), 0);
+  EXPECT_TRUE(has_event("low", "JobAdmitted"));
+  const auto rank0 = kubectl({"logs", "low-worker-0", "-n", ns_}).output;
+  EXPECT_NE(rank0.find("resumed at step"), std::string::npos) << rank0;
+  std::ifstream monitor(run_dir / "monitor.jsonl");
+  std::vector<int> epochs;
+  for (std::string line; std::getline(monitor, line);) {
+    epochs.push_back(json::parse(line)["epoch"].get<int>());
+  }
+  std::vector<int> each_once(kLowEpochs);
+  for (int i = 0; i < kLowEpochs; ++i) each_once[static_cast<size_t>(i)] = i + 1;
+  EXPECT_EQ(epochs, each_once);
+}
+
+}  // namespace
+}  // namespace cifar::e2e
