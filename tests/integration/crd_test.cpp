@@ -77,7 +77,8 @@ const std::string kValidSpec =
     "    Worker: {replicas: 2}\n";
 
 TEST_F(CifarTrainJobCrd, ExamplesAreStoredWithTheSchemaDefaults) {
-  for (const auto* example : {"ps-job.yaml", "allreduce-job.yaml", "gpu-allreduce-job.yaml"}) {
+  for (const auto* example :
+       {"ps-job.yaml", "allreduce-job.yaml", "gpu-allreduce-job.yaml", "queued-jobs.yaml"}) {
     const auto applied =
         kubectl({"apply", "-n", namespace_, "-f", kSource + "/deploy/examples/" + example});
     EXPECT_EQ(applied.exit_code, 0) << example << ": " << applied.output;
@@ -174,6 +175,9 @@ TEST_F(CifarTrainJobCrd, InvalidSpecsAreRefusedWithAMessageNamingTheProblem) {
            "  dataset: {name: cifar10, volume: {claimName: d}, download: {}}\n" +
            kValidSpec.substr(kValidSpec.find("  strategy")),
        "give either volume or download, not both"},
+      {"a queue that cannot be a LocalQueue's name",
+       kValidSpec + "  runPolicy: {schedulingPolicy: {queue: Team_A}}\n",
+       "spec.runPolicy.schedulingPolicy.queue in body should match"},
       {"no strategy",
        "  model: {name: resnet20}\n  dataset: {name: synthetic}\n  replicaSpecs: {}\n",
        "spec.strategy: Required value"},
@@ -226,6 +230,17 @@ TEST_F(CifarTrainJobCrd, AJobsSizeCannotChangeButOtherFieldsCan) {
   const auto suspended = apply(job("sized", kValidSpec + "  runPolicy: {suspend: true}\n"));
   EXPECT_EQ(suspended.exit_code, 0) << suspended.output;
   EXPECT_EQ(get("sized")["spec"]["runPolicy"]["suspend"], true);
+}
+
+TEST_F(CifarTrainJobCrd, AJobsQueueCannotChange) {
+  ASSERT_EQ(apply(job("queued", kValidSpec + "  runPolicy: {schedulingPolicy: {queue: team-a}}\n"))
+                .exit_code,
+            0);
+  const auto moved =
+      apply(job("queued", kValidSpec + "  runPolicy: {schedulingPolicy: {queue: team-b}}\n"));
+  EXPECT_NE(moved.exit_code, 0);
+  EXPECT_NE(moved.output.find("queue cannot be changed"), std::string::npos) << moved.output;
+  EXPECT_EQ(get("queued")["spec"]["runPolicy"]["schedulingPolicy"]["queue"], "team-a");
 }
 
 TEST_F(CifarTrainJobCrd, WholeGpusAreAcceptedAsNumbersOrStrings) {

@@ -50,6 +50,7 @@ class PsClient::Connection {
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     for (const auto& [name, value] : large_message_channel_args()) args.SetInt(name, value);
+    for (const auto& [name, value] : keepalive_client_args()) args.SetInt(name, value);
     channel_ = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
     stub_ = proto::ParameterServer::NewStub(channel_);
     generic_ = std::make_unique<grpc::GenericStub>(channel_);

@@ -147,6 +147,7 @@ ShardServer::ShardServer(std::vector<std::shared_ptr<Shard>> stripes, const std:
   for (const auto& [name, value] : large_message_channel_args()) {
     builder.AddChannelArgument(name, value);
   }
+  for (const auto& [name, value] : keepalive_server_args()) builder.AddChannelArgument(name, value);
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {
     throw std::runtime_error("cannot serve the PS on " + address + " (is the port in use?)");

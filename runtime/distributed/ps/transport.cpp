@@ -37,6 +37,20 @@ std::vector<std::pair<std::string, int>> large_message_channel_args() {
           {GRPC_ARG_TCP_MAX_READ_CHUNK_SIZE, 16 << 20}};
 }
 
+std::vector<std::pair<std::string, int>> keepalive_client_args() {
+  return {{GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveSeconds * 1000},
+          {GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutSeconds * 1000},
+          {GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1},
+          {GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0}};
+}
+
+std::vector<std::pair<std::string, int>> keepalive_server_args() {
+  // Pings as often as the clients send them, with or without calls, are never a strike.
+  return {{GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1},
+          {GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, kKeepaliveSeconds * 1000 / 2},
+          {GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0}};
+}
+
 bool is_not_initialized(const grpc::Status& status) {
   proto::ShardError error;
   return status.error_code() == grpc::StatusCode::UNAVAILABLE && !status.error_details().empty() &&

@@ -15,12 +15,22 @@ namespace cifar::ps {
 // The metadata key naming the stripe (layout.h) a call is for: "0", "1", ...; none means 0.
 constexpr const char* kStripeMetadata = "cifar-ps-stripe";
 
-// kNotInitialized goes out as UNAVAILABLE (the client waits and retries, as for a shard that is
-// down) with a typed proto::ShardError in the status's details, so the chief can tell it from a
-// connection that failed and re-initialise the shard.
 // gRPC channel settings for messages of many megabytes, on both ends of a connection.
 std::vector<std::pair<std::string, int>> large_message_channel_args();
 
+// Keepalive: a trainer pings each shard's connection every kKeepaliveSeconds and drops it when a
+// ping goes unanswered kKeepaliveTimeoutSeconds, so a call in flight to a PS whose machine died
+// (no FIN, no RST ever comes) fails within seconds and is retried against its replacement,
+// instead of waiting out the call's deadline. The server must allow pings that come without
+// data (a sync push can wait at the shard for the other trainers).
+inline constexpr int kKeepaliveSeconds = 10;
+inline constexpr int kKeepaliveTimeoutSeconds = 5;
+std::vector<std::pair<std::string, int>> keepalive_client_args();
+std::vector<std::pair<std::string, int>> keepalive_server_args();
+
+// kNotInitialized goes out as UNAVAILABLE (the client waits and retries, as for a shard that is
+// down) with a typed proto::ShardError in the status's details, so the chief can tell it from a
+// connection that failed and re-initialise the shard.
 grpc::Status to_grpc(const ShardStatus& status);
 bool is_not_initialized(const grpc::Status& status);
 
