@@ -29,7 +29,7 @@ node: deps
 	bash deploy/local-cluster/build.sh node
 
 # Kueue's manager (sigs.k8s.io/kueue, pinned in deploy/local-cluster/modules/kueue), cached alike
-# (~N minutes the first time); deploy/local-cluster/kueue.sh installs it on the local cluster.
+# (~3 minutes the first time); deploy/local-cluster/kueue.sh installs it on the local cluster.
 kueue: deps
 	bash deploy/local-cluster/build.sh kueue
 

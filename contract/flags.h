@@ -60,14 +60,16 @@ inline constexpr Flag kStaleness{"--staleness", ""};
 inline constexpr Flag kDistBackend{"--dist-backend", ""};
 inline constexpr Flag kBucketCapMb{"--bucket-cap-mb", ""};
 inline constexpr Flag kNoOverlap{"--no-overlap", ""};
+inline constexpr Flag kDistTimeout{"--dist-timeout", ""};
 
 inline constexpr std::array kAll = {
-    kModel,     kModelDir,        kNumClasses,      kEpochs,         kBatchSize,    kContext,
-    kDataset,   kDataDir,         kDownload,        kDownloadMirror, kOptimizer,    kLearningRate,
-    kMomentum,  kNoNesterov,      kWeightDecay,     kSchedule,       kWarmupEpochs, kLabelSmoothing,
-    kSeed,      kCheckpointEvery, kKeepCheckpoints, kMetricsPort,    kProgress,     kMetricsLinger,
-    kStrategy,  kPsMode,          kStaleness,       kDistBackend,    kBucketCapMb,  kNoOverlap,
-    kPrecision, kTerminationLog};
+    kModel,           kModelDir,     kNumClasses,     kEpochs,        kBatchSize,
+    kContext,         kDataset,      kDataDir,        kDownload,      kDownloadMirror,
+    kOptimizer,       kLearningRate, kMomentum,       kNoNesterov,    kWeightDecay,
+    kSchedule,        kWarmupEpochs, kLabelSmoothing, kSeed,          kCheckpointEvery,
+    kKeepCheckpoints, kMetricsPort,  kProgress,       kMetricsLinger, kStrategy,
+    kPsMode,          kStaleness,    kDistBackend,    kBucketCapMb,   kNoOverlap,
+    kDistTimeout,     kPrecision,    kTerminationLog};
 }  // namespace flag
 
 // --metrics-linger for a job's pods: a trainer whose loss turns NaN or infinite keeps serving it

@@ -133,6 +133,9 @@ JobSpec parse_spec(const json& spec) {
   s.backend = member(ar, "backend", s.backend, "strategy.allReduce.");
   s.bucket_cap_mb = member(ar, "bucketCapMB", s.bucket_cap_mb, "strategy.allReduce.");
   s.overlap = member(ar, "overlap", s.overlap, "strategy.allReduce.");
+  if (ar.contains("timeoutSeconds")) {
+    s.collective_timeout_seconds = member(ar, "timeoutSeconds", 0, "strategy.allReduce.");
+  }
 
   const auto& replica_specs = object_at(spec, "replicaSpecs", "");
   for (const auto role : kRoles) {

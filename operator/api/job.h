@@ -68,6 +68,7 @@ struct JobSpec {
   std::string backend = "auto";
   double bucket_cap_mb = 25;
   bool overlap = true;
+  std::optional<int> collective_timeout_seconds;  // strategy.allReduce.timeoutSeconds
 
   std::map<Role, ReplicaSpec> replicas;           // every role, replicas 0 when absent
   std::optional<VolumeSource> checkpoint_volume;  // none: an emptyDir

@@ -141,6 +141,9 @@ std::vector<std::string> container_args(const Job& job, Role role) {
     add(flag::kDistBackend, s.backend);
     add(flag::kBucketCapMb, number(s.bucket_cap_mb));
     if (!s.overlap) a.emplace_back(flag::kNoOverlap.name);
+    if (s.collective_timeout_seconds) {
+      add(flag::kDistTimeout, std::to_string(*s.collective_timeout_seconds));
+    }
   }
   return a;
 }

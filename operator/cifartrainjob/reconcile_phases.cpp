@@ -24,6 +24,10 @@ constexpr seconds kFinalEvaluationWait{300};
 // image imported, a Secret created, a registry back.)
 bool cannot_heal(const std::string& waiting_reason) { return waiting_reason == "InvalidImageName"; }
 
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 // Look again after `after` (or sooner, if an earlier phase asked for that).
 void look_again_in(Plan& plan, seconds after) {
   after = std::max(after, seconds(1));
@@ -238,9 +242,6 @@ void note_unqueued_pods(const Job& job, const PodsByName& pods, Clock::time_poin
 // pod that is leaving (deleted, or deleted this round) and has ended (failed, succeeded, or on a
 // lost node, where nothing can end it) is released.
 void release_leaving_pods(const PodsByName& pods, const NodeTroubles& troubled, Plan& plan) {
-  const auto listed = [](const std::vector<std::string>& names, const std::string& name) {
-    return std::find(names.begin(), names.end(), name) != names.end();
-  };
   for (const auto& [name, pod] : pods) {
     if (!kueue::holds(pod)) continue;
     const bool forced = listed(plan.force_delete_pods, name);
@@ -388,10 +389,10 @@ std::optional<QueueWait> queue_wait(const Job& job, const PodsByName& pods,
                    (workload->deleting ? " and is being deleted" : "; deleting it") +
                    ": the pods are created again once it is gone, and queue " + in_queue;
     wait.blocks_creates = true;
-  } else if (!evicted && !gated && any_pod) {
-    return std::nullopt;  // admitted and running
   } else if (evicted) {
     wait.message = "its pods are deleted and come back to wait " + in_queue;
+  } else if ((!gated && any_pod) || (workload != nullptr && workload->admitted)) {
+    return std::nullopt;  // admitted: running, or Kueue is taking the gates off
   } else if (workload == nullptr) {
     wait.reason = reason::kWaitingForWorkload;
     wait.message = "waiting for Kueue to make the Workload of pod group " + group + " (" +
@@ -401,12 +402,10 @@ std::optional<QueueWait> queue_wait(const Job& job, const PodsByName& pods,
     wait.reason = workload->waiting_reason.empty() ? "Pending" : workload->waiting_reason;
     wait.message = "pod group " + group + " waits " + in_queue +
                    (workload->waiting_message.empty() ? "" : ": " + workload->waiting_message);
-  } else if (!workload->admitted) {
+  } else {
     wait.reason = "QuotaReserved";
     wait.message =
         "Kueue reserved quota for pod group " + group + "; waiting for its admission checks";
-  } else {
-    return std::nullopt;  // admitted: Kueue is taking the gates off
   }
   if (evicted) {
     wait.reason = evicted->reason;
@@ -662,13 +661,10 @@ void report_holdups(const Job& job, const PodsByName& pods,
   auto holdups = find_holdups(job, pods, foreign, troubled, admitted_since);
   // A pod this round deletes for good is reported by its Event, not as still waiting; nor is one
   // this round releases from Kueue's finalizer, which held it past its grace period.
-  const auto in = [](const std::vector<std::string>& names, const std::string& name) {
-    return std::find(names.begin(), names.end(), name) != names.end();
-  };
   holdups.erase(std::remove_if(holdups.begin(), holdups.end(),
                                [&](const Holdup& h) {
-                                 return in(plan.force_delete_pods, h.pod) ||
-                                        in(plan.release_pods, h.pod);
+                                 return listed(plan.force_delete_pods, h.pod) ||
+                                        listed(plan.release_pods, h.pod);
                                }),
                 holdups.end());
   // A pod still terminating within its grace period is going as it should.

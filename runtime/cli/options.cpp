@@ -129,7 +129,7 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
   app.add_flag("!" + cli_names(flag::kNoOverlap), ar.overlap,
                "All-reduce the gradients after backward instead of during it")
       ->group(ar_group);
-  app.add_option("--dist-timeout", ar.timeout_seconds,
+  app.add_option(cli_names(flag::kDistTimeout), ar.timeout_seconds,
                  "Seconds a collective may wait for the other ranks before the job fails")
       ->check(CLI::PositiveNumber)
       ->group(ar_group)

@@ -57,7 +57,7 @@ Job ps_job_with_everything() {
 Job allreduce_job_on_gpus() {
   return make_job(R"({
     "strategy": {"type": "AllReduce", "allReduce": {"backend": "nccl", "bucketCapMB": 10,
-                 "overlap": false}},
+                 "overlap": false, "timeoutSeconds": 20}},
     "replicaSpecs": {"Worker": {"replicas": 3, "resources": {"limits": {"nvidia.com/gpu": 1}}}}})");
 }
 
@@ -142,6 +142,7 @@ TEST(Contract, TheRuntimeReadsEveryValueOfTheSpec) {
   EXPECT_EQ(train::name_of(allreduce::kBackendNames, ar.backend), gpu_job.spec.backend);
   EXPECT_DOUBLE_EQ(ar.bucket_cap_mb, gpu_job.spec.bucket_cap_mb);
   EXPECT_FALSE(ar.overlap);
+  EXPECT_DOUBLE_EQ(ar.timeout_seconds, *gpu_job.spec.collective_timeout_seconds);
   EXPECT_EQ(ar.rank, 2);
   EXPECT_EQ(ar.world_size, 3);
   EXPECT_EQ(ar.master_port, contract::kC10dStorePort.number);

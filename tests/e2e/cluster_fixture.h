@@ -57,7 +57,7 @@ inline std::filesystem::path tool_dir(const std::string& tool) {
 // holds its name), or "" if it is none of them.
 inline std::filesystem::path node_dir(const std::string& node) {
   for (int i = 1; i <= 8; ++i) {
-    const auto dir = e2e_dir() / "cluster" / ("node" + std::to_string(i));
+    auto dir = e2e_dir() / "cluster" / ("node" + std::to_string(i));
     std::ifstream file(dir / "name");
     std::string name;
     if (file >> name && name == node) return dir;
@@ -165,6 +165,44 @@ class Cluster : public ::testing::Test {
     return wait_for(
         [&] { return status_of(name).value("progress", json::object()).value("step", 0) > 0; },
         seconds(120));
+  }
+
+  // The run's directory (status.modelDir) as the test, on the nodes' machine, sees the pods'
+  // /checkpoints volume.
+  std::filesystem::path run_dir(const std::string& job) {
+    std::string pod_dir;
+    wait_for([&] { return !(pod_dir = status_of(job).value("modelDir", "")).empty(); },
+             seconds(30));
+    const std::string mount = "/checkpoints/";
+    if (pod_dir.rfind(mount, 0) != 0) throw std::runtime_error("modelDir " + pod_dir);
+    return volumes_ / "checkpoints" / pod_dir.substr(mount.size());
+  }
+  // Until the run has a checkpoint (a .pt file in its directory).
+  static bool wait_for_checkpoint(const std::filesystem::path& dir) {
+    return wait_for(
+        [&] {
+          if (!std::filesystem::is_directory(dir)) return false;
+          for (const auto& f : std::filesystem::directory_iterator(dir)) {
+            if (f.path().extension() == ".pt") return true;
+          }
+          return false;
+        },
+        seconds(120));
+  }
+  // The epochs of the run's monitor.jsonl, in the order the chief appended them; and what a run
+  // that trained every epoch once, whatever restarted under it, has there.
+  static std::vector<int> recorded_epochs(const std::filesystem::path& dir) {
+    std::ifstream monitor(dir / "monitor.jsonl");
+    std::vector<int> epochs;
+    for (std::string line; std::getline(monitor, line);) {
+      epochs.push_back(json::parse(line)["epoch"].get<int>());
+    }
+    return epochs;
+  }
+  static std::vector<int> every_epoch_once(int epochs) {
+    std::vector<int> each(static_cast<size_t>(epochs));
+    for (int i = 0; i < epochs; ++i) each[static_cast<size_t>(i)] = i + 1;
+    return each;
   }
 
   json pod(const std::string& name) { return client_.get(cifar::kube::pods(ns_).named(name)); }

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <numeric>
 
 #include "tests/e2e/cluster_fixture.h"
 
@@ -162,20 +161,8 @@ TEST_F(WhenAJobGoesWrong, AnAllReduceJobContinuesFromItsCheckpointAfterALostRank
   data_and_checkpoint_volumes();
   submit("ar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", 12);
   ASSERT_TRUE(wait_until_training("ar"));
-  // The run's directory as the test (on the node) sees the pods' /checkpoints volume.
-  const std::string pod_dir = status_of("ar").value("modelDir", "");
-  ASSERT_EQ(pod_dir.rfind("/checkpoints/", 0), 0U) << pod_dir;
-  const auto dir = volumes_ / "checkpoints" / pod_dir.substr(std::string("/checkpoints/").size());
-  const auto checkpoints = [&] {
-    int n = 0;
-    if (std::filesystem::is_directory(dir)) {
-      for (const auto& f : std::filesystem::directory_iterator(dir)) {
-        n += f.path().extension() == ".pt" ? 1 : 0;
-      }
-    }
-    return n;
-  };
-  ASSERT_TRUE(wait_for([&] { return checkpoints() > 0; }, seconds(120))) << dir;
+  const auto dir = run_dir("ar");
+  ASSERT_TRUE(wait_for_checkpoint(dir)) << dir;
   const auto lost = kubectl({"delete", "pod", "ar-worker-1", "-n", ns_, "--wait=false"});
   ASSERT_EQ(lost.exit_code, 0) << lost.output;
   // Both ranks train again (rank 0 restarted in place when its peer went), from the checkpoint.
@@ -201,14 +188,7 @@ TEST_F(WhenAJobGoesWrong, AnAllReduceJobContinuesFromItsCheckpointAfterALostRank
   const auto log = kubectl({"logs", "ar-worker-0", "-n", ns_}).output;
   EXPECT_NE(log.find("resumed at step"), std::string::npos) << log;
   // monitor.jsonl, which rank 0 appends an epoch at a time: every epoch once, in order.
-  std::ifstream monitor(dir / "monitor.jsonl");
-  std::vector<int> epochs;
-  for (std::string line; std::getline(monitor, line);) {
-    epochs.push_back(json::parse(line)["epoch"].get<int>());
-  }
-  std::vector<int> each_once(12);
-  std::iota(each_once.begin(), each_once.end(), 1);
-  EXPECT_EQ(epochs, each_once);
+  EXPECT_EQ(recorded_epochs(dir), every_epoch_once(12));
 }
 
 // A job deleted and applied again under its name (a GitOps re-apply) is a new run: it trains

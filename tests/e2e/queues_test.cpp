@@ -211,19 +211,8 @@ TEST_F(Queues, APreemptedJobIsNotChargedAndResumesFromItsCheckpoint) {
          in_queue(ns_ + "-low") + "    restartPolicy: OnFailure\n    backoffLimit: 0\n", "cifar10",
          kLowEpochs);
   ASSERT_TRUE(wait_until_training("low")) << diagnose("low");
-  const auto model_dir = status_of("low").value("modelDir", "");
-  const auto run_dir =
-      volumes_ / "checkpoints" / model_dir.substr(std::string("/checkpoints/").size());
-  ASSERT_TRUE(wait_for(
-      [&] {
-        if (!std::filesystem::is_directory(run_dir)) return false;
-        for (const auto& f : std::filesystem::directory_iterator(run_dir)) {
-          if (f.path().extension() == ".pt") return true;
-        }
-        return false;
-      },
-      seconds(120)))
-      << run_dir;
+  const auto dir = run_dir("low");
+  ASSERT_TRUE(wait_for_checkpoint(dir)) << dir;
 
   // A higher-priority job that needs the quota: Kueue evicts the low one's whole group.
   const auto applied = Steady::now();
@@ -254,14 +243,7 @@ TEST_F(Queues, APreemptedJobIsNotChargedAndResumesFromItsCheckpoint) {
   EXPECT_TRUE(has_event("low", "JobAdmitted"));
   const auto rank0 = kubectl({"logs", "low-worker-0", "-n", ns_}).output;
   EXPECT_NE(rank0.find("resumed at step"), std::string::npos) << rank0;
-  std::ifstream monitor(run_dir / "monitor.jsonl");
-  std::vector<int> epochs;
-  for (std::string line; std::getline(monitor, line);) {
-    epochs.push_back(json::parse(line)["epoch"].get<int>());
-  }
-  std::vector<int> each_once(kLowEpochs);
-  for (int i = 0; i < kLowEpochs; ++i) each_once[static_cast<size_t>(i)] = i + 1;
-  EXPECT_EQ(epochs, each_once);
+  EXPECT_EQ(recorded_epochs(dir), every_epoch_once(kLowEpochs));
 }
 
 }  // namespace

@@ -119,6 +119,15 @@ Observed observe(std::vector<json> pods, const std::optional<json>& w) {
   return o;
 }
 
+// A job running since kT0, nothing restarted.
+JobStatus running_status() {
+  JobStatus status;
+  status.set_state(ConditionType::kRunning, reason::kJobRunning, "running", to_time(kT0));
+  status.start_time = to_time(kT0);
+  status.restarts = 0;
+  return status;
+}
+
 bool has_event(const Plan& plan, std::string_view reason) {
   return std::any_of(plan.events.begin(), plan.events.end(),
                      [&](const EventRecord& e) { return e.reason == reason; });
@@ -243,10 +252,7 @@ TEST(QueuedJob, AdmissionStartsTheClockAndTheStartupDeadlines) {
 
 TEST(QueuedJob, APreemptionIsNoRestartAndTheGroupQueuesAgain) {
   const auto job = make_job();
-  JobStatus running;
-  running.set_state(ConditionType::kRunning, reason::kJobRunning, "running", to_time(kT0));
-  running.start_time = to_time(kT0);
-  running.restarts = 0;
+  const auto running = running_status();
   // Kueue evicted the group: it deletes the pods, which end with SIGTERM.
   auto pods = kueue_pods(job, false);
   for (auto& p : pods) {
@@ -296,8 +302,7 @@ TEST(QueuedJob, APreemptionIsNoRestartAndTheGroupQueuesAgain) {
 
 TEST(QueuedJob, ThePodsKueueStoppedSayItWasAPreemption) {
   const auto job = make_job();
-  JobStatus running;
-  running.set_state(ConditionType::kRunning, reason::kJobRunning, "running", to_time(kT0));
+  const auto running = running_status();
   // The Workload ended with its pods and says nothing of the eviction: the pods do.
   auto pods = kueue_pods(job, false);
   for (auto& p : pods) {
@@ -320,10 +325,7 @@ TEST(QueuedJob, ThePodsKueueStoppedSayItWasAPreemption) {
 
 TEST(QueuedJob, AFailedPodOfAnAdmittedGroupIsReleasedAndReplaced) {
   const auto job = make_job();
-  JobStatus running;
-  running.set_state(ConditionType::kRunning, reason::kJobRunning, "running", to_time(kT0));
-  running.start_time = to_time(kT0);
-  running.restarts = 0;
+  const auto running = running_status();
   auto pods = kueue_pods(job, false);
   pods[2]["status"] = {{"phase", "Failed"},
                        {"containerStatuses", {{{"state", {{"terminated", {{"exitCode", 137}}}}}}}}};
@@ -342,9 +344,7 @@ TEST(QueuedJob, AFailedPodOfAnAdmittedGroupIsReleasedAndReplaced) {
 
 TEST(QueuedJob, AnEndedAdmissionIsNotDeletedWithAFinishedJobsPods) {
   const auto job = make_job();
-  JobStatus running;
-  running.set_state(ConditionType::kRunning, reason::kJobRunning, "running", to_time(kT0));
-  running.start_time = to_time(kT0);
+  const auto running = running_status();
   // Every pod failed for good: the job fails, and Kueue's finished Workload stays (deleting it
   // would make Kueue delete the pods cleanPodPolicy keeps).
   auto pods = kueue_pods(job, false);
