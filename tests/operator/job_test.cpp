@@ -47,13 +47,13 @@ TEST(ParseSpec, ReadsEverySection) {
       {"Evaluator", json::object()}};
   spec["dataset"]["volume"] = {{"claimName", "cifar"}};
   spec["checkpoint"] = {{"volume", {{"claimName", "checkpoints"}}}};
-  spec["runPolicy"] = {{"restartPolicy", "ExitCode"},
-                       {"activeDeadlineSeconds", 600},
-                       {"startupDeadlineSeconds", 120},
-                       {"terminatingDeadlineSeconds", 0},
-                       {"nodeFailureGraceSeconds", 15},
-                       {"schedulingPolicy",
-                        {{"schedulerName", "volcano"}, {"spreadAcrossNodes", "Required"}}}};
+  spec["runPolicy"] = {
+      {"restartPolicy", "ExitCode"},
+      {"activeDeadlineSeconds", 600},
+      {"startupDeadlineSeconds", 120},
+      {"terminatingDeadlineSeconds", 0},
+      {"nodeFailureGraceSeconds", 15},
+      {"schedulingPolicy", {{"schedulerName", "volcano"}, {"spreadAcrossNodes", "Required"}}}};
   const auto s = parse_spec(spec);
   EXPECT_TRUE(s.parameter_server);
   EXPECT_EQ(s.ps_mode, "ssp");

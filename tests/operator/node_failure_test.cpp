@@ -7,6 +7,7 @@
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/reconcile.h"
 #include "framework/node_status.h"
+#include "tests/operator/statuses.h"
 
 namespace cifar::op {
 namespace {
@@ -40,14 +41,6 @@ Observed running(const Job& job) {
     o.pods.push_back(p);
   }
   return o;
-}
-
-JobStatus running_status() {
-  JobStatus status;
-  status.set_state(ConditionType::kRunning, reason::kJobRunning, "running", to_time(kT0));
-  status.start_time = to_time(kT0);
-  status.restarts = 0;
-  return status;
 }
 
 NodeTrouble unreachable_since(Clock::time_point t) {
@@ -116,7 +109,7 @@ TEST(NodeFailure, APodOnALostNodeIsReportedUntilTheGraceEnds) {
   const auto job = make_job();
   auto observed = running(job);
   observed.troubled_nodes["b"] = unreachable_since(kT0);
-  const auto plan = reconcile(job, running_status(), observed, kT0 + seconds(20));
+  const auto plan = reconcile(job, testing::running_since(kT0), observed, kT0 + seconds(20));
   EXPECT_TRUE(plan.force_delete_pods.empty());
   EXPECT_TRUE(plan.create_pods.empty());
   const auto* held = plan.status.condition(ConditionType::kPodsNotReady);
@@ -136,7 +129,7 @@ TEST(NodeFailure, AfterTheGraceThePodIsDeletedForGoodAndRecreatedUncounted) {
   auto observed = running(job);
   observed.troubled_nodes["b"] = unreachable_since(kT0);
   const auto now = kT0 + seconds(31);
-  const auto plan = reconcile(job, running_status(), observed, now);
+  const auto plan = reconcile(job, testing::running_since(kT0), observed, now);
   EXPECT_EQ(plan.force_delete_pods, std::vector<std::string>{"j-worker-1"});
   EXPECT_TRUE(plan.delete_pods.empty());
   EXPECT_TRUE(plan.create_pods.empty());  // once the cache shows it gone
@@ -164,7 +157,7 @@ TEST(NodeFailure, AStuckTerminatingPodOnALostNodeIsReplacedNotFatal) {
   auto observed = running(job);
   observed.pods[1]["metadata"]["deletionTimestamp"] = format_time(kT0);
   observed.troubled_nodes["b"] = unreachable_since(kT0);
-  const auto plan = reconcile(job, running_status(), observed, kT0 + seconds(61));
+  const auto plan = reconcile(job, testing::running_since(kT0), observed, kT0 + seconds(61));
   EXPECT_FALSE(plan.status.finished());
   EXPECT_EQ(plan.force_delete_pods, std::vector<std::string>{"j-worker-1"});
 }
@@ -175,7 +168,7 @@ TEST(NodeFailure, ANodeOutOfServiceHasItsPodsReplacedAtOnce) {
   auto trouble = unreachable_since(kT0);
   trouble.out_of_service = true;
   observed.troubled_nodes["b"] = trouble;
-  const auto plan = reconcile(job, running_status(), observed, kT0 + seconds(1));
+  const auto plan = reconcile(job, testing::running_since(kT0), observed, kT0 + seconds(1));
   EXPECT_EQ(plan.force_delete_pods, std::vector<std::string>{"j-worker-1"});
 }
 
@@ -184,7 +177,7 @@ TEST(NodeFailure, ASucceededPodOnALostNodeStays) {
   auto observed = running(job);
   observed.pods[1]["status"]["phase"] = "Succeeded";
   observed.troubled_nodes["b"] = unreachable_since(kT0);
-  const auto plan = reconcile(job, running_status(), observed, kT0 + seconds(600));
+  const auto plan = reconcile(job, testing::running_since(kT0), observed, kT0 + seconds(600));
   EXPECT_TRUE(plan.force_delete_pods.empty());
 }
 
@@ -195,7 +188,7 @@ TEST(NodeFailure, APodOnANodeThatSaysItIsNotReadyIsReportedNotReplaced) {
   trouble.unreachable = false;  // Ready False: the kubelet answers
   trouble.reason = "KubeletNotReady";
   observed.troubled_nodes["b"] = trouble;
-  const auto plan = reconcile(job, running_status(), observed, kT0 + seconds(600));
+  const auto plan = reconcile(job, testing::running_since(kT0), observed, kT0 + seconds(600));
   EXPECT_TRUE(plan.force_delete_pods.empty());
   const auto* held = plan.status.condition(ConditionType::kPodsNotReady);
   ASSERT_NE(held, nullptr);
@@ -209,7 +202,7 @@ TEST(NodeFailure, TheRoundInWhichTheChiefSucceedsReplacesNothing) {
   auto observed = running(job);
   observed.pods[0]["status"]["phase"] = "Succeeded";  // worker 0, the chief, on node a
   observed.troubled_nodes["b"] = unreachable_since(kT0);
-  const auto plan = reconcile(job, running_status(), observed, kT0 + seconds(600));
+  const auto plan = reconcile(job, testing::running_since(kT0), observed, kT0 + seconds(600));
   EXPECT_EQ(plan.status.state, ConditionType::kSucceeded);
   EXPECT_TRUE(plan.force_delete_pods.empty());
 }

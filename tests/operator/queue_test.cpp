@@ -11,6 +11,7 @@
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/reconcile.h"
 #include "framework/kueue.h"
+#include "tests/operator/statuses.h"
 
 namespace cifar::op {
 namespace {
@@ -117,15 +118,6 @@ Observed observe(std::vector<json> pods, const std::optional<json>& w) {
   o.pods = std::move(pods);
   if (w) o.workload = kueue::workload_state(*w);
   return o;
-}
-
-// A job running since kT0, nothing restarted.
-JobStatus running_status() {
-  JobStatus status;
-  status.set_state(ConditionType::kRunning, reason::kJobRunning, "running", to_time(kT0));
-  status.start_time = to_time(kT0);
-  status.restarts = 0;
-  return status;
 }
 
 bool has_event(const Plan& plan, std::string_view reason) {
@@ -252,7 +244,7 @@ TEST(QueuedJob, AdmissionStartsTheClockAndTheStartupDeadlines) {
 
 TEST(QueuedJob, APreemptionIsNoRestartAndTheGroupQueuesAgain) {
   const auto job = make_job();
-  const auto running = running_status();
+  const auto running = testing::running_since(kT0);
   // Kueue evicted the group: it deletes the pods, which end with SIGTERM.
   auto pods = kueue_pods(job, false);
   for (auto& p : pods) {
@@ -302,7 +294,7 @@ TEST(QueuedJob, APreemptionIsNoRestartAndTheGroupQueuesAgain) {
 
 TEST(QueuedJob, ThePodsKueueStoppedSayItWasAPreemption) {
   const auto job = make_job();
-  const auto running = running_status();
+  const auto running = testing::running_since(kT0);
   // The Workload ended with its pods and says nothing of the eviction: the pods do.
   auto pods = kueue_pods(job, false);
   for (auto& p : pods) {
@@ -325,7 +317,7 @@ TEST(QueuedJob, ThePodsKueueStoppedSayItWasAPreemption) {
 
 TEST(QueuedJob, AFailedPodOfAnAdmittedGroupIsReleasedAndReplaced) {
   const auto job = make_job();
-  const auto running = running_status();
+  const auto running = testing::running_since(kT0);
   auto pods = kueue_pods(job, false);
   pods[2]["status"] = {{"phase", "Failed"},
                        {"containerStatuses", {{{"state", {{"terminated", {{"exitCode", 137}}}}}}}}};
@@ -344,7 +336,7 @@ TEST(QueuedJob, AFailedPodOfAnAdmittedGroupIsReleasedAndReplaced) {
 
 TEST(QueuedJob, AnEndedAdmissionIsNotDeletedWithAFinishedJobsPods) {
   const auto job = make_job();
-  const auto running = running_status();
+  const auto running = testing::running_since(kT0);
   // Every pod failed for good: the job fails, and Kueue's finished Workload stays (deleting it
   // would make Kueue delete the pods cleanPodPolicy keeps).
   auto pods = kueue_pods(job, false);
