@@ -143,6 +143,24 @@ std::string failure_detail(const json* pod) {
   return detail.empty() ? "" : ": " + detail;
 }
 
+// Of the pods restarted in place (restartPolicy OnFailure), the one whose container ended last,
+// and what it said: a job that fails for restarting too often says why it restarted.
+std::string last_in_place_failure(const PodsByName& pods) {
+  const std::pair<const std::string, json>* last = nullptr;
+  std::optional<Time> last_end;
+  for (const auto& entry : pods) {
+    if (pod_restarts(entry.second) == 0) continue;
+    const auto ended = pod_finished_at(entry.second);
+    if (ended && (!last_end || *ended > *last_end)) {
+      last = &entry;
+      last_end = ended;
+    }
+  }
+  if (last == nullptr) return "";
+  return "; the last, pod " + last->first + ", failed with " +
+         describe_exit(pod_exit_code(last->second)) + failure_detail(&last->second);
+}
+
 bool retryable(const JobSpec& spec, const std::optional<int>& code) {
   return spec.restart_policy == "OnFailure" ||
          (spec.restart_policy == "ExitCode" && (!code || contract::is_retryable_exit(*code)));
@@ -554,7 +572,7 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
     plan.delete_pods.clear();
     finish(job, pods, false, reason::kBackoffLimitExceeded,
            "restarted " + std::to_string(plan.restarts) + " times, more than backoffLimit " +
-               std::to_string(spec.backoff_limit),
+               std::to_string(spec.backoff_limit) + last_in_place_failure(pods),
            now, plan);
     return;
   }

@@ -98,7 +98,7 @@ TEST_F(Cluster, AnAllReduceJobWithTwoRanksRunsToSucceeded) {
 TEST_F(Cluster, AWorkerPodDeletedMidRunIsRecreatedAndTheJobStillSucceeds) {
   data_and_checkpoint_volumes();
   submit("del", kPsAsync, kPsReplicas, "  runPolicy: {restartPolicy: OnFailure}\n", "cifar10",
-         kLongEnoughToInterrupt);
+         kLongEnoughToInterrupt, kAsyncPsLearningRate);
   ASSERT_TRUE(wait_until_training("del"));
   ASSERT_TRUE(wait_for([&] { return phase("del-worker-1") == "Running"; }, seconds(120)));
   const auto first_uid = pod("del-worker-1")["metadata"]["uid"].get<std::string>();
@@ -143,7 +143,7 @@ TEST_F(Cluster, UnderExitCodeAKilledProcessIsRestartedAndAPermanentCodeFailsTheJ
 
 TEST_F(Cluster, TheOperatorKilledMidRunResumesWhereItWas) {
   data_and_checkpoint_volumes();
-  submit("op", kPsAsync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt);
+  submit("op", kPsAsync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt, kAsyncPsLearningRate);
   ASSERT_TRUE(wait_for_state("op", "Running", seconds(120)));
   ASSERT_TRUE(wait_until_training("op"));
   std::map<std::string, std::string> uids;
@@ -181,7 +181,7 @@ TEST_F(Cluster, TheOperatorKilledMidRunResumesWhereItWas) {
 // refused by the PS, and the job goes on.
 TEST_F(Cluster, APodWithoutTheJobsTokenIsRefusedByItsParameterServer) {
   data_and_checkpoint_volumes();
-  submit("tok", kPsAsync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt);
+  submit("tok", kPsAsync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt, kAsyncPsLearningRate);
   ASSERT_TRUE(wait_until_training("tok"));
   ASSERT_TRUE(wait_for([&] { return phase("tok-worker-0") == "Running"; }, seconds(120)));
   auto intruder = pod("tok-worker-0");

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "tests/e2e/cluster_fixture.h"
@@ -101,6 +102,9 @@ class AcrossNodes : public Cluster {
       }
     }
     EXPECT_FALSE(lost.empty());
+    std::cerr << "on " << lost_node << ":";
+    for (const auto& pod_name : lost) std::cerr << " " << pod_name;
+    std::cerr << "\n";
 
     const auto died = Steady::now();
     const auto killed = node("kill");
@@ -228,12 +232,33 @@ TEST_F(AcrossNodes, AnAllReduceJobsRanksReachEachOtherAtTheirPodsAddresses) {
 
 TEST_F(AcrossNodes, AParameterServerJobSurvivesTheDeathOfANode) {
   data_and_checkpoint_volumes();
-  submit("psdeath", kPsAsync, kPsReplicas,
+  // The PS on the node that dies, so that the harder half is always tested: a PS restored from
+  // the run's checkpoint under trainers that went on. Preferred, not required: its replacement
+  // must go to the live node.
+  const std::string ps_on_the_second_node =
+      "    PS:\n      replicas: 1\n      template:\n        spec:\n          affinity:\n"
+      "            nodeAffinity:\n              preferredDuringSchedulingIgnoredDuringExecution:\n"
+      "              - weight: 100\n                preference:\n                  "
+      "matchExpressions:\n"
+      "                  - {key: kubernetes.io/hostname, operator: In, values: [" +
+      second_node() + "]}\n";
+  submit("psdeath", kPsAsync,
+         ps_on_the_second_node +
+             "    Master: {replicas: 1}\n    Worker: {replicas: 2}\n    Evaluator: {replicas: 1}\n",
          "  runPolicy:\n    restartPolicy: OnFailure\n    backoffLimit: 10\n"
          "    nodeFailureGraceSeconds: 5\n"
          "    schedulingPolicy: {spreadAcrossNodes: Required}\n",
-         "cifar10", 12);
+         "cifar10", 12, kAsyncPsLearningRate);
+  const auto dir = run_dir("psdeath");
   const auto replaced = kill_the_second_node_under("psdeath", Afterwards::kReady);
+  // It learned across the death: the last epoch's loss below chance's (ln 10 = 2.30), so the
+  // restored PS went on with trained weights, neither reset nor diverged.
+  std::ifstream monitor(dir / "monitor.jsonl");
+  double last_loss = 0;
+  for (std::string line; std::getline(monitor, line);) {
+    last_loss = json::parse(line)["train_loss"].get<double>();
+  }
+  EXPECT_LT(last_loss, 2.2) << (dir / "monitor.jsonl");
   // What was replaced went on from where the job was, not from the start: a trainer from the
   // parameter servers' version, a PS from the run's checkpoint.
   for (const auto& pod_name : replaced) {

@@ -181,8 +181,22 @@ TEST(Reconcile, InPlaceRestartsCountTowardsTheLimit) {
       with_phase(pod_named(observed, "j-worker-0"), "Running", {}, 2);
   EXPECT_EQ(json(reconcile(job, JobStatus{}, observed, kT0).status)["state"], "Running");
   pod_named(observed, "j-ps-0") = with_phase(pod_named(observed, "j-ps-0"), "Running", {}, 2);
-  EXPECT_EQ(reason_of(reconcile(job, JobStatus{}, observed, kT0).status, "Failed"),
-            "BackoffLimitExceeded");
+  // The message says why: the container that ended last, its code and its termination log.
+  const auto ended = [](json pod, const std::string& at, const std::string& error) {
+    pod["status"]["containerStatuses"][0]["lastState"] = {
+        {"terminated",
+         {{"exitCode", 1}, {"finishedAt", at}, {"message", json{{"error", error}}.dump()}}}};
+    return pod;
+  };
+  pod_named(observed, "j-worker-0") =
+      ended(pod_named(observed, "j-worker-0"), "2026-01-01T00:00:09Z", "PS shard 0 unreachable");
+  pod_named(observed, "j-ps-0") =
+      ended(pod_named(observed, "j-ps-0"), "2026-01-01T00:00:05Z", "out of disk");
+  const auto failed = json(reconcile(job, JobStatus{}, observed, kT0).status);
+  EXPECT_EQ(reason_of(failed, "Failed"), "BackoffLimitExceeded");
+  EXPECT_EQ(failed["message"],
+            "restarted 4 times, more than backoffLimit 3; the last, pod j-worker-0, failed with "
+            "exit code 1: PS shard 0 unreachable");
 }
 
 TEST(Reconcile, PlanRestartsIsTheCountTheBackoffLimitSees) {
