@@ -104,6 +104,24 @@ class Queues : public Cluster {
   }
   static constexpr const char* kAdmittedAt =
       R"(jsonpath={.status.conditions[?(@.type=="Admitted")].lastTransitionTime})";
+  // How many pods the group's Workload is admitted for: the counts of its pod sets' assignments
+  // (one pod set per distinct pod template), 0 while it is not admitted.
+  int64_t admitted_pods(const std::string& job) {
+    const auto got = kubectl({"get", "workload", group_of(job), "-n", ns_, "-o", "json"}).output;
+    const auto workload = json::parse(got, nullptr, /*allow_exceptions=*/false);
+    if (!workload.is_object()) return 0;
+    const auto status = workload.value("status", json::object());
+    bool admitted = false;
+    for (const auto& c : status.value("conditions", json::array())) {
+      admitted = admitted || (c.value("type", "") == "Admitted" && c.value("status", "") == "True");
+    }
+    int64_t pods = 0;
+    for (const auto& a :
+         status.value("admission", json::object()).value("podSetAssignments", json::array())) {
+      pods += a.value("count", int64_t{0});
+    }
+    return admitted ? pods : 0;
+  }
 
   bool has_event(const std::string& job, const std::string& reason) {
     return !kubectl({"get", "events", "-n", ns_, "--field-selector",
@@ -165,22 +183,29 @@ TEST_F(Queues, TwoJobsForTheQuotaOfOneRunOneAfterTheOtherWhole) {
   const auto listed = kubectl({"get", "ctj", "second", "-n", ns_}).output;
   EXPECT_NE(listed.find("Queued"), std::string::npos) << listed;
   EXPECT_NE(listed.find("Pending"), std::string::npos) << listed;
-  // Until Kueue admits it, at every look: all of its pods gated and none placed, or none gated.
+  // At every look until all its pods are ungated: either every pod gated and none placed, or
+  // its Workload admitted whole (quota for all 4 pods) before any gate came off. Kueue lifts the
+  // gates with a patch per pod, so a look may fall between two; the Workload is read after the
+  // pods, and an admission is never taken back here (no preemption in this test).
   std::string partial;
   const auto first_running = Steady::now();
   bool admitted = false;
   while (!admitted && seconds_since(first_running) < 300) {
     const auto now = pods_now("second");
-    if (now.gated != 0 && (now.gated != now.total || now.placed != 0)) {
-      partial = std::to_string(now.placed) + " placed, " + std::to_string(now.gated) + "/" +
-                std::to_string(now.total) + " gated";
-      break;
+    if (now.gated != now.total || now.placed != 0) {
+      if (const auto for_pods = admitted_pods("second"); for_pods != 4) {
+        partial = std::to_string(now.placed) + " placed, " + std::to_string(now.gated) + "/" +
+                  std::to_string(now.total) + " gated, the Workload admitted for " +
+                  std::to_string(for_pods) + " pods";
+        break;
+      }
     }
     admitted = now.total == 4 && now.gated == 0;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
   EXPECT_TRUE(partial.empty()) << "the second job was admitted in part: " << partial;
   ASSERT_TRUE(admitted) << diagnose("second");
+  EXPECT_EQ(admitted_pods("second"), 4);  // one Workload for the whole group
   std::cerr << "job second: admitted " << seconds_since(first_running)
             << " s after the first was\n";
   // Not before the first's trainers and parameter server had ended (Kueue takes the quota of a
