@@ -5,7 +5,7 @@ JOBS ?= 2
 WERROR ?= ON
 
 .PHONY: all deps configure build control-plane node kueue tools go-parts images cluster cluster-stop test \
-        demo bench format tidy clean
+        demo bench format tidy chart-files clean
 
 all: build
 
@@ -68,7 +68,7 @@ go-parts: deps
 # The C++ build and the Go parts side by side: on a cold machine the Go parts spend minutes
 # downloading modules and linking on one core, which the C++ build fills (~6 of ~30 minutes).
 test: deps
-	$(MAKE) --no-print-directory -j2 --output-sync=line build go-parts
+	$(MAKE) --no-print-directory -j2 build go-parts
 	cd $(BUILD_DIR) && ctest -j2 --output-on-failure --timeout 900
 
 demo: build
@@ -86,6 +86,11 @@ tidy: deps
 	cmake --build build-tidy --target cifar_proto_generate >/dev/null
 	git ls-files 'runtime/*.cpp' 'operator/*.cpp' 'tests/*.cpp' 'bench/*.cpp' | \
 	  xargs -P $(JOBS) -n 1 clang-tidy -p build-tidy --quiet
+
+# The Helm chart's copies of the CRD, the alert rules and the dashboard (its files/), written from
+# deploy/, their one source; ctest Helm.CopiesInSync runs it with --check.
+chart-files:
+	bash deploy/helm/sync-chart-files.sh
 
 clean:
 	rm -rf $(BUILD_DIR)

@@ -13,7 +13,7 @@
 #include "contract/exit_codes.h"
 #include "data/dataset.h"
 #include "distributed/allreduce/trainer.h"
-#include "distributed/ps/server.h"
+#include "distributed/ps/parameter_server.h"
 #include "distributed/ps/trainer.h"
 #include "train/evaluator.h"
 #include "train/host_memory.h"

@@ -2,8 +2,10 @@
 with Grafana's own SDK (grafana-foundation-sdk) so that the JSON is the SDK's rendering of
 Grafana's dashboard schema, not hand-written.
 
-Regenerate after editing (tests/monitoring checks that the committed JSON is this output):
+Regenerate after editing (tests/monitoring checks that the committed JSON is this output), then
+write the Helm chart's copy of the JSON (tests/helm checks it):
     "$(deploy/grafana/setup-sdk.sh)" deploy/grafana/dashboard.py --out deploy/grafana/cifartrain.json
+    make chart-files
 
 Series names and types: contract/metrics.h and runtime/metrics/runtime_metrics.cpp (the
 training pods), operator/cifartrainjob/operator_metrics.cpp (the operator). Labels the Prometheus

@@ -21,6 +21,16 @@ T member(const json& object, const char* key, T fallback, const std::string& pat
   }
 }
 
+// The member `key` of `object`, one of `names` (a CRD enum), `fallback` when absent; InvalidSpec
+// for another name, listing the ones it could be.
+template <typename Enum, size_t N>
+Enum named_member(const json& object, const char* key, Enum fallback,
+                  const EnumNames<Enum, N>& names, const std::string& path) {
+  const auto name = member(object, key, name_of(names, fallback), path);
+  if (const auto value = contract::find_named(names, name)) return *value;
+  throw InvalidSpec(path + key, "'" + name + "' is none of " + contract::list_names(names));
+}
+
 const json& object_at(const json& parent, const char* key, const std::string& path) {
   static const json empty = json::object();
   const auto it = parent.find(key);
@@ -115,7 +125,7 @@ JobSpec parse_spec(const json& spec) {
   s.warmup_epochs = member(lr, "warmupEpochs", s.warmup_epochs, "training.learningRate.");
   s.weight_decay = member(training, "weightDecay", s.weight_decay, "training.");
   s.label_smoothing = member(training, "labelSmoothing", s.label_smoothing, "training.");
-  s.precision = member(training, "precision", s.precision, "training.");
+  s.precision = named_member(training, "precision", s.precision, kPrecisionNames, "training.");
   s.seed = member(training, "seed", s.seed, "training.");
 
   const auto& strategy = object_at(spec, "strategy", "");
@@ -194,7 +204,8 @@ JobSpec parse_spec(const json& spec) {
 
 void parse_run_policy(const json& spec, JobSpec& s) {
   const auto& run = object_at(spec, "runPolicy", "");
-  s.restart_policy = member(run, "restartPolicy", s.restart_policy, "runPolicy.");
+  s.restart_policy =
+      named_member(run, "restartPolicy", s.restart_policy, kRestartPolicyNames, "runPolicy.");
   s.backoff_limit = member(run, "backoffLimit", s.backoff_limit, "runPolicy.");
   if (run.contains("activeDeadlineSeconds")) {
     s.active_deadline_seconds = member<int64_t>(run, "activeDeadlineSeconds", 0, "runPolicy.");
@@ -202,7 +213,8 @@ void parse_run_policy(const json& spec, JobSpec& s) {
   if (run.contains("ttlSecondsAfterFinished")) {
     s.ttl_seconds_after_finished = member<int64_t>(run, "ttlSecondsAfterFinished", 0, "runPolicy.");
   }
-  s.clean_pod_policy = member(run, "cleanPodPolicy", s.clean_pod_policy, "runPolicy.");
+  s.clean_pod_policy =
+      named_member(run, "cleanPodPolicy", s.clean_pod_policy, kCleanPodPolicyNames, "runPolicy.");
   s.suspend = member(run, "suspend", s.suspend, "runPolicy.");
   const auto& scheduling = object_at(run, "schedulingPolicy", "runPolicy.");
   s.scheduler_name =
@@ -210,18 +222,8 @@ void parse_run_policy(const json& spec, JobSpec& s) {
   s.priority_class =
       member<std::string>(scheduling, "priorityClass", "", "runPolicy.schedulingPolicy.");
   s.queue = member<std::string>(scheduling, "queue", "", "runPolicy.schedulingPolicy.");
-  const auto spread = member<std::string>(scheduling, "spreadAcrossNodes", "Preferred",
-                                          "runPolicy.schedulingPolicy.");
-  if (spread == "Preferred") {
-    s.spread_across_nodes = NodeSpread::kPreferred;
-  } else if (spread == "Required") {
-    s.spread_across_nodes = NodeSpread::kRequired;
-  } else if (spread == "None") {
-    s.spread_across_nodes = NodeSpread::kNone;
-  } else {
-    throw InvalidSpec("runPolicy.schedulingPolicy.spreadAcrossNodes",
-                      "'" + spread + "' is none of Preferred, Required, None");
-  }
+  s.spread_across_nodes = named_member(scheduling, "spreadAcrossNodes", s.spread_across_nodes,
+                                       kNodeSpreadNames, "runPolicy.schedulingPolicy.");
   // Bounded as the CRD bounds them (2^31-1 s, 68 years): a time point that far on still fits.
   constexpr int64_t kMaxDeadline = 2147483647;
   s.startup_deadline_seconds = std::clamp<int64_t>(

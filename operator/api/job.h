@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "contract/enum_names.h"
 #include "contract/roles.h"
 
 namespace cifar::op {
@@ -35,10 +36,48 @@ struct VolumeSource {
   std::string path;        // where it is mounted
 };
 
+// The spec's fields that the CRD limits to a few names (its enums) are enums past parse_spec; each
+// one's names are one table, spelled as the CRD spells them (name_of gives the name back).
+using contract::EnumNames;
+using contract::name_of;
+
+// Of the forward pass (training.precision): auto is bf16 on GPUs that have it, else fp32. The name
+// is cifar-train's --precision value.
+enum class Precision { kAuto, kFp32, kBf16 };
+inline constexpr EnumNames<Precision, 3> kPrecisionNames{{
+    {"auto", Precision::kAuto},
+    {"fp32", Precision::kFp32},
+    {"bf16", Precision::kBf16},
+}};
+
+// What a failed pod means (runPolicy.restartPolicy): Never, the job fails; OnFailure, the kubelet
+// restarts it in place; ExitCode, the operator recreates it if its exit code is retryable
+// (contract/exit_codes.h) and else fails the job.
+enum class RestartPolicy { kNever, kOnFailure, kExitCode };
+inline constexpr EnumNames<RestartPolicy, 3> kRestartPolicyNames{{
+    {"Never", RestartPolicy::kNever},
+    {"OnFailure", RestartPolicy::kOnFailure},
+    {"ExitCode", RestartPolicy::kExitCode},
+}};
+
+// The pods a finished job deletes (runPolicy.cleanPodPolicy): all, those still running or pending,
+// or none.
+enum class CleanPodPolicy { kAll, kRunning, kNone };
+inline constexpr EnumNames<CleanPodPolicy, 3> kCleanPodPolicyNames{{
+    {"All", CleanPodPolicy::kAll},
+    {"Running", CleanPodPolicy::kRunning},
+    {"None", CleanPodPolicy::kNone},
+}};
+
 // How a job's pods are spread over nodes (runPolicy.schedulingPolicy.spreadAcrossNodes): a
 // topology spread constraint on the node's hostname, skew at most 1, that the scheduler prefers
 // (ScheduleAnyway), requires (DoNotSchedule), or none.
 enum class NodeSpread { kPreferred, kRequired, kNone };
+inline constexpr EnumNames<NodeSpread, 3> kNodeSpreadNames{{
+    {"Preferred", NodeSpread::kPreferred},
+    {"Required", NodeSpread::kRequired},
+    {"None", NodeSpread::kNone},
+}};
 
 struct JobSpec {
   std::string image;
@@ -59,7 +98,7 @@ struct JobSpec {
   double warmup_epochs = 0;
   double weight_decay = 0.0005;
   double label_smoothing = 0;
-  std::string precision = "auto";  // of the forward pass: auto (bf16 on GPUs with it), fp32, bf16
+  Precision precision = Precision::kAuto;
   int64_t seed = 1;
 
   bool parameter_server = false;  // strategy.type ParameterServer (else AllReduce)
@@ -76,11 +115,11 @@ struct JobSpec {
   int keep_checkpoints = 3;
   std::string resume_from;  // a run's directory on the checkpoint volume to continue ("": none)
 
-  std::string restart_policy = "OnFailure";  // Never | OnFailure | ExitCode
+  RestartPolicy restart_policy = RestartPolicy::kOnFailure;
   int backoff_limit = 3;
   std::optional<int64_t> active_deadline_seconds;
   std::optional<int64_t> ttl_seconds_after_finished;
-  std::string clean_pod_policy = "Running";
+  CleanPodPolicy clean_pod_policy = CleanPodPolicy::kRunning;
   bool suspend = false;
   // A pod that has not started this long after it was created fails the job (0: wait forever).
   int64_t startup_deadline_seconds = 600;

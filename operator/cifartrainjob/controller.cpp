@@ -17,6 +17,7 @@
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/progress_scraper.h"
 #include "cifartrainjob/resource.h"
+#include "contract/labels.h"
 #include "framework/kueue.h"
 #include "framework/merge_patch.h"
 #include "framework/node_status.h"
@@ -28,15 +29,12 @@ namespace {
 
 using nlohmann::json;
 
-const char* const kJobLabel = "cifartrain.io/job-name";
-const char* const kReplicaTypeLabel = "cifartrain.io/replica-type";
-
 // The job a pod or Service belongs to, "namespace/job" from its job-name label ("" for none).
 std::string owner_key(const json& object) {
   const auto& m = object["metadata"];
   const auto labels = m.find("labels");
   if (labels == m.end()) return "";
-  const auto job = labels->find(kJobLabel);
+  const auto job = labels->find(contract::label::kJobName);
   if (job == labels->end()) return "";
   return m.value("namespace", "") + "/" + job->get<std::string>();
 }
@@ -143,7 +141,8 @@ OperatorMetrics::PodCounts count_pods(const JobSpec& spec, const std::vector<jso
     if (replica.replicas > 0) counts[std::string(role_name(role))];
   }
   for (const auto& pod : pods) {
-    const auto type = pod["metadata"].value("labels", json::object()).value(kReplicaTypeLabel, "");
+    const auto type =
+        pod["metadata"].value("labels", json::object()).value(contract::label::kReplicaType, "");
     if (type.empty()) continue;
     const auto phase = pod_phase(pod);
     counts[type][phase.empty() ? "Pending" : phase] += 1;  // the API server's first phase
@@ -160,7 +159,7 @@ JobController::JobController(kube::Client& client, ControllerOptions options,
   auto enqueue_owner = [this](const json& object) {
     if (const auto key = owner_key(object); !key.empty()) queue_.add(key);
   };
-  const kube::ListOptions owned{kJobLabel, "", ""};  // label exists
+  const kube::ListOptions owned{contract::label::kJobName, "", ""};  // label exists
   jobs_ = std::make_unique<Informer>(client_, cifartrainjobs(options_.namespace_),
                                      kube::ListOptions{}, enqueue_job);
   pods_ = std::make_unique<Informer>(client_, kube::pods(options_.namespace_), owned, enqueue_owner,

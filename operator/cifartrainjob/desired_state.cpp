@@ -5,6 +5,7 @@
 #include "api/group_version.h"
 #include "contract/env.h"
 #include "contract/flags.h"
+#include "contract/labels.h"
 #include "contract/ports.h"
 #include "contract/termination.h"
 #include "framework/kueue.h"
@@ -117,7 +118,7 @@ std::vector<std::string> container_args(const Job& job, Role role) {
   add(flag::kSchedule, s.schedule);
   add(flag::kWarmupEpochs, number(s.warmup_epochs));
   add(flag::kLabelSmoothing, number(s.label_smoothing));
-  add(flag::kPrecision, s.precision);
+  add(flag::kPrecision, name_of(kPrecisionNames, s.precision));
   add(flag::kSeed, std::to_string(s.seed));
   add(flag::kKeepCheckpoints, std::to_string(s.keep_checkpoints));
   add(flag::kMetricsPort, std::to_string(kMetricsPort.number));
@@ -156,12 +157,12 @@ int pod_count(const JobSpec& spec) {
   return n;
 }
 
-json job_labels(const Job& job) { return {{"cifartrain.io/job-name", job.name}}; }
+json job_labels(const Job& job) { return {{contract::label::kJobName, job.name}}; }
 
 json replica_labels(const Job& job, Role role, int index) {
   auto labels = job_labels(job);
-  labels["cifartrain.io/replica-type"] = std::string(role_name(role));
-  labels["cifartrain.io/replica-index"] = std::to_string(index);
+  labels[contract::label::kReplicaType] = std::string(role_name(role));
+  labels[contract::label::kReplicaIndex] = std::to_string(index);
   return labels;
 }
 
@@ -291,7 +292,7 @@ json desired_pod(const Job& job, Role role, int index) {
   spec["subdomain"] = job.name;
   // The kubelet restarts in place only for OnFailure; Never and ExitCode pods are recreated
   // (or not) by the operator, which counts them against backoffLimit.
-  spec["restartPolicy"] = s.restart_policy == "OnFailure" ? "OnFailure" : "Never";
+  spec["restartPolicy"] = s.restart_policy == RestartPolicy::kOnFailure ? "OnFailure" : "Never";
   // Non-root by default (the images' user); a template may name another non-root user.
   if (!spec.contains("securityContext")) {
     spec["securityContext"] = {{"runAsNonRoot", true},

@@ -74,11 +74,11 @@ std::string describe_trouble(const std::string& node, const NodeTrouble& trouble
 
 // Pods a finished job deletes under its cleanPodPolicy.
 void clean_up(const JobSpec& spec, const PodsByName& pods, Plan& plan) {
-  if (spec.clean_pod_policy == "None") return;
+  if (spec.clean_pod_policy == CleanPodPolicy::kNone) return;
   for (const auto& [name, pod] : pods) {
     if (pod_terminating(pod)) continue;
     const auto phase = pod_phase(pod);
-    if (spec.clean_pod_policy == "All" || phase == "Running" || phase == "Pending" ||
+    if (spec.clean_pod_policy == CleanPodPolicy::kAll || phase == "Running" || phase == "Pending" ||
         phase.empty()) {
       plan.delete_pods.push_back(name);
     }
@@ -162,8 +162,9 @@ std::string last_in_place_failure(const PodsByName& pods) {
 }
 
 bool retryable(const JobSpec& spec, const std::optional<int>& code) {
-  return spec.restart_policy == "OnFailure" ||
-         (spec.restart_policy == "ExitCode" && (!code || contract::is_retryable_exit(*code)));
+  return spec.restart_policy == RestartPolicy::kOnFailure ||
+         (spec.restart_policy == RestartPolicy::kExitCode &&
+          (!code || contract::is_retryable_exit(*code)));
 }
 
 // The token Secret, NetworkPolicy and Service, until the Service exists.
@@ -557,12 +558,13 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
   }
   plan.restarts = restarts + tally.in_place_restarts;
   if (tally.permanent) {
+    const auto policy =
+        name_of(kRestartPolicyNames, spec.restart_policy) +
+        (spec.restart_policy == RestartPolicy::kExitCode ? " (codes 1-127 are permanent)" : "");
     finish(job, pods, false, reason::kPodFailed,
            "pod " + tally.permanent->name + " failed with " +
                describe_exit(tally.permanent->exit_code) +
-               failure_detail(find_pod(pods, tally.permanent->name)) + "; restartPolicy " +
-               spec.restart_policy +
-               (spec.restart_policy == "ExitCode" ? " (codes 1-127 are permanent)" : ""),
+               failure_detail(find_pod(pods, tally.permanent->name)) + "; restartPolicy " + policy,
            now, plan);
     return;
   }

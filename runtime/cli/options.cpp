@@ -14,8 +14,8 @@
 #include "contract/env.h"
 #include "contract/exit_codes.h"
 #include "contract/flags.h"
-#include "distributed/ps/layout.h"
 #include "models/model.h"
+#include "train/datasets.h"
 
 namespace cifar::cli {
 namespace {
@@ -48,11 +48,11 @@ std::vector<std::string> seed_compatible_args(int argc, const char* const argv[]
 // shows it like any other choice ("TEXT:{a,b}=default"), and only the names are accepted.
 template <typename Enum, size_t N>
 CLI::Option* add_choice(CLI::App& app, const std::string& flags, Enum& value,
-                        const train::EnumNames<Enum, N>& names, const std::string& help) {
-  const std::string shown = "{" + train::list_names(names, ",") + "}";
+                        const contract::EnumNames<Enum, N>& names, const std::string& help) {
+  const std::string shown = "{" + contract::list_names(names, ",") + "}";
   CLI::Validator to_enum(
       [names, shown](std::string& input) -> std::string {
-        const auto found = train::find_named(names, CLI::detail::to_lower(input));
+        const auto found = contract::find_named(names, CLI::detail::to_lower(input));
         if (!found) return "'" + input + "' is not one of " + shown;
         input = std::to_string(static_cast<int>(*found));  // CLI11 reads an enum as its number
         return {};
@@ -61,7 +61,7 @@ CLI::Option* add_choice(CLI::App& app, const std::string& flags, Enum& value,
   return app.add_option(flags, value, help)
       ->type_name("TEXT")
       ->transform(to_enum)
-      ->default_str(train::name_of(names, value));
+      ->default_str(contract::name_of(names, value));
 }
 
 std::vector<std::string> role_names() {
@@ -269,7 +269,7 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
              "bf16, fp32 elsewhere; bf16 also runs on the CPU");
 
   app.add_option(cli_names(flag::kDataset), c.dataset, "Dataset")
-      ->check(CLI::IsMember({"cifar10", "cifar100", "fashion-mnist", "synthetic"}))
+      ->check(CLI::IsMember(train::dataset_names()))
       ->capture_default_str();
   app.add_option(cli_names(flag::kDataDir), c.data_dir,
                  "Dataset directory (default: data/<dataset>; Debian's files for fashion-mnist; "

@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "train/config.h"
+#include "config/train_config.h"
 
 namespace cifar::cli {
 

@@ -7,8 +7,8 @@
 #include <memory>
 #include <utility>
 
+#include "config/train_config.h"
 #include "data/loader.h"
-#include "train/config.h"
 
 namespace cifar::train {
 

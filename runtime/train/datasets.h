@@ -1,14 +1,21 @@
-// Picks, fetches and checks the dataset a TrainConfig names.
+// The datasets a run can train on, by name: one registry (datasets.cpp) that the command line's
+// -d check and loading both read.
 #pragma once
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
+#include "config/train_config.h"
 #include "data/dataset.h"
-#include "train/config.h"
 
 namespace cifar::train {
 
-// Where a dataset is looked for when --data-dir is not given.
+// The registry's names, in its order (the CLI's choices and error messages list them so).
+std::vector<std::string> dataset_names();
+
+// Where config.dataset is looked for: --data-dir, else the dataset's default. Throws
+// std::invalid_argument for a dataset the registry does not have.
 std::filesystem::path default_data_dir(const TrainConfig& config);
 
 // Loads (downloading or generating first where configured) the train and test sets, applies

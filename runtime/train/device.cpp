@@ -26,9 +26,9 @@ torch::Device resolve_device(const std::string& name) {
   throw std::invalid_argument("unknown device '" + name + "' (cpu, cuda)");
 }
 
-int configure_threads(const TrainConfig& config) {
+int configure_threads(int requested) {
   const int threads =
-      config.threads > 0 ? config.threads : static_cast<int>(std::thread::hardware_concurrency());
+      requested > 0 ? requested : static_cast<int>(std::thread::hardware_concurrency());
   torch::set_num_threads(std::max(threads, 1));
   return std::max(threads, 1);
 }

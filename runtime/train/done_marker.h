@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "train/config.h"
+#include "config/train_config.h"
 
 namespace cifar::train {
 

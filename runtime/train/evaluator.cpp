@@ -31,7 +31,7 @@ constexpr auto kPollInterval = std::chrono::milliseconds(500);
 
 EvaluatorResult run_evaluator(const TrainConfig& config) {
   const auto device = resolve_device(config.device);
-  configure_threads(config);
+  configure_threads(config.threads);
   auto sets = load_datasets(config);
   const auto stats = data::channel_stats(sets.train);
   auto test_set = std::make_shared<const data::Dataset>(std::move(sets.test));

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "train/config.h"
+#include "config/train_config.h"
 
 namespace cifar::train {
 

@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
+#include "config/train_config.h"
 #include "train/checkpoint.h"
-#include "train/config.h"
 #include "train/exchange.h"
 
 namespace cifar::train {

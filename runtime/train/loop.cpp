@@ -76,13 +76,60 @@ void publish_divergence(const TrainConfig& config, metrics::RuntimeMetrics& metr
   std::this_thread::sleep_for(std::chrono::seconds(config.metrics_linger));
 }
 
+// What the bookkeeping between steps (epochs, evaluation, checkpoints) works on: the run's parts,
+// as run_training sets them up.
+struct Run {
+  GradientExchange& exchange;
+  const TrainerPlace place;
+  models::Classifier& model;
+  const torch::Device device;
+  metrics::RuntimeMetrics& metrics;
+  Progress& progress;
+  std::optional<data::DataLoader>& test_loader;  // where the exchange evaluates
+  TrainState& state;
+  TrainResult& result;
+  int64_t last_saved = -1;  // the step of this run's newest checkpoint
+};
+
+// The chief checkpoints the current step (once: a step already saved is skipped).
+void save_checkpoint(Run& run) {
+  if (!run.place.chief || run.last_saved == run.state.step) return;
+  const auto start = Clock::now();
+  run.exchange.save_checkpoint(run.state);
+  run.last_saved = run.state.step;
+  run.metrics.record_checkpoint(seconds_between(start, Clock::now()));
+}
+
+// The record of the epoch so far, numbered `epoch` (at rate `lr`), with the test set's figures
+// where this trainer evaluates; shown, and kept as the run's latest.
+EpochRecord epoch_record(Run& run, int64_t epoch, double lr) {
+  auto record = run.state.epoch_record(epoch, lr);
+  record.test_loss = std::nan("");  // the evaluator role's, where there is one
+  record.test_accuracy = std::nan("");
+  if (run.test_loader) {
+    const auto evaluation = evaluate(run.model, *run.test_loader, run.device);
+    run.metrics.set_test_accuracy(evaluation.accuracy);
+    record.test_loss = evaluation.loss;
+    record.test_accuracy = evaluation.accuracy;
+    run.result.best_test_accuracy = std::max(run.result.best_test_accuracy, evaluation.accuracy);
+  }
+  run.progress.end_epoch(record);
+  run.result.last_epoch = record;
+  return record;
+}
+
+void begin_epoch(Run& run) {
+  run.progress.begin_epoch(run.state.epoch + 1);
+  run.metrics.set_epoch(run.state.epoch + 1);
+}
+
 }  // namespace
 
 TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) {
   const auto place = exchange.place();
   const auto device = resolve_device(config.device);
   const auto precision = resolve_precision(config.precision, device);
-  const int threads = configure_threads(config);
+  const int threads = configure_threads(config.threads);
 
   auto sets = load_datasets(config);
   const auto stats = data::channel_stats(sets.train);
@@ -106,7 +153,7 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
   TrainState state = exchange.start(trainable(*model), plan, metrics);
   spdlog::info("model {}: {} trainable parameters, {} threads, device {}, {}; {}", config.model,
                models::parameter_count(*model), threads, device.str(),
-               name_of(kPrecisionNames, precision), exchange.describe());
+               contract::name_of(kPrecisionNames, precision), exchange.describe());
 
   std::optional<MonitorLog> monitor;
   if (place.chief) {
@@ -124,42 +171,14 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
   result.evaluated = exchange.evaluates();
   result.best_test_accuracy = state.best_test_accuracy;
   ThroughputMeter throughput;
-  int64_t last_saved = -1;
   double lr = 0;
-
-  auto save_checkpoint = [&] {
-    if (!place.chief || last_saved == state.step) return;
-    const auto start = Clock::now();
-    exchange.save_checkpoint(state);
-    last_saved = state.step;
-    metrics.record_checkpoint(seconds_between(start, Clock::now()));
-  };
-  // The record of the epoch so far, with the test set's figures where this trainer evaluates.
-  auto epoch_record = [&](int64_t epoch) {
-    auto record = state.epoch_record(epoch, lr);
-    record.test_loss = std::nan("");  // the evaluator role's, where there is one
-    record.test_accuracy = std::nan("");
-    if (test_loader) {
-      const auto evaluation = evaluate(*model, *test_loader, device);
-      metrics.set_test_accuracy(evaluation.accuracy);
-      record.test_loss = evaluation.loss;
-      record.test_accuracy = evaluation.accuracy;
-      result.best_test_accuracy = std::max(result.best_test_accuracy, evaluation.accuracy);
-    }
-    progress.end_epoch(record);
-    result.last_epoch = record;
-    return record;
-  };
-  auto begin_epoch = [&] {
-    progress.begin_epoch(state.epoch + 1);
-    metrics.set_epoch(state.epoch + 1);
-  };
+  Run run{exchange, place, *model, device, metrics, progress, test_loader, state, result};
 
   // The loader's epochs follow the job's where the trainers step together; where they do not
   // (an asynchronous PS), each trainer's loader runs through its share at its own pace.
   int64_t loader_epoch = state.epoch;
   train_loader.start_epoch(loader_epoch, state.batch_in_epoch);
-  begin_epoch();
+  begin_epoch(run);
   metrics.set_job_position(state.step, plan.total_updates);
   bool done = state.step >= plan.total_updates;
   bool epoch_open = !done;  // whether the current epoch has batches not yet recorded
@@ -216,16 +235,16 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
 
     const int64_t job_epoch = std::min(state.step / plan.updates_per_epoch, config.epochs);
     if (job_epoch > state.epoch) {
-      const auto record = epoch_record(job_epoch);
+      const auto record = epoch_record(run, job_epoch, lr);
       if (monitor) monitor->append(record);
       state.start_epoch_after(job_epoch);
       state.best_test_accuracy = result.best_test_accuracy;
-      save_checkpoint();
+      save_checkpoint(run);
       epoch_open = !done;
-      if (epoch_open) begin_epoch();
+      if (epoch_open) begin_epoch(run);
     } else if (const int64_t every = config.checkpoint_every_steps;
                done || (every > 0 && state.step / every > previous_step / every)) {
-      save_checkpoint();  // the end, or the step crossed a multiple of --checkpoint-every
+      save_checkpoint(run);  // the end, or the step crossed a multiple of --checkpoint-every
     }
     result.time.data_wait += data_wait_seconds;
     result.time.forward += seconds_between(t_data, t_forward);
@@ -235,9 +254,9 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
     result.time.other += seconds_between(t_update, Clock::now());
   }
   // Stopped inside an epoch (--max-steps): its test figures so far, but no epoch record.
-  if (epoch_open && test_loader) epoch_record(state.epoch + 1);
+  if (epoch_open && test_loader) epoch_record(run, state.epoch + 1, lr);
 
-  save_checkpoint();
+  save_checkpoint(run);
   exchange.finish(state);
   result.epochs_completed = state.epoch;
   result.steps = state.step;

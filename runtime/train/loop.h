@@ -3,7 +3,7 @@
 // after backward is the GradientExchange's (train/exchange.h).
 #pragma once
 
-#include "train/config.h"
+#include "config/train_config.h"
 #include "train/exchange.h"
 #include "train/result.h"
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "train/config.h"
+#include "config/schedule_options.h"
 
 namespace cifar::train {
 

@@ -3,8 +3,8 @@
 
 #include <memory>
 
+#include "config/train_config.h"
 #include "metrics/runtime_metrics.h"
-#include "train/config.h"
 
 namespace cifar::train {
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-#include "train/config.h"
+#include "config/optimizer_options.h"
 
 namespace cifar::train {
 

@@ -4,7 +4,7 @@
 #include <ATen/core/ScalarType.h>
 #include <torch/types.h>
 
-#include "train/config.h"
+#include "config/precision.h"
 
 namespace cifar::train {
 

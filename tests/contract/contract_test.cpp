@@ -1,12 +1,15 @@
 // The runtime–operator contract (contract/), checked from both sides with the real code of each:
 // the pods the operator would create are parsed by cifar-train's own command line and cluster
-// parsers, and the metrics cifar-train serves are read by the operator's progress code.
+// parsers, and the metrics cifar-train serves are read by the operator's progress code. The pods'
+// labels are checked against the monitoring that selects by them.
 #include <gtest/gtest.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -18,9 +21,11 @@
 #include "cli/options.h"
 #include "cluster/cluster.h"
 #include "cluster/ranks.h"
+#include "contract/enum_names.h"
 #include "contract/env.h"
 #include "contract/exit_codes.h"
 #include "contract/flags.h"
+#include "contract/labels.h"
 #include "contract/ports.h"
 #include "contract/roles.h"
 #include "metrics/runtime_metrics.h"
@@ -113,7 +118,7 @@ TEST(Contract, TheRuntimeReadsEveryValueOfTheSpec) {
   EXPECT_EQ(c.download_mirror, s.download_mirror);
   EXPECT_EQ(c.epochs, s.epochs);
   EXPECT_EQ(c.batch_size, s.batch_size);
-  EXPECT_EQ(train::name_of(train::kOptimizerNames, c.optimizer.kind), s.optimizer);
+  EXPECT_EQ(contract::name_of(train::kOptimizerNames, c.optimizer.kind), s.optimizer);
   EXPECT_DOUBLE_EQ(c.optimizer.momentum, s.momentum);
   EXPECT_EQ(c.optimizer.nesterov, s.nesterov);
   EXPECT_DOUBLE_EQ(c.optimizer.weight_decay, s.weight_decay);
@@ -121,7 +126,8 @@ TEST(Contract, TheRuntimeReadsEveryValueOfTheSpec) {
   EXPECT_EQ(c.schedule.kind, train::ScheduleKind::kStep);  // spec: "step"
   EXPECT_DOUBLE_EQ(c.schedule.warmup_epochs, s.warmup_epochs);
   EXPECT_DOUBLE_EQ(c.label_smoothing, s.label_smoothing);
-  EXPECT_EQ(train::name_of(train::kPrecisionNames, c.precision), s.precision);
+  EXPECT_EQ(contract::name_of(train::kPrecisionNames, c.precision),
+            contract::name_of(op::kPrecisionNames, s.precision));
   EXPECT_EQ(c.seed, static_cast<uint64_t>(s.seed));
   EXPECT_EQ(c.checkpoint_every_steps, s.checkpoint_every_steps);
   EXPECT_EQ(c.keep_checkpoints, s.keep_checkpoints);
@@ -139,7 +145,7 @@ TEST(Contract, TheRuntimeReadsEveryValueOfTheSpec) {
   ASSERT_TRUE(rank2.config);
   const auto& ar = rank2.config->distributed.allreduce;
   EXPECT_EQ(rank2.config->device, "cuda");
-  EXPECT_EQ(train::name_of(allreduce::kBackendNames, ar.backend), gpu_job.spec.backend);
+  EXPECT_EQ(contract::name_of(allreduce::kBackendNames, ar.backend), gpu_job.spec.backend);
   EXPECT_DOUBLE_EQ(ar.bucket_cap_mb, gpu_job.spec.bucket_cap_mb);
   EXPECT_FALSE(ar.overlap);
   EXPECT_DOUBLE_EQ(ar.timeout_seconds, *gpu_job.spec.collective_timeout_seconds);
@@ -160,6 +166,18 @@ std::string env_of(const json& pod, const std::string& name) {
     if (e["name"] == name) return e.contains("value") ? e["value"].get<std::string>() : "(ref)";
   }
   return "";
+}
+
+TEST(Contract, CifarTrainTakesEveryPrecisionTheOperatorWrites) {
+  for (const auto& [name, precision] : op::kPrecisionNames) {
+    const auto job = make_job(json({{"training", {{"precision", name}}},
+                                    {"strategy", {{"type", "AllReduce"}}},
+                                    {"replicaSpecs", {{"Worker", {{"replicas", 1}}}}}})
+                                  .dump());
+    ASSERT_EQ(job.spec.precision, precision);
+    const auto config = runtime_config(op::desired_pod(job, contract::Role::kWorker, 0));
+    EXPECT_EQ(contract::name_of(train::kPrecisionNames, config.precision), name);
+  }
 }
 
 TEST(Contract, CifarTrainParsesAPsPodsArgumentsAsTheSpecSays) {
@@ -268,6 +286,36 @@ TEST(Contract, TheMetricsTheRuntimeServesFillTheJobsProgress) {
   EXPECT_NEAR((*progress)["trainAccuracy"].get<double>(), 0.4, 1e-9);
   EXPECT_NEAR((*progress)["imagesPerSecond"].get<double>(), 640, 1e-9);
   EXPECT_NEAR((*progress)["testAccuracy"].get<double>(), 0.42, 1e-9);
+}
+
+// A file of the source tree ("" if there is none).
+std::string source_file(const std::string& path) {
+  std::ifstream in(std::string(CIFAR_SOURCE_DIR) + "/" + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The pods' labels are what Prometheus finds the training pods by and turns into the series'
+// cifartrain_job, replica_type and replica_index, which the alerts and the dashboard select by.
+TEST(Contract, PrometheusFindsThePodsAndLabelsTheirSeriesByThePodsLabels) {
+  // Kubernetes discovery's name for a pod label: its key, every other character than a letter or
+  // a digit as '_'.
+  const auto discovered = [](std::string key) {
+    std::replace_if(
+        key.begin(), key.end(), [](unsigned char c) { return std::isalnum(c) == 0; }, '_');
+    return "__meta_kubernetes_pod_label_" + key + "]";  // the end of a source_labels list
+  };
+  for (const auto* path : {"deploy/prometheus/prometheus.yml",
+                           "deploy/helm/cifar-operator/templates/podmonitor.yaml"}) {
+    const auto config = source_file(path);
+    ASSERT_FALSE(config.empty()) << path;
+    EXPECT_NE(config.find(contract::label::kJobName), std::string::npos) << path;  // its selector
+    for (const auto* key : {contract::label::kJobName, contract::label::kReplicaType,
+                            contract::label::kReplicaIndex}) {
+      EXPECT_NE(config.find(discovered(key)), std::string::npos) << path << " relabels no " << key;
+    }
+  }
 }
 
 TEST(Contract, UsageErrorsArePermanentForTheOperator) {

@@ -161,8 +161,7 @@ class Cluster : public ::testing::Test {
   }
 
   std::vector<json> pods_of(const std::string& name) {
-    return client_.list(cifar::kube::pods(ns_),
-                        {"cifartrain.io/job-name=" + name, "", ""})["items"];
+    return client_.list(cifar::kube::pods(ns_), testing::labelled_with_job(name))["items"];
   }
   // Until the job trains: its chief has taken steps (status.progress, which the operator reads
   // from the chief's metrics). A fault made after this lands mid-run.

@@ -73,7 +73,7 @@ TEST(OperatorAcrossApiserverRestart, WatchesRecoverAndNewJobsGetTheirPods) {
     try {
       // Kept in a variable: a range-for over a member of a temporary would dangle.
       const auto listed =
-          client.list(cifar::kube::pods("default"), {"cifartrain.io/job-name=" + name, "", ""});
+          client.list(cifar::kube::pods("default"), cifar::testing::labelled_with_job(name));
       for (const auto& p : listed["items"]) names.insert(p["metadata"]["name"]);
     } catch (const cifar::kube::ApiError& e) {  // the apiserver is coming back
       last_error = e.what();

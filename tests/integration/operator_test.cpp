@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "contract/labels.h"
 #include "kube/client.h"
 #include "tests/integration/cifartrainjobs.h"
 #include "tests/integration/test_namespace.h"
@@ -94,7 +95,7 @@ class Operator : public ::testing::Test {
   }
 
   std::vector<json> pods_of(const std::string& job) {
-    return client_.list(cifar::kube::pods(ns_), {"cifartrain.io/job-name=" + job, "", ""})["items"];
+    return client_.list(cifar::kube::pods(ns_), cifar::testing::labelled_with_job(job))["items"];
   }
 
   std::set<std::string> pod_names(const std::string& job) {
@@ -212,7 +213,7 @@ TEST_F(Operator, AJobGetsExactlyItsServiceAndPods) {
   EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["kind"], "CifarTrainJob");
   EXPECT_EQ(secret["data"]["token"].get<std::string>().size(), 88U);  // 64 hex digits, base64
   const auto policy = client_.get(cifar::kube::network_policies(ns_).named("j"));
-  EXPECT_EQ(policy["spec"]["podSelector"]["matchLabels"]["cifartrain.io/job-name"], "j");
+  EXPECT_EQ(policy["spec"]["podSelector"]["matchLabels"][cifar::contract::label::kJobName], "j");
   EXPECT_TRUE(wait_for_state("j", "Created")) << job_status("j").dump();
   std::this_thread::sleep_for(std::chrono::seconds(1));  // a few more rounds: still exactly these
   EXPECT_EQ(pods_of("j").size(), kPsJobPods.size());

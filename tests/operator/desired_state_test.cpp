@@ -7,11 +7,13 @@
 #include <cstdlib>
 
 #include "cluster/cluster.h"
+#include "contract/labels.h"
 
 namespace cifar::op {
 namespace {
 
 using nlohmann::json;
+namespace label = contract::label;
 
 Job make_job(const json& spec) {
   auto full = json::parse(R"({"image": "cifar-train:test", "model": {"name": "resnet20"},
@@ -41,7 +43,7 @@ TEST(DesiredState, OneHeadlessServiceWithTheJobsPorts) {
   EXPECT_EQ(service["metadata"]["namespace"], "team");
   EXPECT_EQ(service["spec"]["clusterIP"], "None");
   EXPECT_EQ(service["spec"]["publishNotReadyAddresses"], true);
-  EXPECT_EQ(service["spec"]["selector"], json({{"cifartrain.io/job-name", "mnist"}}));
+  EXPECT_EQ(service["spec"]["selector"], json({{label::kJobName, "mnist"}}));
   EXPECT_EQ(service["spec"]["ports"].dump(),
             R"([{"name":"grpc","port":2222},{"name":"c10d","port":29500},)"
             R"({"name":"metrics","port":9464}])");
@@ -58,9 +60,9 @@ TEST(DesiredState, APodPerReplicaWithNamesHostnamesLabelsAndOwner) {
   const auto& worker1 = pods[3];
   EXPECT_EQ(worker1["spec"]["hostname"], "mnist-worker-1");
   EXPECT_EQ(worker1["spec"]["subdomain"], "mnist");
-  EXPECT_EQ(worker1["metadata"]["labels"], json({{"cifartrain.io/job-name", "mnist"},
-                                                 {"cifartrain.io/replica-type", "worker"},
-                                                 {"cifartrain.io/replica-index", "1"}}));
+  EXPECT_EQ(worker1["metadata"]["labels"], json({{label::kJobName, "mnist"},
+                                                 {label::kReplicaType, "worker"},
+                                                 {label::kReplicaIndex, "1"}}));
   const auto& owner = worker1["metadata"]["ownerReferences"][0];
   EXPECT_EQ(owner["kind"], "CifarTrainJob");
   EXPECT_EQ(owner["apiVersion"], "cifartrain.io/v1alpha1");
@@ -86,10 +88,8 @@ TEST(DesiredState, TheRuntimeReadsEveryPodsTfConfigAsThatPodsTask) {
   const auto job = ps_job();
   for (const auto& pod : desired_pods(job)) {
     const auto parsed = cluster::parse_tf_config(env_of(pod, "TF_CONFIG"));
-    EXPECT_EQ(cluster::role_name(parsed.role),
-              pod["metadata"]["labels"]["cifartrain.io/replica-type"]);
-    EXPECT_EQ(std::to_string(parsed.index),
-              pod["metadata"]["labels"]["cifartrain.io/replica-index"]);
+    EXPECT_EQ(cluster::role_name(parsed.role), pod["metadata"]["labels"][label::kReplicaType]);
+    EXPECT_EQ(std::to_string(parsed.index), pod["metadata"]["labels"][label::kReplicaIndex]);
     EXPECT_EQ(parsed.cluster.worker.size(), 2U);
     EXPECT_EQ(parsed.cluster.ps.at(0), "mnist-ps-0.mnist.team.svc:2222");
   }
@@ -123,7 +123,7 @@ TEST(DesiredState, ATemplateAddsToThePodButCannotChangeItsIdentity) {
       "spec": {"nodeSelector": {"pool": "gpu"}, "hostname": "x", "volumes": [{"name": "extra", "emptyDir": {}}]}}}}})"));
   const auto pod = desired_pod(job, Role::kWorker, 0);
   EXPECT_EQ(pod["metadata"]["labels"]["team"], "vision");
-  EXPECT_EQ(pod["metadata"]["labels"]["cifartrain.io/job-name"], "mnist");
+  EXPECT_EQ(pod["metadata"]["labels"][label::kJobName], "mnist");
   EXPECT_EQ(pod["spec"]["nodeSelector"]["pool"], "gpu");
   EXPECT_EQ(pod["spec"]["hostname"], "mnist-worker-0");
   std::vector<std::string> volumes;
@@ -175,7 +175,7 @@ TEST(DesiredState, TheNetworkPolicyAdmitsTheJobsPodsAndScrapesOfMetrics) {
   const auto policy = desired_network_policy(ps_job());
   EXPECT_EQ(policy["metadata"]["name"], "mnist");
   EXPECT_EQ(policy["metadata"]["ownerReferences"][0]["uid"], "uid-1");
-  const json job_pods = {{"matchLabels", {{"cifartrain.io/job-name", "mnist"}}}};
+  const json job_pods = {{"matchLabels", {{label::kJobName, "mnist"}}}};
   EXPECT_EQ(policy["spec"]["podSelector"], job_pods);
   EXPECT_EQ(policy["spec"]["policyTypes"], json::array({"Ingress"}));
   const auto& ingress = policy["spec"]["ingress"];

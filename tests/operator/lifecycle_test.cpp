@@ -272,7 +272,7 @@ TEST(Lifecycle, TheEvaluatorsWaitIsBounded) {
 
 TEST(Lifecycle, AFailedPodsOwnWordsAreInTheJobsReason) {
   auto job = make_job();
-  job.spec.restart_policy = "Never";
+  job.spec.restart_policy = RestartPolicy::kNever;
   auto observed = running(job);
   terminated(
       pod_named(observed, "j-worker-0"), "Failed", 1,
@@ -386,7 +386,7 @@ TEST(FinalProgress, TheEvaluatorsAccuracyCountsOnlyAtTheChiefsLastStep) {
 
 TEST(Lifecycle, AnErrorThatIsNoStringInATerminationMessageIsIgnored) {
   auto job = make_job();
-  job.spec.restart_policy = "Never";
+  job.spec.restart_policy = RestartPolicy::kNever;
   auto observed = running(job);
   terminated(pod_named(observed, "j-worker-0"), "Failed", 1, R"({"error": 42})", kT0);
   const auto plan = reconcile(job, JobStatus{}, observed, kT0 + seconds(1));

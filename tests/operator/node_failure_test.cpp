@@ -6,6 +6,7 @@
 
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/reconcile.h"
+#include "contract/labels.h"
 #include "framework/node_status.h"
 #include "tests/operator/statuses.h"
 
@@ -219,7 +220,7 @@ TEST(NodeSpread, PreferredByDefaultRequiredOrNoneOnRequest) {
   EXPECT_EQ(preferred[0]["topologyKey"], "kubernetes.io/hostname");
   EXPECT_EQ(preferred[0]["maxSkew"], 1);
   EXPECT_EQ(preferred[0]["nodeTaintsPolicy"], "Honor");
-  EXPECT_EQ(preferred[0]["labelSelector"]["matchLabels"]["cifartrain.io/job-name"], "j");
+  EXPECT_EQ(preferred[0]["labelSelector"]["matchLabels"][contract::label::kJobName], "j");
   EXPECT_EQ(spread_of({{"spreadAcrossNodes", "Required"}})[0]["whenUnsatisfiable"],
             "DoNotSchedule");
   EXPECT_TRUE(spread_of({{"spreadAcrossNodes", "None"}}).empty());

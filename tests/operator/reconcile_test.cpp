@@ -277,14 +277,15 @@ TEST(Reconcile, FinishedJobsAreDeletedAfterTheirTtl) {
 }
 
 TEST(Reconcile, CleanPodPolicyAllAndNone) {
-  for (const auto& [policy, count] :
-       std::vector<std::pair<std::string, size_t>>{{"All", 5}, {"None", 0}}) {
+  for (const auto& [policy, count] : std::vector<std::pair<CleanPodPolicy, size_t>>{
+           {CleanPodPolicy::kAll, 5}, {CleanPodPolicy::kNone, 0}}) {
     auto job = make_job("OnFailure");
     job.spec.clean_pod_policy = policy;
     auto observed = running(job);
     pod_named(observed, "j-master-0") =
         with_phase(pod_named(observed, "j-master-0"), "Succeeded", 0);
-    EXPECT_EQ(reconcile(job, JobStatus{}, observed, kT0).delete_pods.size(), count) << policy;
+    EXPECT_EQ(reconcile(job, JobStatus{}, observed, kT0).delete_pods.size(), count)
+        << name_of(kCleanPodPolicyNames, policy);
   }
 }
 

@@ -105,11 +105,11 @@ c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const Options& options
                                                        gloo_options);
   };
   spdlog::info("rank {} of {}: {} process group via the c10d store at {}", options.rank,
-               options.world_size, train::name_of(kBackendNames, backend), where);
+               options.world_size, contract::name_of(kBackendNames, backend), where);
 #if TORCH_VERSION_MAJOR >= 2
   using Group = c10d::ProcessGroup;
   auto group = make_group<Group>(store, options.rank, options.world_size,
-                                 train::name_of(kBackendNames, backend), timeout);
+                                 contract::name_of(kBackendNames, backend), timeout);
   // CPU tensors (the resume step's broadcast, the replica digest) always take Gloo, as with
   // torch.distributed's "cpu:gloo,cuda:nccl"; each backend rendezvouses under its own prefix.
   auto gloo = make_gloo(c10::make_intrusive<c10d::PrefixStore>("gloo", store));

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "distributed/allreduce/options.h"
+#include "config/allreduce_options.h"
 
 namespace c10d {
 class ProcessGroup;

@@ -3,7 +3,7 @@
 // initial parameters, writing checkpoints and reports, and telling the evaluator when it is done.
 #pragma once
 
-#include "train/config.h"
+#include "config/train_config.h"
 #include "train/result.h"
 
 namespace cifar::allreduce {

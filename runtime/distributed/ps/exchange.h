@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "config/train_config.h"
 #include "distributed/ps/shard.h"
 #include "train/checkpoint.h"
 #include "train/exchange.h"

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "config/ps_options.h"
+
 namespace cifar::ps {
 
 struct ParameterInfo {
@@ -27,13 +29,13 @@ struct Piece {
 // How many stripes each PS process serves its share as. A stripe is a shard of its own on a
 // connection of its own, so that one PS's transfers, updates and copies overlap instead of running
 // in sequence on one connection (gRPC handles a connection's bytes on one thread at a time): one
-// stripe per kStripeBytes of a server's share, at most kMaxStripes, unless `requested` (the job's
-// --ps-stripes, 1 to kMaxStripes; 0: the size rule) says otherwise. The layout then has
-// `servers x stripes` shards, shard s on server s / stripes. A pure function of the sizes and the
-// job's flags, so every process of a job (and a PS restoring from a checkpoint) computes the same.
+// stripe per kStripeBytes of a server's share, at most kMaxStripes (config/ps_options.h), unless
+// `requested` (the job's --ps-stripes, 1 to kMaxStripes; 0: the size rule) says otherwise. The
+// layout then has `servers x stripes` shards, shard s on server s / stripes. A pure function of
+// the sizes and the job's flags, so every process of a job (and a PS restoring from a checkpoint)
+// computes the same.
 // 256 KiB: on 16 cores resnet20's 1.1 MB round trip is fastest in four stripes; on two cores
 // two stripes would do better (docs/BENCHMARKS.md 4), which --ps-stripes 2 gives.
-constexpr int kMaxStripes = 4;
 constexpr int64_t kStripeBytes = int64_t{256} << 10;
 int stripes_per_server(const std::vector<ParameterInfo>& parameters, int servers,
                        int requested = 0);

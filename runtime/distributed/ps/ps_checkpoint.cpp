@@ -150,7 +150,7 @@ proto::InitRequest make_init_request(const ShardLayout& layout, int shard, const
   request.set_version(state.version);
   request.set_total_updates(state.total_updates);
   auto* o = request.mutable_optimizer();
-  o->set_name(train::name_of(train::kOptimizerNames, optimizer.kind));
+  o->set_name(contract::name_of(train::kOptimizerNames, optimizer.kind));
   o->set_momentum(optimizer.momentum);
   o->set_nesterov(optimizer.nesterov);
   o->set_weight_decay(optimizer.weight_decay);

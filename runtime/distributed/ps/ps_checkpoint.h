@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "config/optimizer_options.h"
 #include "distributed/ps/layout.h"
 #include "proto/ps.pb.h"
-#include "train/config.h"
 
 namespace cifar::ps {
 

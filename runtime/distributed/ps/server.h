@@ -1,4 +1,4 @@
-// The PS role: one shard served over gRPC until the master ends the job.
+// A PS's stripes served over gRPC (the PS role that runs them: parameter_server.h).
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "distributed/ps/shard.h"
-#include "train/config.h"
 
 namespace grpc {
 class Server;
@@ -41,11 +40,6 @@ class ShardServer {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };
-
-// Runs this process's shard (config.distributed.job is a ps task): restores it from the newest
-// checkpoint in the model dir when there is one (a restarted PS), else waits for the master's
-// parameters; returns once the master has finished the job and the trainers have heard.
-void run_parameter_server(const train::TrainConfig& config);
 
 // "host:port" -> "0.0.0.0:port": a PS listens on every interface of its pod.
 std::string listen_address(const std::string& advertised);

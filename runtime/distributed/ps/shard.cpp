@@ -21,7 +21,7 @@ ShardStatus invalid(std::string message) { return ShardStatus::invalid(std::move
 
 train::OptimizerOptions optimizer_options(const proto::OptimizerConfig& c) {
   train::OptimizerOptions o;
-  o.kind = train::parse_named(train::kOptimizerNames, c.name(), "optimizer");
+  o.kind = contract::parse_named(train::kOptimizerNames, c.name(), "optimizer");
   o.momentum = c.momentum();
   o.nesterov = c.nesterov();
   o.weight_decay = c.weight_decay();

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "distributed/ps/options.h"
+#include "config/ps_options.h"
 #include "distributed/ps/shard_messages.h"
 #include "distributed/ps/shard_optimizer.h"
 

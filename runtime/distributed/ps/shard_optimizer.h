@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "train/config.h"
+#include "config/optimizer_options.h"
 
 namespace cifar::ps {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "distributed/ps/options.h"
+#include "config/ps_options.h"
 #include "proto/ps.pb.h"
 
 namespace cifar::ps {

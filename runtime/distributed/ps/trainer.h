@@ -3,7 +3,7 @@
 // them for fresh parameters with the PS shards.
 #pragma once
 
-#include "train/config.h"
+#include "config/train_config.h"
 #include "train/result.h"
 
 namespace cifar::ps {

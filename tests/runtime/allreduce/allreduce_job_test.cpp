@@ -10,6 +10,7 @@
 
 #include "tests/support/parameters.h"
 #include "tests/support/process.h"
+#include "tests/support/train_args.h"
 
 namespace cifar {
 namespace {
@@ -20,40 +21,21 @@ using cifar::testing::expect_same_training;
 using cifar::testing::parameters_in;
 using cifar::testing::read_file;
 using cifar::testing::TempDir;
+using cifar::testing::TrainArgs;
 
 // alexnet: no dropout or batch norm, so data parallelism changes nothing but summation order.
-const std::vector<std::string> kCommon = {"-m",
-                                          "alexnet",
-                                          "-d",
-                                          "synthetic",
-                                          "--synthetic-train-size",
-                                          "576",
-                                          "--synthetic-test-size",
-                                          "64",
-                                          "-e",
-                                          "2",
-                                          "--lr",
-                                          "0.01",
-                                          "--threads",
-                                          "1",
-                                          "--workers",
-                                          "1",
-                                          "--metrics-port",
-                                          "-1",
-                                          "--progress",
-                                          "none"};
-
 std::vector<std::string> command(const fs::path& work, const std::string& model_dir,
                                  std::vector<std::string> prefix,
                                  const std::vector<std::string>& extra) {
-  std::vector<std::string> a = std::move(prefix);
-  for (const auto& s : {std::string("-md"), (work / model_dir).string(), std::string("--data-dir"),
-                        (work / "data").string()}) {
-    a.push_back(s);
-  }
-  a.insert(a.end(), kCommon.begin(), kCommon.end());
-  a.insert(a.end(), extra.begin(), extra.end());
-  return a;
+  return TrainArgs(std::move(prefix))
+      .dirs(work, model_dir)
+      .synthetic("alexnet", 576, 64)
+      .add({"-e", "2", "--lr", "0.01"})
+      .single_threaded()
+      .no_metrics_server()
+      .add({"--progress", "none"})
+      .add(extra)
+      .args();
 }
 
 std::vector<std::string> launch(int ranks) {

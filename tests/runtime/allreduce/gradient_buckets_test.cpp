@@ -1,15 +1,14 @@
-// Bucket assignment (pure), and the bucketed all-reduce over a real Gloo group: the ranks are
-// threads of this process, each with its own TCPStore client and Gloo context over loopback.
+// Bucket assignment (pure), and the bucketed all-reduce over a real Gloo group whose ranks are
+// threads of this process (gloo_ranks.h).
 #include "distributed/allreduce/gradient_buckets.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <thread>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "distributed/allreduce/process_group.h"
-#include "tests/support/process.h"
+#include "tests/runtime/allreduce/gloo_ranks.h"
 
 namespace cifar::allreduce {
 namespace {
@@ -36,39 +35,27 @@ TEST(AssignBuckets, EveryParameterExactlyOnce) {
 // `world` ranks as threads train the same tiny linear model on different inputs; after backward
 // every rank's gradient must be the mean of the ranks' own gradients, overlap or not.
 void expect_mean_gradients(int world, bool overlap) {
-  allreduce::Options options;
-  options.world_size = world;
-  options.master_port = cifar::testing::free_port();
-  options.timeout_seconds = 30;
   std::vector<std::vector<torch::Tensor>> grads(static_cast<size_t>(world));
   std::vector<std::vector<torch::Tensor>> local(static_cast<size_t>(world));
-  std::vector<std::thread> ranks;
-  ranks.reserve(static_cast<size_t>(world));
-  for (int r = 0; r < world; ++r) {
-    ranks.emplace_back([&, r] {
-      auto rank_options = options;
-      rank_options.rank = r;
-      auto group = make_process_group(rank_options, Backend::kGloo);
-      torch::manual_seed(0);
-      auto w1 = torch::randn({300, 20}, torch::requires_grad());
-      auto w2 = torch::randn({20, 3}, torch::requires_grad());
-      BucketOptions bucket_options;
-      bucket_options.cap_bytes = 8000;  // w1 (24 KB) alone, w2 in the small first bucket
-      bucket_options.first_cap_bytes = 1000;
-      bucket_options.overlap = overlap;
-      GradientBuckets buckets({w1, w2}, group, bucket_options, nullptr);
-      EXPECT_EQ(buckets.bucket_count(), 2U);
-      auto x = torch::full({5, 300}, static_cast<double>(r + 1));
-      auto loss = x.mm(w1).tanh().mm(w2).sum();
-      auto own = torch::autograd::grad({loss}, {w1, w2}, {}, /*retain_graph=*/true);
-      local[static_cast<size_t>(r)] = {own[0], own[1]};
-      buckets.begin_backward();
-      loss.backward();
-      buckets.end_backward();
-      grads[static_cast<size_t>(r)] = {w1.grad().clone(), w2.grad().clone()};
-    });
-  }
-  for (auto& t : ranks) t.join();
+  cifar::testing::on_gloo_ranks(world, [&](int r, const cifar::testing::RankGroup& group) {
+    torch::manual_seed(0);
+    auto w1 = torch::randn({300, 20}, torch::requires_grad());
+    auto w2 = torch::randn({20, 3}, torch::requires_grad());
+    BucketOptions bucket_options;
+    bucket_options.cap_bytes = 8000;  // w1 (24 KB) alone, w2 in the small first bucket
+    bucket_options.first_cap_bytes = 1000;
+    bucket_options.overlap = overlap;
+    GradientBuckets buckets({w1, w2}, group, bucket_options, nullptr);
+    EXPECT_EQ(buckets.bucket_count(), 2U);
+    auto x = torch::full({5, 300}, static_cast<double>(r + 1));
+    auto loss = x.mm(w1).tanh().mm(w2).sum();
+    auto own = torch::autograd::grad({loss}, {w1, w2}, {}, /*retain_graph=*/true);
+    local[static_cast<size_t>(r)] = {own[0], own[1]};
+    buckets.begin_backward();
+    loss.backward();
+    buckets.end_backward();
+    grads[static_cast<size_t>(r)] = {w1.grad().clone(), w2.grad().clone()};
+  });
   for (size_t k = 0; k < 2; ++k) {
     auto mean = torch::zeros_like(local[0][k]);
     for (int r = 0; r < world; ++r) mean += local[static_cast<size_t>(r)][k];

@@ -7,11 +7,10 @@
 
 #include <cstring>
 #include <string>
-#include <thread>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "distributed/allreduce/process_group.h"
-#include "tests/support/process.h"
+#include "tests/runtime/allreduce/gloo_ranks.h"
 
 namespace cifar::allreduce {
 namespace {
@@ -58,32 +57,12 @@ TEST(BitwiseDigest, EqualForEqualBytesAndChangedByOneBitShapeOrDtype) {
   EXPECT_EQ(bitwise_digest(transposed), bitwise_digest(a));
 }
 
-// Runs `body(rank, group)` on `world` ranks (threads) of one Gloo group.
-template <typename Body>
-void on_ranks(int world, Body body) {
-  allreduce::Options options;
-  options.world_size = world;
-  options.master_port = cifar::testing::free_port();
-  options.timeout_seconds = 30;
-  std::vector<std::thread> ranks;
-  ranks.reserve(static_cast<size_t>(world));
-  for (int r = 0; r < world; ++r) {
-    ranks.emplace_back([&, r] {
-      auto rank_options = options;
-      rank_options.rank = r;
-      auto group = make_process_group(rank_options, Backend::kGloo);
-      body(r, *group);
-    });
-  }
-  for (auto& t : ranks) t.join();
-}
-
 TEST(BroadcastCoalesced, EveryRankEndsWithRankZerosTensorsOfEveryDtype) {
   const int world = 3;
   std::vector<std::vector<torch::Tensor>> after(world);
-  on_ranks(world, [&](int r, c10d::ProcessGroup& group) {
-    auto tensors = random_tensors(static_cast<uint64_t>(r));        // each rank its own values
-    broadcast_coalesced(group, tensors, std::chrono::seconds(30));  // writes into `tensors`
+  cifar::testing::on_gloo_ranks(world, [&](int r, const cifar::testing::RankGroup& group) {
+    auto tensors = random_tensors(static_cast<uint64_t>(r));         // each rank its own values
+    broadcast_coalesced(*group, tensors, std::chrono::seconds(30));  // writes into `tensors`
     for (const auto& t : tensors) after[static_cast<size_t>(r)].push_back(t.clone());
   });
   const auto rank0 = random_tensors(0);
@@ -97,11 +76,11 @@ TEST(BroadcastCoalesced, EveryRankEndsWithRankZerosTensorsOfEveryDtype) {
 // each rank's error message ("" when it passed).
 std::vector<std::string> verify_on_ranks(int world, int odd_rank) {
   std::vector<std::string> errors(static_cast<size_t>(world));
-  on_ranks(world, [&](int r, c10d::ProcessGroup& group) {
+  cifar::testing::on_gloo_ranks(world, [&](int r, const cifar::testing::RankGroup& group) {
     auto tensors = replica();
     if (r == odd_rank) flip_lowest_bit(tensors[1], 7);
     try {
-      verify_replicas(group, tensors, 7, std::chrono::seconds(30));
+      verify_replicas(*group, tensors, 7, std::chrono::seconds(30));
     } catch (const std::runtime_error& e) {
       errors[static_cast<size_t>(r)] = e.what();
     }

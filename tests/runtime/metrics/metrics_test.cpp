@@ -6,6 +6,7 @@
 
 #include "metrics/runtime_metrics.h"
 #include "tests/support/process.h"
+#include "tests/support/train_args.h"
 
 namespace cifar::metrics {
 namespace {
@@ -82,32 +83,13 @@ TEST(RuntimeMetrics, NotServedWithoutAnAddress) {
 TEST(RuntimeMetrics, TrainingProcessServesLiveMetrics) {
   cifar::testing::TempDir work;
   const int port = cifar::testing::free_port();
-  cifar::testing::ChildProcess child({CIFAR_TRAIN_BIN,
-                                      "-m",
-                                      "simplecnn",
-                                      "-d",
-                                      "synthetic",
-                                      "-md",
-                                      (work.path() / "m").string(),
-                                      "--synthetic-train-size",
-                                      "2000",
-                                      "--synthetic-test-size",
-                                      "200",
-                                      "-e",
-                                      "100",
-                                      "-b",
-                                      "32",
-                                      "--threads",
-                                      "1",
-                                      "--metrics-port",
-                                      std::to_string(port),
-                                      "--metrics-bind",
-                                      "127.0.0.1",
-                                      "-n",
-                                      "live",
-                                      "--progress",
-                                      "none"},
-                                     work.path() / "log");
+  const auto argv = cifar::testing::TrainArgs({CIFAR_TRAIN_BIN})
+                        .synthetic("simplecnn", 2000, 200)
+                        .add({"-md", (work.path() / "m").string(), "-e", "100", "-b", "32",
+                              "--threads", "1", "--metrics-port", std::to_string(port),
+                              "--metrics-bind", "127.0.0.1", "-n", "live", "--progress", "none"})
+                        .args();
+  cifar::testing::ChildProcess child(argv, work.path() / "log");
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
   std::string body;
   const bool served = cifar::testing::wait_for(

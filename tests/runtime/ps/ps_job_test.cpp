@@ -11,6 +11,7 @@
 #include "models/model.h"
 #include "tests/support/parameters.h"
 #include "tests/support/process.h"
+#include "tests/support/train_args.h"
 #include "train/checkpoint.h"
 
 namespace cifar::ps {
@@ -21,6 +22,7 @@ using cifar::testing::ChildProcess;
 using cifar::testing::parameters_in;
 using cifar::testing::read_file;
 using cifar::testing::TempDir;
+using cifar::testing::TrainArgs;
 using cifar::testing::wait_for;
 
 // One local job: `ps_count` shards, the master, `workers` workers and an evaluator, each a
@@ -35,36 +37,18 @@ class LocalJob {
     metrics_port_ = grpc_port_ + processes;
   }
 
-  [[nodiscard]] fs::path model_dir() const { return work_ / "model"; }
+  [[nodiscard]] fs::path model_dir() const { return work_ / kModelDir; }
   [[nodiscard]] std::vector<std::string> argv(const std::string& role, int index) const {
-    std::vector<std::string> a = {CIFAR_TRAIN_BIN,
-                                  "-md",
-                                  model_dir().string(),
-                                  "--data-dir",
-                                  (work_ / "data").string(),
-                                  "--threads",
-                                  "1",
-                                  "--workers",
-                                  "1",
-                                  "--progress",
-                                  "lines",
-                                  "--distributed",
-                                  "--dist-type",
-                                  role,
-                                  "--ps-count",
-                                  std::to_string(ps_count_),
-                                  "--worker-count",
-                                  std::to_string(workers_),
-                                  "--dist-start-port",
-                                  std::to_string(grpc_port_),
-                                  "--metrics-port",
-                                  std::to_string(metrics_port_),
-                                  "--ps-index",
-                                  std::to_string(role == "ps" ? index : 0),
-                                  "--worker-index",
-                                  std::to_string(role == "worker" ? index : 0)};
-    a.insert(a.end(), args_.begin(), args_.end());
-    return a;
+    return TrainArgs({CIFAR_TRAIN_BIN})
+        .dirs(work_, kModelDir)
+        .single_threaded()
+        .add({"--progress", "lines", "--distributed", "--dist-type", role, "--ps-count",
+              std::to_string(ps_count_), "--worker-count", std::to_string(workers_),
+              "--dist-start-port", std::to_string(grpc_port_), "--metrics-port",
+              std::to_string(metrics_port_), "--ps-index", std::to_string(role == "ps" ? index : 0),
+              "--worker-index", std::to_string(role == "worker" ? index : 0)})
+        .add(args_)
+        .args();
   }
   [[nodiscard]] std::string name(const std::string& role, int index) const {
     return role + std::to_string(index);
@@ -125,6 +109,8 @@ class LocalJob {
   [[nodiscard]] int workers() const { return workers_; }
 
  private:
+  static constexpr const char* kModelDir = "model";  // under work_
+
   fs::path work_;
   int ps_count_;
   int workers_;
@@ -146,32 +132,14 @@ std::vector<nlohmann::json> jsonl(const fs::path& file) {
 // Nesterov momentum 0.9 oscillate (async-reply, whose reply never holds the trainer's own last
 // gradient, fell to chance in some runs), so momentum is 0.5. A sync update averages the three
 // trainers' batches: it takes three times the rate (the linear scaling rule).
-std::vector<std::string> quick_args(const std::string& mode, std::vector<std::string> more = {}) {
-  std::vector<std::string> a = {"-m",
-                                "simplecnn",
-                                "-d",
-                                "synthetic",
-                                "--synthetic-train-size",
-                                "2048",
-                                "--synthetic-test-size",
-                                "256",
-                                "-b",
-                                "32",
-                                "-e",
-                                "3",
-                                "--lr",
-                                mode == "sync" ? "0.015" : "0.005",
-                                "--momentum",
-                                "0.5",
-                                "--no-nesterov",
-                                "--schedule",
-                                "constant",
-                                "--ps-mode",
-                                mode,
-                                "--ps-timeout",
-                                "20"};
-  a.insert(a.end(), more.begin(), more.end());
-  return a;
+std::vector<std::string> quick_args(const std::string& mode,
+                                    const std::vector<std::string>& more = {}) {
+  return TrainArgs()
+      .synthetic("simplecnn", 2048, 256)
+      .add({"-b", "32", "-e", "3", "--lr", mode == "sync" ? "0.015" : "0.005", "--momentum", "0.5",
+            "--no-nesterov", "--schedule", "constant", "--ps-mode", mode, "--ps-timeout", "20"})
+      .add(more)
+      .args();
 }
 
 class ModeLearns : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
@@ -213,34 +181,17 @@ class SyncEquivalence : public ::testing::TestWithParam<int> {};
 TEST_P(SyncEquivalence, EqualsSingleProcessTrainingWithTheGlobalBatch) {
   const int ps_count = GetParam();
   TempDir work;
-  const std::vector<std::string> common = {"-m",
-                                           "alexnet",
-                                           "-d",
-                                           "synthetic",
-                                           "--synthetic-train-size",
-                                           "512",
-                                           "--synthetic-test-size",
-                                           "64",
-                                           "-e",
-                                           "2",
-                                           "--max-steps",
-                                           "6",
-                                           "--lr",
-                                           "0.01"};
-  std::vector<std::string> single = {CIFAR_TRAIN_BIN,
-                                     "-md",
-                                     (work.path() / "single").string(),
-                                     "--data-dir",
-                                     (work.path() / "data").string(),
-                                     "-b",
-                                     "32",
-                                     "--threads",
-                                     "2",
-                                     "--metrics-port",
-                                     "-1",
-                                     "--progress",
-                                     "none"};
-  single.insert(single.end(), common.begin(), common.end());
+  const auto common = TrainArgs()
+                          .synthetic("alexnet", 512, 64)
+                          .add({"-e", "2", "--max-steps", "6", "--lr", "0.01"})
+                          .args();
+  const auto single = TrainArgs({CIFAR_TRAIN_BIN})
+                          .dirs(work.path(), "single")
+                          .add({"-b", "32", "--threads", "2"})
+                          .no_metrics_server()
+                          .add({"--progress", "none"})
+                          .add(common)
+                          .args();
   const auto result = cifar::testing::run_process(single);
   ASSERT_EQ(result.exit_code, 0) << result.output;
 
@@ -265,30 +216,11 @@ INSTANTIATE_TEST_SUITE_P(OneAndTwoShards, SyncEquivalence, ::testing::Values(1, 
 // A run long enough to kill something in the middle: sync, 3 trainers, 64 updates, checkpoints
 // every 8 updates, a short --ps-timeout so a dead trainer is dropped quickly.
 std::vector<std::string> fault_args(const std::string& model = "simplecnn") {
-  return {"-m",
-          model,
-          "-d",
-          "synthetic",
-          "--synthetic-train-size",
-          "3072",
-          "--synthetic-test-size",
-          "128",
-          "-b",
-          "32",
-          "-e",
-          "2",
-          "--lr",
-          "0.01",
-          "--schedule",
-          "constant",
-          "--ps-mode",
-          "sync",
-          "--ps-timeout",
-          "3",
-          "--checkpoint-every",
-          "8",
-          "--ps-retry-seconds",
-          "60"};
+  return TrainArgs()
+      .synthetic(model, 3072, 128)
+      .add({"-b", "32", "-e", "2", "--lr", "0.01", "--schedule", "constant", "--ps-mode", "sync",
+            "--ps-timeout", "3", "--checkpoint-every", "8", "--ps-retry-seconds", "60"})
+      .args();
 }
 
 // fault_args()'s updates: 3072 images shared by the trainers, batch 32, 2 epochs.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "contract/enum_names.h"
 #include "train/optimizer.h"
 
 namespace cifar::ps {
@@ -30,11 +31,11 @@ void expect_same_as_torch(const train::OptimizerOptions& options) {
       shard_optimizer.apply(0, grad, lr, write);
       const auto& after = shard_optimizer.params()[0];
       ASSERT_TRUE(torch::equal(after, theirs.detach()))
-          << train::name_of(train::kOptimizerNames, options.kind) << " step " << step;
+          << contract::name_of(train::kOptimizerNames, options.kind) << " step " << step;
       if (write == Write::kOutOfPlace) {
         // What a reply still holds is a snapshot: the update did not write into it.
         EXPECT_TRUE(torch::equal(before, before_values))
-            << train::name_of(train::kOptimizerNames, options.kind) << " step " << step;
+            << contract::name_of(train::kOptimizerNames, options.kind) << " step " << step;
         EXPECT_NE(before.data_ptr(), after.data_ptr());
       } else {
         EXPECT_EQ(before.data_ptr(), after.data_ptr());

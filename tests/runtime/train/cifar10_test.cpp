@@ -10,9 +10,9 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "config/train_config.h"
 #include "data/dataset.h"
 #include "tests/support/process.h"
-#include "train/config.h"
 #include "train/datasets.h"
 
 namespace cifar::train {

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "contract/enum_names.h"
+
 namespace cifar::train {
 namespace {
 
@@ -33,9 +35,9 @@ TEST(Precision, Fp16OnTheCpuIsRefusedNamingBf16) {
 }
 
 TEST(Precision, TheNamesParseBothWays) {
-  EXPECT_EQ(parse_named(kPrecisionNames, "bf16", "precision"), Precision::kBf16);
-  EXPECT_EQ(name_of(kPrecisionNames, Precision::kFp16), "fp16");
-  EXPECT_THROW(parse_named(kPrecisionNames, "fp8", "precision"), std::invalid_argument);
+  EXPECT_EQ(contract::parse_named(kPrecisionNames, "bf16", "precision"), Precision::kBf16);
+  EXPECT_EQ(contract::name_of(kPrecisionNames, Precision::kFp16), "fp16");
+  EXPECT_THROW(contract::parse_named(kPrecisionNames, "fp8", "precision"), std::invalid_argument);
 }
 
 torch::Tensor convolve(const torch::Tensor& input, const torch::Tensor& weight) {

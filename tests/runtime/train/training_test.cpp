@@ -13,6 +13,7 @@
 
 #include "models/model.h"
 #include "tests/support/process.h"
+#include "tests/support/train_args.h"
 #include "train/checkpoint.h"
 
 namespace cifar::train {
@@ -21,36 +22,18 @@ namespace fs = std::filesystem;
 using cifar::testing::ChildProcess;
 using cifar::testing::run_process;
 using cifar::testing::TempDir;
+using cifar::testing::TrainArgs;
 
 std::vector<std::string> train_command(const fs::path& work, const std::string& model_dir,
-                                       std::vector<std::string> extra) {
-  std::vector<std::string> argv = {CIFAR_TRAIN_BIN,
-                                   "-m",
-                                   "simplecnn",
-                                   "-d",
-                                   "synthetic",
-                                   "-md",
-                                   (work / model_dir).string(),
-                                   "--data-dir",
-                                   (work / "data").string(),
-                                   "--synthetic-train-size",
-                                   "2000",
-                                   "--synthetic-test-size",
-                                   "500",
-                                   "-b",
-                                   "32",
-                                   "--lr",
-                                   "0.02",
-                                   "--threads",
-                                   "1",
-                                   "--workers",
-                                   "1",
-                                   "--progress",
-                                   "lines",
-                                   "--metrics-port",
-                                   "-1"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
-  return argv;
+                                       const std::vector<std::string>& extra) {
+  return TrainArgs({CIFAR_TRAIN_BIN})
+      .synthetic("simplecnn", 2000, 500)
+      .dirs(work, model_dir)
+      .single_threaded()
+      .no_metrics_server()
+      .add({"-b", "32", "--lr", "0.02", "--progress", "lines"})
+      .add(extra)
+      .args();
 }
 
 std::vector<nlohmann::json> monitor_records(const fs::path& model_dir) {

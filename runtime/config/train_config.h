@@ -1,67 +1,29 @@
-// Everything a training run is configured by; filled from the command line (cli/) or, in the
-// distributed issues, from the operator's env. No torch here, so the CLI compiles fast.
+// Everything a training run is configured by, filled from the command line (cli/) and the
+// operator's env. The roles take it whole; a helper takes only the part it reads (the headers
+// beside this one). No torch here, so the CLI compiles fast.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "cluster/cluster.h"
+#include "config/allreduce_options.h"
+#include "config/optimizer_options.h"
+#include "config/precision.h"
+#include "config/ps_options.h"
+#include "config/schedule_options.h"
+#include "contract/enum_names.h"
 #include "contract/ports.h"
-#include "distributed/allreduce/options.h"
-#include "distributed/ps/options.h"
-#include "train/enum_names.h"
 
 namespace cifar::train {
 
-enum class ScheduleKind { kConstant, kStep, kCosine, kOneCycle };
-inline constexpr EnumNames<ScheduleKind, 4> kScheduleNames{{
-    {"constant", ScheduleKind::kConstant},
-    {"step", ScheduleKind::kStep},
-    {"cosine", ScheduleKind::kCosine},
-    {"onecycle", ScheduleKind::kOneCycle},
-}};
-
-struct ScheduleOptions {
-  ScheduleKind kind = ScheduleKind::kCosine;
-  double base_lr = 0.05;
-  double warmup_epochs = 0;  // linear ramp from 0 (all kinds but one-cycle, which has its own)
-  double step_epochs = 30;   // kStep: multiply by `gamma` every `step_epochs`
-  double gamma = 0.1;
-  double final_lr_fraction = 0;  // kCosine / kOneCycle: lr at the end as a fraction of base_lr
-  double one_cycle_peak_fraction = 0.25;  // kOneCycle: where the peak sits in the run
-};
-
-enum class OptimizerKind { kSgd, kAdam };
-inline constexpr EnumNames<OptimizerKind, 2> kOptimizerNames{{
-    {"sgd", OptimizerKind::kSgd},
-    {"adam", OptimizerKind::kAdam},
-}};
-
-struct OptimizerOptions {
-  OptimizerKind kind = OptimizerKind::kSgd;
-  double momentum = 0.9;
-  bool nesterov = true;
-  double weight_decay = 5e-4;
-  double adam_beta1 = 0.9;
-  double adam_beta2 = 0.999;
-};
-
-// The floating-point type of the forward pass (weights, gradients and optimizer state stay fp32).
-enum class Precision { kAuto, kFp32, kBf16, kFp16 };
-inline constexpr EnumNames<Precision, 4> kPrecisionNames{{
-    {"auto", Precision::kAuto},  // bf16 on a GPU that has it, fp32 elsewhere
-    {"fp32", Precision::kFp32},
-    {"bf16", Precision::kBf16},
-    {"fp16", Precision::kFp16},
-}};
-
 enum class Strategy { kParameterServer, kAllReduce };
-inline constexpr EnumNames<Strategy, 2> kStrategyNames{{
+inline constexpr contract::EnumNames<Strategy, 2> kStrategyNames{{
     {"ps", Strategy::kParameterServer},
     {"allreduce", Strategy::kAllReduce},
 }};
 
-// Each strategy owns its options (distributed/<strategy>/options.h); this holds them for the CLI.
+// Each strategy has its options (config/<strategy>_options.h); this holds them for the CLI.
 struct DistributedOptions {
   bool enabled = false;
   Strategy strategy = Strategy::kParameterServer;
@@ -78,8 +40,8 @@ struct TrainConfig {
   std::string name;                           // run name (checkpoint prefix, metrics job label)
   int64_t num_classes = 10;
   // Data.
-  std::string dataset = "cifar10";  // cifar10 | cifar100 | fashion-mnist | synthetic
-  std::string data_dir;             // empty: a per-dataset default
+  std::string dataset = "cifar10";  // one of train/datasets.h's dataset_names()
+  std::string data_dir;             // empty: the dataset's default
   bool download = false;
   std::string download_mirror;  // replaces the official archive's base URL
   int64_t train_limit = 0;      // use only the first N training images (0 = all)

@@ -1,17 +1,17 @@
-// The all-reduce strategy's options, as the command line (cli/) fills them: who this rank is and
-// how gradients are reduced. No torch, so the CLI compiles fast.
+// The all-reduce strategy's options (distributed/allreduce/), as the command line (cli/) fills
+// them: who this rank is and how gradients are reduced. No torch, so the CLI compiles fast.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "contract/enum_names.h"
 #include "contract/ports.h"
-#include "train/enum_names.h"
 
 namespace cifar::allreduce {
 
 enum class Backend { kAuto, kGloo, kNccl };  // auto: nccl on cuda, else gloo
-inline constexpr train::EnumNames<Backend, 3> kBackendNames{{
+inline constexpr contract::EnumNames<Backend, 3> kBackendNames{{
     {"auto", Backend::kAuto},
     {"gloo", Backend::kGloo},
     {"nccl", Backend::kNccl},

@@ -1,5 +1,6 @@
-// Options that are one of a few names on the command line and an enum everywhere past it: each
-// enum's names are one table, read both ways.
+// Values that are one of a few names where they enter (a CRD enum, a command-line choice) and an
+// enum everywhere past it: each enum's names are one table, read both ways. Here, depending on
+// nothing, so that the operator (api/job.h) and the runtime can spell their tables alike.
 #pragma once
 
 #include <array>
@@ -10,7 +11,7 @@
 #include <string_view>
 #include <utility>
 
-namespace cifar::train {
+namespace cifar::contract {
 
 template <typename Enum, size_t N>
 using EnumNames = std::array<std::pair<std::string_view, Enum>, N>;
@@ -50,4 +51,4 @@ Enum parse_named(const EnumNames<Enum, N>& names, std::string_view name, const s
                               list_names(names) + ")");
 }
 
-}  // namespace cifar::train
+}  // namespace cifar::contract
