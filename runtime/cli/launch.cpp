@@ -1,6 +1,5 @@
 #include "cli/launch.h"
 
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,6 +85,7 @@ int launch_local_ranks(int argc, const char* const argv[]) {
   std::signal(SIGINT, remember_signal);
   std::signal(SIGTERM, remember_signal);
   std::vector<pid_t> children;
+  children.reserve(static_cast<size_t>(ranks));
   for (int rank = 0; rank < ranks; ++rank) {
     children.push_back(start_rank(args, rank, ranks, master_addr, master_port));
   }

@@ -1,4 +1,5 @@
 // make_model: the one way to build a network by name.
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include <functional>
@@ -26,14 +27,6 @@ const std::vector<std::pair<std::string, Factory>>& registry() {
   return kModels;
 }
 
-std::string joined_names() {
-  std::string out;
-  for (const auto& name : model_names()) {
-    out += (out.empty() ? "" : ", ") + name;
-  }
-  return out;
-}
-
 void check_options(const ModelOptions& options) {
   if (options.num_classes < 1 || options.in_channels < 1 || options.image_size < 1) {
     throw std::invalid_argument(
@@ -52,7 +45,8 @@ std::shared_ptr<Classifier> make_model(const std::string& name, const ModelOptio
       return factory(options);
     }
   }
-  throw std::invalid_argument("unknown model '" + name + "'; known models: " + joined_names());
+  throw std::invalid_argument(
+      fmt::format("unknown model '{}'; known models: {}", name, fmt::join(model_names(), ", ")));
 }
 
 std::vector<std::string> model_names() {

@@ -1,5 +1,6 @@
 #include "train/datasets.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <array>
@@ -94,9 +95,8 @@ const DatasetEntry& find_dataset(const std::string& name) {
   for (const auto& entry : kDatasets) {
     if (entry.name == name) return entry;
   }
-  std::string known;
-  for (const auto& known_name : dataset_names()) known += (known.empty() ? "" : ", ") + known_name;
-  throw std::invalid_argument("unknown dataset '" + name + "' (" + known + ")");
+  throw std::invalid_argument(
+      fmt::format("unknown dataset '{}' ({})", name, fmt::join(dataset_names(), ", ")));
 }
 
 // --train-limit / --test-limit: the first `limit` images (0 keeps all).
@@ -110,6 +110,7 @@ void keep_first(data::Dataset& set, int64_t limit) {
 
 std::vector<std::string> dataset_names() {
   std::vector<std::string> names;
+  names.reserve(kDatasets.size());
   for (const auto& entry : kDatasets) names.emplace_back(entry.name);
   return names;
 }

@@ -9,14 +9,16 @@
 #include "cifartrainjob/progress.h"
 #include "cifartrainjob/reconcile.h"
 #include "cifartrainjob/reconcile_phases.h"
+#include "tests/operator/fixtures.h"
 
 namespace cifar::op {
 namespace {
 
 using nlohmann::json;
 using std::chrono::seconds;
-
-const Clock::time_point kT0 = parse_time("2026-11-22T12:00:00Z");
+using testing::kT0;
+using testing::no_pods;
+using testing::pod_named;
 
 Job make_job(int startup_deadline = 600, int terminating_deadline = 300) {
   json spec = json::parse(R"({"image": "i", "model": {"name": "resnet20"},
@@ -29,32 +31,11 @@ Job make_job(int startup_deadline = 600, int terminating_deadline = 300) {
   return Job{"j", "ns", "uid", parse_spec(spec), ""};
 }
 
-// The job's objects made, none of its pods.
-Observed no_pods() {
-  Observed o;
-  o.service_exists = true;
-  return o;
-}
-
 // Every pod created at kT0 and running.
 Observed running(const Job& job) {
-  Observed o;
-  o.service_exists = true;
-  for (auto p : desired_pods(job)) {
-    p["metadata"]["creationTimestamp"] = format_time(kT0);
-    p["status"] = {{"phase", "Running"},
-                   {"containerStatuses",
-                    {{{"name", "cifar-train"}, {"state", {{"running", json::object()}}}}}}};
-    o.pods.push_back(p);
-  }
+  auto o = testing::no_pods();
+  for (const auto& p : desired_pods(job)) o.pods.push_back(testing::running_pod(p, kT0));
   return o;
-}
-
-json& pod_named(Observed& o, const std::string& name) {
-  for (auto& p : o.pods) {
-    if (p["metadata"]["name"] == name) return p;
-  }
-  throw std::runtime_error("no pod " + name);
 }
 
 void unschedulable(json& pod) {

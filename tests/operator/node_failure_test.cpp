@@ -8,7 +8,7 @@
 #include "cifartrainjob/reconcile.h"
 #include "contract/labels.h"
 #include "framework/node_status.h"
-#include "tests/operator/statuses.h"
+#include "tests/operator/fixtures.h"
 
 namespace cifar::op {
 namespace {
@@ -16,7 +16,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-const Clock::time_point kT0 = parse_time("2026-11-22T12:00:00Z");
+using testing::kT0;
 
 Job make_job(const json& run_policy = json::object()) {
   json spec = json::parse(R"({"image": "i", "model": {"name": "resnet20"},
@@ -29,17 +29,12 @@ Job make_job(const json& run_policy = json::object()) {
 
 // Both workers running, worker 0 on node "a" and worker 1 on node "b".
 Observed running(const Job& job) {
-  Observed o;
-  o.service_exists = true;
+  auto o = testing::no_pods();
   int i = 0;
   for (auto p : desired_pods(job)) {
-    p["metadata"]["creationTimestamp"] = format_time(kT0);
     p["metadata"]["uid"] = "uid-" + std::to_string(i);
     p["spec"]["nodeName"] = i++ == 0 ? "a" : "b";
-    p["status"] = {{"phase", "Running"},
-                   {"containerStatuses",
-                    {{{"name", "cifar-train"}, {"state", {{"running", json::object()}}}}}}};
-    o.pods.push_back(p);
+    o.pods.push_back(testing::running_pod(p, kT0));
   }
   return o;
 }

@@ -11,7 +11,7 @@
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/reconcile.h"
 #include "framework/kueue.h"
-#include "tests/operator/statuses.h"
+#include "tests/operator/fixtures.h"
 
 namespace cifar::op {
 namespace {
@@ -19,7 +19,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-const Clock::time_point kT0 = parse_time("2026-11-22T12:00:00Z");
+using testing::kT0;
 const std::string kGroup = "j-0123abcd";  // <job>-<8 characters of the uid>
 
 Job make_job(const std::string& queue = "team-a") {
@@ -113,8 +113,7 @@ json finished() {
 }
 
 Observed observe(std::vector<json> pods, const std::optional<json>& w) {
-  Observed o;
-  o.service_exists = true;
+  auto o = testing::no_pods();
   o.pods = std::move(pods);
   if (w) o.workload = kueue::workload_state(*w);
   return o;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "cifartrainjob/desired_state.h"
+#include "tests/operator/fixtures.h"
 
 namespace cifar::op {
 namespace {
@@ -12,7 +13,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-const Clock::time_point kT0 = parse_time("2026-11-22T12:00:00Z");
+using testing::kT0;
 
 Job make_job() {
   const auto spec = json::parse(R"({"image": "i", "model": {"name": "resnet20"},
@@ -41,12 +42,6 @@ PodsByName all_running(const Job& job) {
     pods[p["metadata"]["name"]] = running;
   }
   return pods;
-}
-
-Observed with_service() {
-  Observed observed;
-  observed.service_exists = true;
-  return observed;
 }
 
 Plan finished_plan(Clock::time_point at) {
@@ -180,7 +175,7 @@ TEST(ReplicasPhase, RecreatesARetryableFailureAndSaysWhy) {
   pods["j-worker-1"] = pod(job, Role::kWorker, 1, "Failed", 137);
   Plan plan;
   plan.status.restarts = 2;
-  reconcile_replicas(job, pods, with_service(), kT0, plan);
+  reconcile_replicas(job, pods, testing::no_pods(), kT0, plan);
   EXPECT_EQ(plan.delete_pods, std::vector<std::string>{"j-worker-1"});
   EXPECT_EQ(plan.status.restarts, 3);
   EXPECT_EQ(plan.status.state, ConditionType::kRestarting);
@@ -193,7 +188,7 @@ TEST(ReplicasPhase, TheChiefsSuccessEndsTheJob) {
   auto pods = all_running(job);
   pods["j-master-0"] = pod(job, Role::kMaster, 0, "Succeeded", 0);
   Plan plan;
-  reconcile_replicas(job, pods, with_service(), kT0, plan);
+  reconcile_replicas(job, pods, testing::no_pods(), kT0, plan);
   EXPECT_EQ(plan.status.state, ConditionType::kSucceeded);
   EXPECT_EQ(plan.status.completion_time, to_time(kT0));
 }

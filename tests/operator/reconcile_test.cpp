@@ -8,14 +8,16 @@
 #include <algorithm>
 
 #include "cifartrainjob/desired_state.h"
+#include "tests/operator/fixtures.h"
 
 namespace cifar::op {
 namespace {
 
 using nlohmann::json;
 using std::chrono::seconds;
-
-const Clock::time_point kT0 = parse_time("2026-11-22T12:00:00Z");
+using testing::kT0;
+using testing::no_pods;
+using testing::pod_named;
 
 Job make_job(const std::string& restart_policy, int backoff_limit = 3, bool with_master = true) {
   json spec = json::parse(R"({"image": "i", "model": {"name": "resnet20"},
@@ -38,26 +40,11 @@ json with_phase(json pod, const std::string& phase, std::optional<int> code = st
   return pod;
 }
 
-// The job's objects made, none of its pods.
-Observed no_pods() {
-  Observed o;
-  o.service_exists = true;
-  return o;
-}
-
 // Every desired pod Running, the Service there.
 Observed running(const Job& job) {
-  Observed o;
-  o.service_exists = true;
+  auto o = testing::no_pods();
   for (const auto& p : desired_pods(job)) o.pods.push_back(with_phase(p, "Running"));
   return o;
-}
-
-json& pod_named(Observed& o, const std::string& name) {
-  for (auto& p : o.pods) {
-    if (p["metadata"]["name"] == name) return p;
-  }
-  throw std::runtime_error("no pod " + name);
 }
 
 bool has(const std::vector<std::string>& names, const std::string& name) {

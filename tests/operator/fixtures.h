@@ -1,0 +1,51 @@
+// What the operator's pure tests start from: a fixed clock, observed pods and job statuses.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+#include "api/status.h"
+#include "cifartrainjob/reconcile.h"
+#include "framework/clock.h"
+
+namespace cifar::op::testing {
+
+// The reconcile tests' "now" at the start; they count in seconds from it.
+inline const Clock::time_point kT0 = parse_time("2026-11-22T12:00:00Z");
+
+// The job's Service made, none of its pods.
+inline Observed no_pods() {
+  Observed observed;
+  observed.service_exists = true;
+  return observed;
+}
+
+// `pod` (a desired pod) as the API server shows it once created at `created` and running.
+inline nlohmann::json running_pod(nlohmann::json pod, Clock::time_point created) {
+  pod["metadata"]["creationTimestamp"] = format_time(created);
+  pod["status"] = {
+      {"phase", "Running"},
+      {"containerStatuses",
+       {{{"name", "cifar-train"}, {"state", {{"running", nlohmann::json::object()}}}}}}};
+  return pod;
+}
+
+// The observed pod of that name, to change in place.
+inline nlohmann::json& pod_named(Observed& observed, const std::string& name) {
+  for (auto& pod : observed.pods) {
+    if (pod["metadata"]["name"] == name) return pod;
+  }
+  throw std::runtime_error("no pod " + name);
+}
+
+// A job whose pods run since `since`, nothing restarted.
+inline JobStatus running_since(Clock::time_point since) {
+  JobStatus status;
+  status.set_state(ConditionType::kRunning, reason::kJobRunning, "running", to_time(since));
+  status.start_time = to_time(since);
+  status.restarts = 0;
+  return status;
+}
+
+}  // namespace cifar::op::testing
