@@ -419,8 +419,11 @@ std::optional<QueueWait> queue_wait(const Job& job, const PodsByName& pods,
                    (any_pod ? "gated" : "being created") + ")";
   } else if (!workload->quota_reserved) {
     wait.reason = workload->waiting_reason.empty() ? "Pending" : workload->waiting_reason;
-    wait.message = "pod group " + group + " waits " + in_queue +
-                   (workload->waiting_message.empty() ? "" : ": " + workload->waiting_message);
+    // Before Kueue first tries the Workload its QuotaReserved condition is missing: say so, so
+    // that a reader (or a script) tells "not looked at yet" from Kueue's own why.
+    wait.message = "pod group " + group + " waits " + in_queue + ": " +
+                   (workload->waiting_message.empty() ? "Kueue has not tried to admit it yet"
+                                                      : workload->waiting_message);
   } else {
     wait.reason = "QuotaReserved";
     wait.message =

@@ -177,9 +177,15 @@ TEST_F(Queues, TwoJobsForTheQuotaOfOneRunOneAfterTheOtherWhole) {
   ASSERT_TRUE(wait_for([&] { return state("second") == "Queued" && pods_now("second").total == 4; },
                        seconds(60)))
       << diagnose("second");
-  EXPECT_TRUE(wait_for([&] { return reason_of("second") == "Pending"; }, seconds(30)))
-      << diagnose("second");
-  EXPECT_NE(message_of("second").find("insufficient"), std::string::npos) << message_of("second");
+  // "Pending" comes first without Kueue's why (the Workload is made, Kueue has not tried it
+  // yet); Kueue's message follows once it has found the quota short.
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return reason_of("second") == "Pending" &&
+               message_of("second").find("insufficient") != std::string::npos;
+      },
+      seconds(30)))
+      << "reason " << reason_of("second") << ", message " << message_of("second");
   const auto listed = kubectl({"get", "ctj", "second", "-n", ns_}).output;
   EXPECT_NE(listed.find("Queued"), std::string::npos) << listed;
   EXPECT_NE(listed.find("Pending"), std::string::npos) << listed;

@@ -213,6 +213,24 @@ TEST(QueuedJob, WaitsWithKueuesReasonAndItsClockStands) {
   EXPECT_TRUE(again.events.empty());
 }
 
+TEST(QueuedJob, AWorkloadKueueHasNotTriedYetSaysSoThenGivesKueuesWhy) {
+  const auto job = make_job();
+  const auto made = reconcile(job, JobStatus{}, observe({}, std::nullopt), kT0);
+  // The Workload exists, without a QuotaReserved condition: Kueue has not looked at it yet.
+  auto untried =
+      reconcile(job, made.status, observe(kueue_pods(job, true), workload(json::array())), kT0);
+  EXPECT_EQ(untried.status.state, ConditionType::kQueued);
+  EXPECT_EQ(untried.status.summary_reason, "Pending");
+  EXPECT_NE(untried.status.summary_message->find("Kueue has not tried to admit it yet"),
+            std::string::npos)
+      << *untried.status.summary_message;
+  // Then Kueue's why replaces it.
+  auto pending_now =
+      reconcile(job, untried.status, observe(kueue_pods(job, true), pending()), kT0 + seconds(1));
+  EXPECT_EQ(pending_now.status.summary_reason, "Pending");
+  EXPECT_NE(pending_now.status.summary_message->find(kNoQuota), std::string::npos);
+}
+
 TEST(QueuedJob, AdmissionStartsTheClockAndTheStartupDeadlines) {
   const auto job = make_job();  // startupDeadlineSeconds 600
   JobStatus queued;
