@@ -12,8 +12,10 @@ all: build
 deps:
 	bash scripts/install-deps.sh
 
+CMAKE_CONFIGURE = cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCIFAR_WERROR=$(WERROR)
 configure: deps
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCIFAR_WERROR=$(WERROR)
+	$(CMAKE_CONFIGURE) -DCIFAR_BUILD_OPERATOR=ON -DCIFAR_BUILD_TESTS=ON -DCIFAR_BUILD_BENCH=ON
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
@@ -71,7 +73,12 @@ test: deps
 	$(MAKE) --no-print-directory -j2 build go-parts
 	cd $(BUILD_DIR) && ctest -j2 --output-on-failure --timeout 900
 
-demo: build
+# The demo needs cifar-train alone: only its packages, only its target (the same build directory,
+# so `make test` afterwards reuses what it compiled).
+demo:
+	bash scripts/install-deps.sh demo
+	$(CMAKE_CONFIGURE) -DCIFAR_BUILD_OPERATOR=OFF -DCIFAR_BUILD_TESTS=OFF -DCIFAR_BUILD_BENCH=OFF
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target cifar-train
 	bash scripts/demo.sh $(BUILD_DIR)/bin/cifar-train
 
 bench: build

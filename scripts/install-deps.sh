@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
-# Installs everything the build, the tests, the demo and the benchmarks need. Idempotent: packages
+# Installs what the build, the tests, the demo and the benchmarks need. Idempotent: packages
 # already present are skipped, so a second run costs one dpkg query.
+#
+#   scripts/install-deps.sh         everything (`make test`, `make bench`, the local cluster)
+#   scripts/install-deps.sh demo    only what `make demo` needs: the toolchain, the runtime's
+#                                   libraries (cifar-train alone is built) and the data decoder
 set -euo pipefail
+group=${1:-all}
+case $group in
+  all | demo) ;;
+  *)
+    echo "install-deps.sh: unknown group '$group' (all | demo)" >&2
+    exit 2
+    ;;
+esac
 
-APT_PACKAGES=(
+# What building cifar-train and running the demo needs.
+DEMO_PACKAGES=(
   # toolchain
-  build-essential cmake ninja-build ccache pkg-config clang-format clang-tidy curl openssl
+  build-essential cmake ninja-build ccache pkg-config curl openssl
   # runtime: LibTorch (CPU) and c10d's Gloo headers
   libtorch-dev libgloo-dev
   # Not libopenblas0-*: its 60 KB of static TLS, with glog's and torch's, no longer fits the
@@ -14,26 +27,34 @@ APT_PACKAGES=(
   # runtime libraries
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libcurl4-openssl-dev libarchive-dev libssl-dev zlib1g-dev
-  # operator: Kubernetes client over HTTP (cpprestsdk), kubeconfig (yaml-cpp)
-  libcpprest-dev libyaml-cpp-dev
   # parameter server: gRPC + protobuf
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
+  # real data: CIFAR-10's JPEG copy beside the repository is decoded with PIL
+  # (scripts/cifar10-data.sh); Fashion-MNIST is the demo's fallback
+  python3 python3-pil dataset-fashion-mnist
+)
+
+# What the rest needs: the operator, the tests, the local cluster, the benchmarks.
+MORE_PACKAGES=(
+  clang-format clang-tidy
+  # operator: Kubernetes client over HTTP (cpprestsdk), kubeconfig (yaml-cpp)
+  libcpprest-dev libyaml-cpp-dev
   # tests
-  libgtest-dev libgmock-dev googletest python3 python3-yaml
+  libgtest-dev libgmock-dev googletest python3-yaml
   # Grafana's dashboard SDK lives in a venv (deploy/grafana/setup-sdk.sh)
   python3-venv
   # the local cluster of the end-to-end tests (deploy/local-cluster): container runtime, CNI
   # plugins, kube-proxy's iptables, and the image builder (no registry: a base from mmdebstrap)
   containerd runc containernetworking-plugins iptables conntrack podman buildah mmdebstrap
-  # real data: CIFAR-10's JPEG copy beside the repository is decoded with PIL
-  # (scripts/cifar10-data.sh); Fashion-MNIST is the demo's fallback
-  python3-pil dataset-fashion-mnist
   # the PyTorch side of side-by-side benchmarks (belongs to /usr/bin/python3)
   python3-torch python3-torchvision
 )
 
+wanted=("${DEMO_PACKAGES[@]}")
+[ "$group" = demo ] || wanted+=("${MORE_PACKAGES[@]}")
+
 missing=()
-for p in "${APT_PACKAGES[@]}"; do
+for p in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 
@@ -45,9 +66,9 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
-  echo "install-deps: all packages present"
+  echo "install-deps: all $group packages present"
 fi
 
 # Grafana's dashboard SDK (deploy/grafana/dashboard.py, ctest Grafana.Dashboard): pip, into a venv
 # outside the repository; a no-op once installed.
-bash "$(dirname "$0")/../deploy/grafana/setup-sdk.sh" >/dev/null
+[ "$group" = demo ] || bash "$(dirname "$0")/../deploy/grafana/setup-sdk.sh" >/dev/null

@@ -245,8 +245,10 @@ TEST_F(AcrossNodes, AParameterServerJobSurvivesTheDeathOfANode) {
   submit("psdeath", kPsAsync,
          ps_on_the_second_node +
              "    Master: {replicas: 1}\n    Worker: {replicas: 2}\n    Evaluator: {replicas: 1}\n",
+         // cleanPodPolicy None: the replaced pods' logs are read after the job ended (the default,
+         // Running, deletes the PS and any trainer still running at the chief's success).
          "  runPolicy:\n    restartPolicy: OnFailure\n    backoffLimit: 10\n"
-         "    nodeFailureGraceSeconds: 5\n"
+         "    nodeFailureGraceSeconds: 5\n    cleanPodPolicy: None\n"
          "    schedulingPolicy: {spreadAcrossNodes: Required}\n",
          "cifar10", 12, kAsyncPsLearningRate);
   const auto dir = run_dir("psdeath");
@@ -262,8 +264,10 @@ TEST_F(AcrossNodes, AParameterServerJobSurvivesTheDeathOfANode) {
   // What was replaced went on from where the job was, not from the start: a trainer from the
   // parameter servers' version, a PS from the run's checkpoint.
   for (const auto& pod_name : replaced) {
-    if (!pod_exists(pod_name) || pod_name.find("-evaluator-") != std::string::npos) continue;
-    const auto log = kubectl({"logs", pod_name, "-n", ns_}).output;
+    if (pod_name.find("-evaluator-") != std::string::npos) continue;
+    const auto logs = kubectl({"logs", pod_name, "-n", ns_});
+    ASSERT_EQ(logs.exit_code, 0) << pod_name << ": " << logs.output;
+    const auto& log = logs.output;
     if (pod_name.find("-ps-") != std::string::npos) {
       EXPECT_NE(log.find("restoring its"), std::string::npos) << pod_name << ":\n" << log;
       continue;
