@@ -33,10 +33,11 @@ node: deps
 kueue: deps
 	bash deploy/local-cluster/build.sh kueue
 
-# The test tools from their Go modules, cached like the control plane (tests/tools/build.sh):
-# Helm, Prometheus + promtool, kind (and its config checker), the Prometheus Operator's CRDs.
+# The tools from their Go modules, cached like the control plane (deploy/tools/build.sh; the local
+# cluster and the tests use them): Helm, Prometheus + promtool, kind (and its config checker), the
+# Prometheus Operator's CRDs.
 TOOLS = helm prometheus kind prometheus-operator-crds
-build_tools = for tool in $(TOOLS); do bash tests/tools/build.sh $$tool >/dev/null || exit 1; done
+build_tools = for tool in $(TOOLS); do bash deploy/tools/build.sh $$tool >/dev/null || exit 1; done
 tools: deps
 	$(build_tools)
 

@@ -151,7 +151,7 @@ cat >"$dir/operator-values.yaml" <<VALUES
 progressIntervalSeconds: 5
 nodeSelector: {kubernetes.io/hostname: $("$here/node.sh" name "$dir" 1)}
 VALUES
-helm="$("$repo/tests/tools/build.sh" helm)/helm"
+helm="$("$repo/deploy/tools/build.sh" helm)/helm"
 if ! "$helm" --kubeconfig "$dir/kubeconfig" install cifar-operator "$repo/deploy/helm/cifar-operator" \
     --namespace cifartrain-system --create-namespace -f "$dir/operator-values.yaml" \
     --wait --timeout 120s >>"$dir/logs/install.log" 2>&1; then
