@@ -31,7 +31,7 @@ node: deps
 # Kueue's manager (sigs.k8s.io/kueue, pinned in deploy/local-cluster/modules/kueue), cached alike
 # (~3 minutes the first time); deploy/local-cluster/kueue.sh installs it on the local cluster.
 kueue: deps
-	bash deploy/local-cluster/build.sh kueue
+	bash deploy/local-cluster/build-kueue.sh
 
 # The tools from their Go modules, cached like the control plane (deploy/tools/build.sh; the local
 # cluster and the tests use them): Helm, Prometheus + promtool, kind (and its config checker), the
@@ -63,7 +63,7 @@ cluster-stop:
 # shares a staging directory with it), then Kueue, then the tools.
 go-parts: deps
 	bash deploy/local-cluster/build.sh node >/dev/null
-	bash deploy/local-cluster/build.sh kueue >/dev/null
+	bash deploy/local-cluster/build-kueue.sh >/dev/null
 	$(build_tools)
 
 # The C++ build and the Go parts side by side: on a cold machine the Go parts spend minutes
