@@ -13,16 +13,16 @@
 # - no visibility API (VisibilityOnDemand off, its APIServices left out): the local API server has
 #   no aggregation layer (front-proxy certificates), and an APIService that cannot be reached
 #   breaks API discovery for every client (Helm, kubectl).
+# shellcheck disable=SC2154 # images, nodes: cluster.env's
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 dir=$(cd "${1:?usage: kueue.sh DIR}" && pwd)
 # shellcheck source=/dev/null
-source "$dir/cluster.env"  # images
+source "$dir/cluster.env"  # images, nodes
 log_dir=$dir/logs
 # shellcheck source=lib.sh
 source "$here/lib.sh"
 kubectl=(kubectl --kubeconfig "$dir/kubeconfig")
-nodes=$(sed -n 's/^nodes=//p' "$dir/host-before")
 
 version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kueue" {print $3}' "$here/modules/kueue/go.mod")
 bin=$("$here/build-kueue.sh")
