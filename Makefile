@@ -33,12 +33,13 @@ node: deps
 # Kueue's manager (sigs.k8s.io/kueue, pinned in deploy/local-cluster/modules/kueue), cached alike
 # (~3 minutes the first time); deploy/local-cluster/kueue.sh installs it on the local cluster.
 kueue: deps
-	bash deploy/local-cluster/build.sh kueue
+	bash deploy/local-cluster/build-kueue.sh
 
-# The test tools from their Go modules, cached like the control plane (tests/tools/build.sh):
-# Helm, Prometheus + promtool, kind (and its config checker), the Prometheus Operator's CRDs.
+# The tools from their Go modules, cached like the control plane (deploy/tools/build.sh; the local
+# cluster and the tests use them): Helm, Prometheus + promtool, kind (and its config checker), the
+# Prometheus Operator's CRDs.
 TOOLS = helm prometheus kind prometheus-operator-crds
-build_tools = for tool in $(TOOLS); do bash tests/tools/build.sh $$tool >/dev/null || exit 1; done
+build_tools = for tool in $(TOOLS); do bash deploy/tools/build.sh $$tool >/dev/null || exit 1; done
 tools: deps
 	$(build_tools)
 
@@ -64,7 +65,7 @@ cluster-stop:
 # shares a staging directory with it), then Kueue, then the tools.
 go-parts: deps
 	bash deploy/local-cluster/build.sh node >/dev/null
-	bash deploy/local-cluster/build.sh kueue >/dev/null
+	bash deploy/local-cluster/build-kueue.sh >/dev/null
 	$(build_tools)
 
 # The C++ build and the Go parts side by side: on a cold machine the Go parts spend minutes

@@ -12,7 +12,7 @@
 # Environment:
 #   CLUSTER_NAME          default cifartrain (cpu) or cifartrain-gpu (gpu)
 #   KIND, HELM            the kind and helm binaries (default: on PATH, else the pinned ones that
-#                         tests/tools/build.sh kind|helm builds, with Go)
+#                         deploy/tools/build.sh kind|helm builds, with Go)
 #   CIFAR_IMAGE_CACHE     where scripts/build-images.sh left its tars (default ~/.cache/cifartrain/images)
 #   NVIDIA_CTK_VERSION    NVIDIA container toolkit installed in the GPU workers (default 1.19.0-1)
 #   DEVICE_PLUGIN_VERSION NVIDIA device plugin chart (default 0.18.2)
@@ -40,14 +40,14 @@ die() { say "$*"; exit 1; }
 for cmd in docker kubectl; do
   command -v "$cmd" >/dev/null || die "$cmd is missing (README: kind with GPUs, prerequisites)"
 done
-# tool NAME: NAME on PATH, else the version the repository pins, built by tests/tools/build.sh.
+# tool NAME: NAME on PATH, else the version the repository pins, built by deploy/tools/build.sh.
 tool() {
   command -v "$1" && return
-  if [ ! -f "$repo/tests/tools/$1/go.mod" ] || ! command -v go >/dev/null; then
+  if [ ! -f "$repo/deploy/tools/$1/go.mod" ] || ! command -v go >/dev/null; then
     die "$1 is missing (README: kind with GPUs, prerequisites)"
   fi
-  say "no $1 on PATH: building the pinned one (tests/tools/build.sh $1)"
-  echo "$("$repo/tests/tools/build.sh" "$1")/$1"
+  say "no $1 on PATH: building the pinned one (deploy/tools/build.sh $1)"
+  echo "$("$repo/deploy/tools/build.sh" "$1")/$1"
 }
 kind=${KIND:-$(tool kind)}
 helm=${HELM:-$(tool helm)}

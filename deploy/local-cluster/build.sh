@@ -8,28 +8,21 @@
 # With `node`, also the parts of the nodes (start.sh): kubelet, kube-scheduler,
 # kube-controller-manager and kube-proxy from the same k8s.io/kubernetes in one `go build`
 # (~7 minutes cold), and CoreDNS (pinned in modules/coredns/go.mod, ~3 minutes).
-# With `kueue`, Kueue's manager alone (pinned in modules/kueue/go.mod; kueue.sh installs it),
-# cached by its version beside the others; prints its directory.
-#   deploy/local-cluster/build.sh [node|kueue]
+# Kueue's manager, which the cluster runs only when kueue.sh installs it, is build-kueue.sh's.
+#   deploy/local-cluster/build.sh [node]
 set -euo pipefail
+case ${1:-} in
+  "" | node) ;;
+  *) echo "usage: build.sh [node] (Kueue's manager: build-kueue.sh)" >&2; exit 2 ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
 kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$here/modules/kubernetes/go.mod")
 etcd_version=$(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2; exit}' "$here/modules/etcd/go.mod")
 out=${CIFAR_CONTROL_PLANE_CACHE:-$HOME/.cache/cifartrain/control-plane}/k8s-$kube_version-etcd-$etcd_version
 mkdir -p "$out/bin"
 
+# shellcheck source=../../scripts/go-build.sh
 source "$here/../../scripts/go-build.sh"
-if [ "${1:-}" = kueue ]; then
-  kueue_version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kueue" {print $3}' "$here/modules/kueue/go.mod")
-  require_go "$here/modules/kueue" "kueue $kueue_version"
-  kueue_out=${CIFAR_CONTROL_PLANE_CACHE:-$HOME/.cache/cifartrain/control-plane}/kueue-$kueue_version
-  p=sigs.k8s.io/kueue/pkg/version
-  go_build "$kueue_out" "$here/modules/kueue" "" \
-    "-X $p.GitVersion=$kueue_version -X $p.GitCommit=$kueue_version -X $p.BuildDate=1970-01-01T00:00:00Z" \
-    manager=sigs.k8s.io/kueue/cmd/kueue
-  echo "$kueue_out/bin"
-  exit 0
-fi
 require_go "$here/modules/kubernetes" "kube-apiserver $kube_version"
 command -v kubectl >/dev/null || { echo "build.sh: kubectl is not on PATH" >&2; exit 1; }
 

@@ -3,7 +3,7 @@
 # its own release manifests (config/default of the pinned module, rendered with kubectl's
 # kustomize: CRDs, RBAC, the controller manager's Deployment in kueue-system with its pod
 # integration, its webhooks and their self-made certificates), the manager built from its Go
-# module (build.sh kueue, cached) and made into an image of that one static binary, loaded into
+# module (build-kueue.sh, cached) and made into an image of that one static binary, loaded into
 # every node (no registry). Then it waits until Kueue's webhook takes pods.
 #   deploy/local-cluster/kueue.sh DIR
 # What differs from a release install, and why:
@@ -13,19 +13,19 @@
 # - no visibility API (VisibilityOnDemand off, its APIServices left out): the local API server has
 #   no aggregation layer (front-proxy certificates), and an APIService that cannot be reached
 #   breaks API discovery for every client (Helm, kubectl).
+# shellcheck disable=SC2154 # images, nodes: cluster.env's
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 dir=$(cd "${1:?usage: kueue.sh DIR}" && pwd)
 # shellcheck source=/dev/null
-source "$dir/cluster.env"  # images
+source "$dir/cluster.env"  # images, nodes
 log_dir=$dir/logs
 # shellcheck source=lib.sh
 source "$here/lib.sh"
 kubectl=(kubectl --kubeconfig "$dir/kubeconfig")
-nodes=$(sed -n 's/^nodes=//p' "$dir/host-before")
 
 version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kueue" {print $3}' "$here/modules/kueue/go.mod")
-bin=$("$here/build.sh" kueue)
+bin=$("$here/build-kueue.sh")
 image=localhost/kueue/kueue:$version
 
 # The image: the static manager alone, as Kueue's own (distroless) runs it: /manager, UID 65532.

@@ -2,6 +2,7 @@
 # Shell helpers of the local cluster's scripts and of the operator's bare control plane (sourced).
 # wait_for reads the log of what it waits for from $log_dir/<what>.log; spawn writes it there and
 # records the daemon's pid in $dir/pids (for stop.sh, which stops daemons by pid, never by name).
+# shellcheck disable=SC2154 # dir, log_dir: the caller's
 
 # A TCP port on 127.0.0.1 that was free a moment ago.
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -30,6 +31,10 @@ spawn() {
 
 # pids_of NAME: the pids spawn recorded under NAME (several if it was started again).
 pids_of() { awk -v n="$1" '$2 == n {print $1}' "$dir/pids" 2>/dev/null; }
+
+# node_indexes: the local cluster's nodes with a daemon in $dir/pids (node.sh names them
+# nodeINDEX-DAEMON), each index once, in order.
+node_indexes() { sed -n 's/^[0-9]* node\([0-9]*\)-.*/\1/p' "$dir/pids" 2>/dev/null | sort -un; }
 
 # stop_daemon NAME [SIGNAL]: SIGTERM (or SIGNAL), up to 10 s, then SIGKILL; its lines leave pids.
 stop_daemon() {

@@ -19,13 +19,14 @@
 # log dir and cgroup root /nodeINDEX, so that no two kubelets ever touch each other's state.
 # Shared with the host, because no setting moves them: /var/lib/kubelet/device-plugins (no device
 # plugin runs here) and /var/log/containers (its links are named after pod and container ids).
+# shellcheck disable=SC2154 # bin, images, cluster_dns, cluster_cidr, pause_image: cluster.env's
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 command=$1
 dir=$(cd "$2" && pwd)
 index=$3
 # shellcheck source=/dev/null
-source "$dir/cluster.env"  # bin, api_server, cluster_dns, cluster_cidr, pause_image, images
+source "$dir/cluster.env"  # bin, images, cluster_dns, cluster_cidr, pause_image
 log_dir=$dir/logs
 # shellcheck source=lib.sh
 source "$here/lib.sh"

@@ -47,20 +47,15 @@ log() { echo "start.sh: $*" >&2; }
 log_dir=$dir/logs
 # shellcheck source=lib.sh
 source "$here/lib.sh"
+# shellcheck source=host.sh
+source "$here/host.sh"
 
 # --- what stop.sh must restore: the host's settings before the cluster changed them ----------
-{
-  echo "bin=$bin"
-  echo "nodes=$nodes"
-  echo "ip_forward=$(cat /proc/sys/net/ipv4/ip_forward)"
-  echo "bridge_nf_call_iptables=$(cat /proc/sys/net/bridge/bridge-nf-call-iptables 2>/dev/null || echo)"
-  for path in /var/lib/kubelet /var/log/containers /var/log/pods /var/lib/cni /run/containerd /run/netns /etc/cni; do
-    [ -e "$path" ] && echo "existed=$path"
-  done
-  findmnt -n /run/netns >/dev/null 2>&1 && echo "mounted=/run/netns"
-} >"$dir/host-before"
+record_host "${host_paths[@]}" >"$dir/host-before"
+# The cluster itself, for node.sh, kueue.sh and stop.sh (sourced: shell assignments).
 cat >"$dir/cluster.env" <<ENV
 bin=$bin
+nodes=$nodes
 images=$images
 cluster_dns=$api_ip
 cluster_cidr=$cluster_cidr
@@ -151,7 +146,7 @@ cat >"$dir/operator-values.yaml" <<VALUES
 progressIntervalSeconds: 5
 nodeSelector: {kubernetes.io/hostname: $("$here/node.sh" name "$dir" 1)}
 VALUES
-helm="$("$repo/tests/tools/build.sh" helm)/helm"
+helm="$("$repo/deploy/tools/build.sh" helm)/helm"
 if ! "$helm" --kubeconfig "$dir/kubeconfig" install cifar-operator "$repo/deploy/helm/cifar-operator" \
     --namespace cifartrain-system --create-namespace -f "$dir/operator-values.yaml" \
     --wait --timeout 120s >>"$dir/logs/install.log" 2>&1; then

@@ -40,13 +40,13 @@ inline std::string cluster_file(const std::string& name) {
   return (e2e_dir() / "cluster" / name).string();
 }
 
-// The directory of a test tool built from its Go module and cached (tests/tools/build.sh TOOL
+// The directory of a test tool built from its Go module and cached (deploy/tools/build.sh TOOL
 // prints it last; instant once built): helm, prometheus, ...
 inline std::filesystem::path tool_dir(const std::string& tool) {
   const auto built = run_process(
-      {(std::filesystem::path(CIFAR_SOURCE_DIR) / "tests/tools/build.sh").string(), tool});
+      {(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/tools/build.sh").string(), tool});
   if (built.exit_code != 0) {
-    throw std::runtime_error("tests/tools/build.sh " + tool + ": " + built.output);
+    throw std::runtime_error("deploy/tools/build.sh " + tool + ": " + built.output);
   }
   auto out = built.output;
   while (!out.empty() && out.back() == '\n') out.pop_back();

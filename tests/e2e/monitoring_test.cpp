@@ -1,4 +1,4 @@
-// Monitoring end to end: a real Prometheus (tests/tools/build.sh prometheus) on the host scrapes
+// Monitoring end to end: a real Prometheus (deploy/tools/build.sh prometheus) on the host scrapes
 // the local cluster through Kubernetes service discovery with deploy/prometheus's config and
 // rules, while a parameter-server job (with an evaluator) and an all-reduce job train. Then every
 // panel of the Grafana dashboard (deploy/grafana/cifartrain.json) is evaluated against it, its

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks of the Helm chart deploy/helm/cifar-operator with Helm itself (tests/tools/build.sh helm):
+# Checks of the Helm chart deploy/helm/cifar-operator with Helm itself (deploy/tools/build.sh helm):
 #   lint             `helm lint --strict` with the defaults and every value set of values/
 #   schema           bad values are refused by values.schema.json or the templates, each with a
 #                    message naming the value
@@ -16,7 +16,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 chart=$repo/deploy/helm/cifar-operator
-helm="$("$repo/tests/tools/build.sh" helm)/helm"
+helm="$("$repo/deploy/tools/build.sh" helm)/helm"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -76,7 +76,7 @@ dry_run() {
   local kubeconfig=${1:?dry-run needs a KUBECONFIG}
   local kubectl=(kubectl --kubeconfig "$kubeconfig")
   local crds monitoring_apis=() kinds
-  crds=$("$repo/tests/tools/build.sh" prometheus-operator-crds)
+  crds=$("$repo/deploy/tools/build.sh" prometheus-operator-crds)
   for ns in helm-dry-run helm-team-a; do
     "${kubectl[@]}" create namespace "$ns" --dry-run=client -o yaml | "${kubectl[@]}" apply -f - >/dev/null
   done

@@ -10,7 +10,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-bin=$("$repo/tests/tools/build.sh" kind)
+bin=$("$repo/deploy/tools/build.sh" kind)
 check=$bin/kind-config-check
 node_config=$bin/../share/kind/containerd-config.toml
 tmp=$(mktemp -d)
@@ -30,8 +30,8 @@ count_lines() {
 # kind_cli ARGS...: the kind CLI with no docker/podman/nerdctl to find, output to $tmp/cli.out.
 kind_cli() { env PATH=/nonexistent HOME="$tmp" "$bin/kind" "$@" >"$tmp/cli.out" 2>&1; }
 
-# --- the kind pinned in tests/tools/kind/go.mod is the kind this checks with
-pinned=$(awk '$1 == "sigs.k8s.io/kind" {print $2; exit}' "$repo/tests/tools/kind/go.mod")
+# --- the kind pinned in deploy/tools/kind/go.mod is the kind this checks with
+pinned=$(awk '$1 == "sigs.k8s.io/kind" {print $2; exit}' "$repo/deploy/tools/kind/go.mod")
 "$bin/kind" version >"$tmp/version"
 expect_line "$tmp/version" "^kind $pinned " "kind CLI is the pinned $pinned"
 

@@ -12,7 +12,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 kubeconfig=${1:?usage: discovery.sh KUBECONFIG}
-bin=$("$repo/tests/tools/build.sh" prometheus)
+bin=$("$repo/deploy/tools/build.sh" prometheus)
 source "$repo/deploy/local-cluster/lib.sh"
 kubectl=(kubectl --kubeconfig "$kubeconfig")
 ns=cifartrain-prometheus-test-$$

@@ -7,7 +7,7 @@
 //	kind-config-check [--name CLUSTER] [--containerd-config TOML] FILE...
 //
 // --name: the cluster name `kind create cluster --name` would give (validated like kind does).
-// --containerd-config: the node image's /etc/containerd/config.toml (tests/tools/build.sh kind
+// --containerd-config: the node image's /etc/containerd/config.toml (deploy/tools/build.sh kind
 // copies kind's from its module); without it, containerd patches are only listed.
 //
 // kind keeps its loader internal (pkg/internal/apis/config): the file goes through the public

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Builds the test tools that come from Go modules: Helm, Prometheus + promtool, the checker of
-# kind's cluster configs with the kind CLI of the same version, and fetches the Prometheus
-# Operator's CRDs. Each is a directory here whose go.mod pins it (with any local sources);
-# the binaries are cached outside the repo ($CIFAR_TOOLS_CACHE, default ~/.cache/cifartrain/tools)
-# under a key of that directory's contents, so a warm run does nothing and a new pin rebuilds.
+# Builds the tools that come from Go modules, for deploy/ and tests/ alike: Helm (the local
+# cluster installs the operator with it; deploy/kind/create-cluster.sh without a helm on PATH),
+# Prometheus + promtool, the kind CLI (create-cluster.sh) with the checker of kind's cluster
+# configs (tests/kind), and fetches the Prometheus Operator's CRDs (tests/helm). Each is a
+# directory here whose go.mod pins it (with any local sources); the binaries are cached outside
+# the repo ($CIFAR_TOOLS_CACHE, default ~/.cache/cifartrain/tools) under a key of that
+# directory's contents (not of its path), so a warm run does nothing and a new pin rebuilds.
 # Prints the directory holding the binaries.
-#   tests/tools/build.sh helm|prometheus|kind|prometheus-operator-crds
+#   deploy/tools/build.sh helm|prometheus|kind|prometheus-operator-crds
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tool=${1:?usage: build.sh helm|prometheus|kind|prometheus-operator-crds}
