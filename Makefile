@@ -70,9 +70,11 @@ go-parts: deps
 
 # The C++ build and the Go parts side by side: on a cold machine the Go parts spend minutes
 # downloading modules and linking on one core, which the C++ build fills (~6 of ~30 minutes).
+# Then ctest, and each test's wall time (tests/test_times.py: the slowest, every e2e case).
 test: deps
 	$(MAKE) --no-print-directory -j2 build go-parts
-	cd $(BUILD_DIR) && ctest -j2 --output-on-failure --timeout 900
+	cd $(BUILD_DIR) && { ctest -j2 --output-on-failure --timeout 900 --output-junit ctest-results.xml; \
+	  status=$$?; python3 $(CURDIR)/tests/test_times.py ctest-results.xml 10 || true; exit $$status; }
 
 # The demo needs cifar-train alone: only its packages, only its target (the same build directory,
 # so `make test` afterwards reuses what it compiled).

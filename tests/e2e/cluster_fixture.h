@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -65,7 +68,27 @@ inline std::filesystem::path node_dir(const std::string& node) {
   return {};
 }
 
+using Steady = std::chrono::steady_clock;
+inline double seconds_since(Steady::time_point start) {
+  return std::chrono::duration<double>(Steady::now() - start).count();
+}
+
 inline const std::string kImage = "localhost/cifartrain/runtime:dev";
+
+// The strategies and replicas most tests submit (YAML lines of the spec).
+inline const std::string kPsSync =
+    "  strategy: {type: ParameterServer, parameterServer: {mode: sync}}\n";
+inline const std::string kPsAsync =
+    "  strategy: {type: ParameterServer, parameterServer: {mode: async}}\n";
+inline const std::string kAllReduce =
+    "  strategy: {type: AllReduce, allReduce: {backend: gloo}}\n";
+inline const std::string kPsReplicas =
+    "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 2}\n"
+    "    Evaluator: {replicas: 1}\n";
+// Epochs of a job that a fault interrupts: long enough (30-60 s) that the replacement pod runs
+// before the job ends. (A deleted pod used to take its whole 30 s grace period to go, until
+// cifar-train, PID 1 in its container, handled SIGTERM; a fresh-clone CI run caught it.)
+constexpr int kLongEnoughToInterrupt = 4;
 
 // For async PS jobs that train more than an epoch: async PS applies each of its trainers' pushes as
 // a step of its own, on stale gradients, so 0.02 (the default of submit()) leaves simplecnn with
@@ -207,6 +230,21 @@ class Cluster : public ::testing::Test {
     std::vector<int> each(static_cast<size_t>(epochs));
     for (int i = 0; i < epochs; ++i) each[static_cast<size_t>(i)] = i + 1;
     return each;
+  }
+
+  // The nodes the job's pods are on, by pod name (pods not yet placed are left out).
+  std::map<std::string, std::string> placement(const std::string& job) {
+    std::map<std::string, std::string> nodes;
+    for (const auto& p : pods_of(job)) {
+      const auto node_name = p["spec"].value("nodeName", "");
+      if (!node_name.empty()) nodes[p["metadata"]["name"]] = node_name;
+    }
+    return nodes;
+  }
+  static std::set<std::string> nodes_of(const std::map<std::string, std::string>& placed) {
+    std::set<std::string> nodes;
+    for (const auto& [pod_name, node_name] : placed) nodes.insert(node_name);
+    return nodes;
   }
 
   json pod(const std::string& name) { return client_.get(cifar::kube::pods(ns_).named(name)); }

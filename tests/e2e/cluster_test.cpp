@@ -2,7 +2,7 @@
 // the operator as a Deployment from its image): CifarTrainJobs applied with kubectl run as real
 // pods from the runtime image on a slice of real CIFAR-10, find each other by the DNS names the
 // operator injects, and reach Succeeded; faults are made for real (a pod deleted, a process
-// killed, the operator killed) and the job's policy is asserted. A failing test prints the job's
+// killed) and the job's policy is asserted (the operator killed: operator_kill_test.cpp). A failing test prints the job's
 // status, its Events and its pods' logs.
 #include <gtest/gtest.h>
 
@@ -16,17 +16,6 @@
 
 namespace cifar::e2e {
 namespace {
-
-const std::string kPsSync = "  strategy: {type: ParameterServer, parameterServer: {mode: sync}}\n";
-const std::string kPsAsync =
-    "  strategy: {type: ParameterServer, parameterServer: {mode: async}}\n";
-// Epochs of a job that a fault interrupts: long enough (30-60 s) that the replacement pod runs
-// before the job ends. (A deleted pod used to take its whole 30 s grace period to go, until
-// cifar-train, PID 1 in its container, handled SIGTERM; a fresh-clone CI run caught it.)
-constexpr int kLongEnoughToInterrupt = 4;
-const std::string kPsReplicas =
-    "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 2}\n"
-    "    Evaluator: {replicas: 1}\n";
 
 TEST_F(Cluster, AParameterServerJobRunsToSucceededAndReportsItsProgress) {
   data_and_checkpoint_volumes();
@@ -139,41 +128,6 @@ TEST_F(Cluster, UnderExitCodeAKilledProcessIsRestartedAndAPermanentCodeFailsTheJ
   EXPECT_EQ(condition["reason"], "PodFailed");
   EXPECT_NE(condition["message"].get<std::string>().find("exit code"), std::string::npos)
       << condition.dump();
-}
-
-TEST_F(Cluster, TheOperatorKilledMidRunResumesWhereItWas) {
-  data_and_checkpoint_volumes();
-  submit("op", kPsAsync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt, kAsyncPsLearningRate);
-  ASSERT_TRUE(wait_for_state("op", "Running", seconds(120)));
-  ASSERT_TRUE(wait_until_training("op"));
-  std::map<std::string, std::string> uids;
-  for (const auto& p : pods_of("op")) uids[p["metadata"]["name"]] = p["metadata"]["uid"];
-  const auto operators = client_.list(cifar::kube::pods("cifartrain-system"),
-                                      {"app.kubernetes.io/name=cifar-operator", "", ""})["items"];
-  ASSERT_EQ(operators.size(), 1U);
-  const auto operator_pod = operators[0]["metadata"]["name"].get<std::string>();
-  const int restarts_before =
-      operators[0]["status"]["containerStatuses"][0].value("restartCount", 0);
-  const auto status_path = cifar::kube::pods("cifartrain-system").named(operator_pod);
-  const int pid = pid_of_container(client_.get(status_path));
-  ASSERT_GT(pid, 0);
-  ASSERT_EQ(::kill(pid, SIGKILL), 0);
-  ASSERT_EQ(phase("op-master-0"), "Running");  // mid-run: only a new operator can end the job
-  // The kubelet restarts it; the new instance takes the job up from the API.
-  EXPECT_TRUE(wait_for(
-      [&] {
-        const auto s = client_.get(status_path)["status"]["containerStatuses"][0];
-        return s.value("restartCount", 0) > restarts_before && s.value("ready", false);
-      },
-      seconds(120)));
-  ASSERT_TRUE(wait_for_state("op", "Succeeded", seconds(300))) << state("op");
-  // Nothing was recreated or duplicated: the same pods (those still there) as before the kill.
-  for (const auto& p : pods_of("op")) {
-    const auto name = p["metadata"]["name"].get<std::string>();
-    ASSERT_TRUE(uids.count(name)) << "new pod " << name;
-    EXPECT_EQ(uids[name], p["metadata"]["uid"]) << name;
-  }
-  EXPECT_EQ(status_of("op").value("restarts", 0), 0);
 }
 
 // The bridge CNI plugin enforces no NetworkPolicy, so the job token is what keeps other pods

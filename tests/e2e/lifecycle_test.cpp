@@ -14,9 +14,6 @@
 namespace cifar::e2e {
 namespace {
 
-const std::string kAllReduce = "  strategy: {type: AllReduce, allReduce: {backend: gloo}}\n";
-const std::string kPsAsync =
-    "  strategy: {type: ParameterServer, parameterServer: {mode: async}}\n";
 
 std::string reason_of(const json& status) { return status.value("reason", ""); }
 std::string message_of(const json& status) { return status.value("message", ""); }

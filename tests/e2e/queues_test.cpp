@@ -17,12 +17,7 @@
 namespace cifar::e2e {
 namespace {
 
-using Steady = std::chrono::steady_clock;
 using cifar::op::parse_time;
-
-double seconds_since(Steady::time_point start) {
-  return std::chrono::duration<double>(Steady::now() - start).count();
-}
 
 class Queues : public Cluster {
  protected:
@@ -146,10 +141,8 @@ class Queues : public Cluster {
   std::vector<std::string> cluster_objects_;
 };
 
-const std::string kPsSync = "  strategy: {type: ParameterServer, parameterServer: {mode: sync}}\n";
-const std::string kAllReduce = "  strategy: {type: AllReduce, allReduce: {backend: gloo}}\n";
 // 4 pods x 200m: 800m of the ClusterQueue's 1 CPU.
-const std::string kPsReplicas =
+const std::string kQueuedPsReplicas =
     "    PS: {replicas: 1, resources: {requests: {cpu: 200m}}}\n"
     "    Master: {replicas: 1, resources: {requests: {cpu: 200m}}}\n"
     "    Worker: {replicas: 1, resources: {requests: {cpu: 200m}}}\n"
@@ -166,11 +159,11 @@ std::string in_queue(const std::string& priority_class = "") {
 TEST_F(Queues, TwoJobsForTheQuotaOfOneRunOneAfterTheOtherWhole) {
   data_and_checkpoint_volumes();
   const auto applied = Steady::now();
-  submit("first", kPsSync, kPsReplicas, in_queue());
+  submit("first", kPsSync, kQueuedPsReplicas, in_queue());
   const auto first_admission = ungated_after("first", applied);
   std::cerr << "job first: admitted (every pod ungated) " << first_admission
             << " s after it was applied\n";
-  submit("second", kPsSync, kPsReplicas, in_queue());
+  submit("second", kPsSync, kQueuedPsReplicas, in_queue());
 
   // The second waits whole: all of its pods made and gated, none placed, while the first runs;
   // its state says why, in Kueue's words.
