@@ -66,9 +66,28 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
-  echo "install-deps: all $group packages present"
+  echo "install-deps: every package of group $group is present"
 fi
+
+[ "$group" = demo ] && exit 0
 
 # Grafana's dashboard SDK (deploy/grafana/dashboard.py, ctest Grafana.Dashboard): pip, into a venv
 # outside the repository; a no-op once installed.
-[ "$group" = demo ] || bash "$(dirname "$0")/../deploy/grafana/setup-sdk.sh" >/dev/null
+bash "$(dirname "$0")/../deploy/grafana/setup-sdk.sh" >/dev/null
+
+# Not from apt: Debian 12's Go (1.19) is older than the pinned modules' `go` lines, and it has no
+# kubectl. The machines this project runs on come with both; say so plainly where they do not.
+go_needed=1.26
+if ! go_version=$(go env GOVERSION 2>/dev/null); then
+  echo "install-deps: no 'go' on PATH: the local cluster and the test tools are built from Go" \
+    "modules with Go $go_needed or newer (https://go.dev/dl/)" >&2
+  exit 1
+fi
+if [ "$(printf '%s\n' "go$go_needed" "$go_version" | sort -V | head -1)" != "go$go_needed" ]; then
+  echo "install-deps: $go_version is older than the Go $go_needed the pinned modules need" >&2
+  exit 1
+fi
+if ! command -v kubectl >/dev/null; then
+  echo "install-deps: no 'kubectl' on PATH: the tests and the local cluster use it" >&2
+  exit 1
+fi
