@@ -80,7 +80,7 @@ bash "$(dirname "$0")/../deploy/grafana/setup-sdk.sh" >/dev/null
 go_needed=1.26
 if ! go_version=$(go env GOVERSION 2>/dev/null); then
   echo "install-deps: no 'go' on PATH: the local cluster and the test tools are built from Go" \
-    "modules with Go $go_needed or newer (https://go.dev/dl/)" >&2
+    "modules with Go $go_needed or newer" >&2
   exit 1
 fi
 if [ "$(printf '%s\n' "go$go_needed" "$go_version" | sort -V | head -1)" != "go$go_needed" ]; then
