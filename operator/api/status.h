@@ -64,8 +64,14 @@ inline constexpr std::string_view kInvalidSpec = "InvalidSpec";
 inline constexpr std::string_view kCreateRejected = "CreateRejected";
 inline constexpr std::string_view kJobSuspended = "JobSuspended";
 inline constexpr std::string_view kJobResumed = "JobResumed";
-// Queued: besides Kueue's own reasons for a Workload that waits (Pending, Inadmissible), which are
-// passed on as they are:
+// Queued: Kueue's own reasons, passed on as they are: for a Workload that waits (Pending before
+// Kueue gives one, Inadmissible, ...), that holds quota and waits for its admission checks
+// (QuotaReserved), or that Kueue evicted for another reason than preemption (Evicted, or the
+// Workload's own reason: PodsReadyTimeout, Deactivated, ...).
+inline constexpr std::string_view kPending = "Pending";
+inline constexpr std::string_view kQuotaReserved = "QuotaReserved";
+inline constexpr std::string_view kEvicted = "Evicted";
+// And the operator's:
 inline constexpr std::string_view kWaitingForWorkload = "WaitingForWorkload";  // not made yet
 inline constexpr std::string_view kPreempted = "Preempted";  // evicted, waiting to be readmitted
 // The Workload of an earlier admission ended (a preemption, a suspend): it goes before the pods

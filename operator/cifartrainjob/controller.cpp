@@ -1,26 +1,14 @@
 #include "cifartrainjob/controller.h"
 
 #include <spdlog/spdlog.h>
-#include <sys/random.h>
 
-#include <algorithm>
-#include <array>
-#include <cerrno>
-#include <cstring>
-#include <iomanip>
-#include <map>
 #include <set>
-#include <sstream>
 #include <thread>
 #include <vector>
 
-#include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/progress_scraper.h"
 #include "cifartrainjob/resource.h"
 #include "contract/labels.h"
-#include "framework/kueue.h"
-#include "framework/merge_patch.h"
-#include "framework/node_status.h"
 #include "framework/owner.h"
 #include "framework/pod_status.h"
 
@@ -37,82 +25,6 @@ std::string owner_key(const json& object) {
   const auto job = labels->find(contract::label::kJobName);
   if (job == labels->end()) return "";
   return m.value("namespace", "") + "/" + job->get<std::string>();
-}
-
-// A refusal that no retry can change: a 4xx other than conflict (a stale read) and throttling.
-bool is_permanent(const kube::ApiError& e) {
-  return e.status() >= 400 && e.status() < 500 && e.status() != 409 && e.status() != 429;
-}
-
-// The job's token: 32 bytes from the kernel's CSPRNG (getrandom(2); std::random_device may use
-// the CPU's RDRAND instead), hex.
-std::string random_token() {
-  std::array<unsigned char, 32> bytes{};
-  size_t filled = 0;
-  while (filled < bytes.size()) {
-    const auto n = ::getrandom(bytes.data() + filled, bytes.size() - filled, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw std::runtime_error(std::string("getrandom: ") + std::strerror(errno));
-    }
-    filled += static_cast<size_t>(n);
-  }
-  std::ostringstream hex;
-  for (const auto b : bytes) hex << std::hex << std::setw(2) << std::setfill('0') << int{b};
-  return hex.str();
-}
-
-// A refusal that is no fault of the job and goes away by itself: the namespace's quota is
-// exhausted for now, or its service account is not made yet (right after the namespace). The
-// Job controller retries these too (its FailedCreate).
-bool is_refused_for_now(const kube::ApiError& e) {
-  const std::string what = e.what();
-  return e.status() == 403 && (what.find("exceeded quota") != std::string::npos ||
-                               what.find("error looking up service account") != std::string::npos);
-}
-
-// A create that could not be made now and is tried again later: refused for now by the server
-// (reason FailedCreate) or blocked by an object of its name the job does not control (NotOwned).
-// apply stops creating and says so with this.
-class CreateBlocked : public std::runtime_error {
- public:
-  CreateBlocked(std::string_view reason, const std::string& message)
-      : std::runtime_error(message), reason_(reason) {}
-  [[nodiscard]] std::string_view reason() const { return reason_; }
-  // How soon the job tries again: a quota frees up by itself; a foreign object needs a person.
-  [[nodiscard]] std::chrono::seconds retry_after() const {
-    return std::chrono::seconds(reason_ == reason::kFailedCreate ? 10 : 30);
-  }
-
- private:
-  std::string_view reason_;
-};
-
-// Creates `object` for `job`; false if it was there already. One of its name already there is
-// the job's if the job controls it (our cache lagged our own create); anything else of that name
-// is never used as the job's (CreateBlocked).
-bool create_owned(kube::Client& client, const kube::ResourcePath& path, const json& object,
-                  const Job& job) {
-  try {
-    client.create(path, object);
-    return true;
-  } catch (const kube::ApiError& e) {
-    if (e.status() != 409) throw;
-    const auto name = object["metadata"]["name"].get<std::string>();
-    json existing;
-    try {
-      existing = client.get(path.named(name));
-    } catch (const kube::ApiError& gone) {
-      if (gone.status() == 404) throw e;  // deleted meanwhile: a conflict, tried again
-      throw;
-    }
-    if (controlled_by(existing, job.uid)) return false;
-    throw CreateBlocked(reason::kNotOwned,
-                        object.value("kind", "object") + " " + name +
-                            " exists and is not managed by this job (its controller: " +
-                            describe_controller(existing) +
-                            "); delete it, or give the job another name");
-  }
 }
 
 // A pod as the controller reads it: metadata, status, its node, and its containers' names and
@@ -144,8 +56,7 @@ OperatorMetrics::PodCounts count_pods(const JobSpec& spec, const std::vector<jso
     const auto type =
         pod["metadata"].value("labels", json::object()).value(contract::label::kReplicaType, "");
     if (type.empty()) continue;
-    const auto phase = pod_phase(pod);
-    counts[type][phase.empty() ? "Pending" : phase] += 1;  // the API server's first phase
+    counts[type][std::string(pod_phase_name(pod_phase(pod)))] += 1;
   }
   return counts;
 }
@@ -154,7 +65,12 @@ OperatorMetrics::PodCounts count_pods(const JobSpec& spec, const std::vector<jso
 
 JobController::JobController(kube::Client& client, ControllerOptions options,
                              OperatorMetrics& metrics)
-    : client_(client), options_(std::move(options)), metrics_(metrics) {
+    : client_(client),
+      options_(std::move(options)),
+      metrics_(metrics),
+      nodes_(client_, [this](const std::string& node) { enqueue_jobs_on_node(node); }),
+      workloads_(client_, options_.namespace_,
+                 [this](const std::string& job_key) { queue_.add(job_key); }) {
   auto enqueue_job = [this](const json& job) { queue_.add(Informer::key_of(job)); };
   auto enqueue_owner = [this](const json& object) {
     if (const auto key = owner_key(object); !key.empty()) queue_.add(key);
@@ -166,54 +82,9 @@ JobController::JobController(kube::Client& client, ControllerOptions options,
                                      trim_pod, owner_key);
   services_ = std::make_unique<Informer>(client_, kube::services(options_.namespace_), owned,
                                          enqueue_owner);
-  nodes_ = std::make_unique<Informer>(
-      client_, kube::nodes(), kube::ListOptions{},
-      [this](const json& node) { note_node(node["metadata"].value("name", "")); }, trim_node);
-  // A pod group's Workload is named "<job>-<8 characters of its uid>" (pod_group_name): its job
-  // is known from its name alone, also once the pods that own it are gone.
-  workloads_ = std::make_unique<Informer>(
-      client_, kueue::workloads(options_.namespace_), kube::ListOptions{},
-      [this](const json& workload) {
-        const auto name = workload["metadata"].value("name", "");
-        constexpr size_t kSuffix = 9;  // "-" and 8 characters of the uid
-        if (name.size() > kSuffix && name[name.size() - kSuffix] == '-') {
-          queue_.add(workload["metadata"].value("namespace", "") + "/" +
-                     name.substr(0, name.size() - kSuffix));
-        }
-      },
-      kueue::trim_workload);
 }
 
-void JobController::observe_workload(const Job& job, Observed& observed) {
-  if (job.spec.queue.empty()) return;
-  std::call_once(workloads_started_, [this] {
-    spdlog::info("a job names a queue: watching Kueue's Workloads");
-    workloads_->start();
-  });
-  observed.workload_known = workloads_->synced();
-  if (const auto cached = workloads_->get(job.namespace_ + "/" + pod_group_name(job))) {
-    observed.workload = kueue::workload_state(*cached);
-  }
-}
-
-void JobController::note_node(const std::string& name) {
-  const auto cached = nodes_->get("/" + name);
-  const auto trouble = cached ? node_trouble(*cached) : std::nullopt;
-  {
-    const std::lock_guard lock(nodes_mu_);
-    const auto known = troubled_nodes_.find(name);
-    const bool was = known != troubled_nodes_.end();
-    if (!trouble && !was) return;
-    if (trouble && was && known->second == *trouble) return;
-    if (trouble) {
-      spdlog::warn("node {} is in trouble: {} {}", name, trouble->reason, trouble->message);
-      troubled_nodes_[name] = *trouble;
-    } else {
-      spdlog::info("node {} is {}", name, cached ? "Ready again" : "gone");
-      troubled_nodes_.erase(known);
-    }
-  }
-  // The jobs with pods on it look again.
+void JobController::enqueue_jobs_on_node(const std::string& name) {
   std::set<std::string> keys;
   pods_->for_each([&](const json& pod) {
     if (pod_node(pod) == name) {
@@ -223,25 +94,13 @@ void JobController::note_node(const std::string& name) {
   for (const auto& key : keys) queue_.add(key);
 }
 
-NodeTroubles JobController::troubled_nodes_of(const std::vector<json>& pods) {
-  NodeTroubles troubles;
-  const std::lock_guard lock(nodes_mu_);
-  if (troubled_nodes_.empty()) return troubles;
-  for (const auto& pod : pods) {
-    if (const auto found = troubled_nodes_.find(pod_node(pod)); found != troubled_nodes_.end()) {
-      troubles.insert(*found);
-    }
-  }
-  return troubles;
-}
-
 JobController::~JobController() { queue_.shut_down(); }
 
 void JobController::run(const std::atomic<bool>& stop) {
   jobs_->start();
   pods_->start();
   services_->start();
-  nodes_->start();
+  nodes_.start();
   for (auto* informer : {jobs_.get(), pods_.get(), services_.get()}) {
     while (!informer->wait_for_sync(std::chrono::milliseconds(200))) {
       if (stop.load()) break;
@@ -250,7 +109,7 @@ void JobController::run(const std::atomic<bool>& stop) {
   // The nodes' health, briefly: a job whose pods sit on a dead node (an operator restarted after
   // it ran there) must not be judged before it is known. Not waited for longer: without RBAC on
   // nodes the jobs still run, and only lost nodes go unnoticed.
-  if (!nodes_->wait_for_sync(std::chrono::seconds(10))) {
+  if (!nodes_.wait_for_sync(std::chrono::seconds(10))) {
     spdlog::warn("the node cache has not synced (RBAC on nodes?): pods on lost nodes go unnoticed");
   }
   ready_ = !stop.load();
@@ -285,8 +144,8 @@ void JobController::run(const std::atomic<bool>& stop) {
   jobs_->stop();
   pods_->stop();
   services_->stop();
-  nodes_->stop();
-  workloads_->stop();
+  nodes_.stop();
+  workloads_.stop();
   ready_ = false;
 }
 
@@ -366,8 +225,8 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
     const auto service = services_->get(job.namespace_ + "/" + job.name);
     observed.service_exists = service && controlled_by(*service, job.uid);
     observed.progress = progress_of(key);
-    observed.troubled_nodes = troubled_nodes_of(observed.pods);
-    observe_workload(job, observed);
+    observed.troubled_nodes = nodes_.troubled_nodes_of(observed.pods);
+    workloads_.observe(job, observed);
     plan = reconcile(job, status, observed, Clock::now());
   } catch (const InvalidSpec& e) {
     if (!status.finished()) {
@@ -389,7 +248,7 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
   metrics_.set_job_pods(job.namespace_, job.name, count_pods(job.spec, observed.pods));
   metrics_.set_job_restarts(job.namespace_, job.name, plan.restarts);
   try {
-    apply(*object, job, plan, pod_uids);
+    applier_.apply(*object, job, plan, pod_uids);
     if (plan.status.finished()) forget_progress(key);
   } catch (const CreateBlocked& blocked) {
     // What could be made was made; the status says what was not, and the job tries again.
@@ -397,165 +256,22 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
                  blocked.retry_after().count());
     auto noted = plan;
     note_blocked_create(noted, blocked.reason(), blocked.what(), Clock::now());
-    update_status_and_delete(*object, job, noted, pod_uids);
+    applier_.update_status_and_delete(*object, job, noted, pod_uids);
     return plan.requeue_after ? std::min(*plan.requeue_after, blocked.retry_after())
                               : blocked.retry_after();
   } catch (const kube::ApiError& e) {
-    if (!is_permanent(e)) throw;
+    if (!is_permanent_refusal(e)) throw;
     // The server will refuse this object however often it is sent (an invalid name, a rejected
     // field): say so in the job's status and an Event instead of retrying forever.
     spdlog::warn("{}: the API server refused an object for good: {}", key, e.what());
-    apply(*object, job,
-          reconcile_failed(status, reason::kCreateRejected,
-                           "the API server refused an object of the job: " + std::string(e.what()),
-                           Clock::now()),
-          {});
+    applier_.apply(
+        *object, job,
+        reconcile_failed(status, reason::kCreateRejected,
+                         "the API server refused an object of the job: " + std::string(e.what()),
+                         Clock::now()),
+        {});
   }
   return plan.requeue_after;
-}
-
-void JobController::apply(const json& object, const Job& job, const Plan& plan,
-                          const std::map<std::string, std::string>& pod_uids) {
-  try {
-    create_objects(job, plan);
-  } catch (const kube::ApiError& e) {
-    if (!is_refused_for_now(e)) throw;
-    throw CreateBlocked(reason::kFailedCreate,
-                        std::string("the API server refuses for now to create an object of the "
-                                    "job, retrying: ") +
-                            e.what());
-  }
-  update_status_and_delete(object, job, plan, pod_uids);
-}
-
-void JobController::create_objects(const Job& job, const Plan& plan) {
-  const auto key = job.namespace_ + "/" + job.name;
-  if (plan.create_token_secret) {
-    create_owned(client_, kube::secrets(job.namespace_), desired_token_secret(job, random_token()),
-                 job);
-  }
-  if (plan.create_network_policy) {
-    create_owned(client_, kube::network_policies(job.namespace_), *plan.create_network_policy, job);
-  }
-  if (plan.create_service) {
-    create_owned(client_, kube::services(job.namespace_), *plan.create_service, job);
-    spdlog::info("{}: created Service {}, its token Secret and NetworkPolicy", key, job.name);
-  }
-  int created = 0;
-  for (const auto& pod : plan.create_pods) {
-    const auto name = pod["metadata"]["name"].get<std::string>();
-    try {
-      if (create_owned(client_, kube::pods(job.namespace_), pod, job)) {
-        ++created;
-        spdlog::info("{}: created pod {}", key, name);
-      }
-    } catch (...) {
-      metrics_.add_pods_created(created);
-      throw;
-    }
-    expectations_.expect_created(key, name);
-  }
-  metrics_.add_pods_created(created);
-}
-
-void JobController::update_status_and_delete(const json& object, const Job& job, const Plan& plan,
-                                             const std::map<std::string, std::string>& pod_uids) {
-  const auto key = job.namespace_ + "/" + job.name;
-  // The status first: a restart is counted before the failed pod that shows it is deleted, and a
-  // status refused as stale (409) leaves the pods as they were for the retry.
-  const auto old_status = object.value("status", json::object());
-  const json new_status = plan.status;
-  if (new_status != old_status) {
-    // With the resourceVersion we read: a status computed from a stale cache is refused (409)
-    // and the key retried, instead of overwriting what a newer round wrote (restart counts).
-    client_.patch(cifartrainjobs(job.namespace_).named(job.name).sub("status"),
-                  {{"metadata", {{"resourceVersion", object["metadata"]["resourceVersion"]}}},
-                   {"status", replacing_merge_patch(old_status, new_status)}},
-                  kube::PatchType::kMerge);
-    if (new_status.value("state", "") != old_status.value("state", "")) {
-      spdlog::info("{}: state {}", key, new_status.value("state", ""));
-    }
-  }
-  int deleted = 0;
-  for (const auto& name : plan.delete_pods) {
-    try {
-      client_.remove(kube::pods(job.namespace_).named(name));
-      ++deleted;
-      spdlog::info("{}: deleted pod {}", key, name);
-    } catch (const kube::ApiError& e) {
-      if (e.status() != 404) throw;
-    }
-    if (const auto uid = pod_uids.find(name); uid != pod_uids.end()) {
-      expectations_.expect_deleted(key, uid->second);
-    }
-  }
-  for (const auto& name : plan.force_delete_pods) {
-    const auto uid = pod_uids.find(name);
-    try {
-      client_.force_remove(kube::pods(job.namespace_).named(name),
-                           uid == pod_uids.end() ? "" : uid->second);
-      ++deleted;
-      spdlog::warn("{}: deleted pod {} for good (its node is lost)", key, name);
-    } catch (const kube::ApiError& e) {
-      if (e.status() != 404 && e.status() != 409) throw;  // gone, or replaced already
-    }
-    if (uid != pod_uids.end()) expectations_.expect_deleted(key, uid->second);
-  }
-  metrics_.add_pods_deleted(deleted);
-  for (const auto& name : plan.release_pods) {
-    try {
-      client_.patch(kube::pods(job.namespace_).named(name), kueue::release_patch(),
-                    kube::PatchType::kStrategicMerge);
-      spdlog::info("{}: took Kueue's finalizer off pod {} (it is replaced under its name)", key,
-                   name);
-    } catch (const kube::ApiError& e) {
-      if (e.status() != 404) throw;
-    }
-  }
-  if (plan.delete_workload) {
-    try {
-      client_.remove(kueue::workloads(job.namespace_).named(*plan.delete_workload));
-      spdlog::info("{}: deleted Kueue Workload {}, whose admission ended", key,
-                   *plan.delete_workload);
-    } catch (const kube::ApiError& e) {
-      if (e.status() != 404) throw;
-    }
-  }
-  for (const auto& event : plan.events) record_event(object, event);
-  if (plan.delete_job) {
-    try {
-      client_.remove(cifartrainjobs(job.namespace_).named(job.name));
-      spdlog::info("{}: deleted (ttlSecondsAfterFinished)", key);
-    } catch (const kube::ApiError& e) {
-      if (e.status() != 404) throw;
-    }
-  }
-}
-
-void JobController::record_event(const json& object, const EventRecord& event) {
-  const auto& m = object["metadata"];
-  const auto now = format_time(Clock::now());
-  const json record = {{"apiVersion", "v1"},
-                       {"kind", "Event"},
-                       {"metadata", {{"generateName", m["name"].get<std::string>() + "-"}}},
-                       {"involvedObject",
-                        {{"apiVersion", kApiVersion},
-                         {"kind", kKind},
-                         {"name", m["name"]},
-                         {"namespace", m.value("namespace", "")},
-                         {"uid", m.value("uid", "")}}},
-                       {"type", event.type},
-                       {"reason", event.reason},
-                       {"message", event.message},
-                       {"source", {{"component", "cifar-operator"}}},
-                       {"firstTimestamp", now},
-                       {"lastTimestamp", now},
-                       {"count", 1}};
-  try {
-    client_.create(kube::events(m.value("namespace", "")), record);
-  } catch (const kube::ApiError& e) {
-    spdlog::warn("could not record event {}: {}", event.reason, e.what());  // not worth a retry
-  }
 }
 
 void JobController::put_progress(const std::string& key, json progress) {

@@ -3,12 +3,12 @@
 #include <sstream>
 
 #include "api/group_version.h"
+#include "cifartrainjob/kueue_integration.h"
 #include "contract/env.h"
 #include "contract/flags.h"
 #include "contract/labels.h"
 #include "contract/ports.h"
 #include "contract/termination.h"
-#include "framework/kueue.h"
 
 namespace cifar::op {
 namespace {
@@ -76,6 +76,11 @@ std::string legacy_model_dir(const Job& job) { return checkpoint_path(job.spec) 
 
 std::string pod_name(const Job& job, Role role, int index) {
   return job.name + "-" + std::string(role_name(role)) + "-" + std::to_string(index);
+}
+
+std::string chief_name(const Job& job) {
+  return job.spec.count(Role::kMaster) > 0 ? pod_name(job, Role::kMaster, 0)
+                                           : pod_name(job, Role::kWorker, 0);
 }
 
 std::string pod_host(const Job& job, Role role, int index) {
@@ -148,8 +153,6 @@ std::vector<std::string> container_args(const Job& job, Role role) {
   }
   return a;
 }
-
-std::string pod_group_name(const Job& job) { return job.name + "-" + job.uid.substr(0, 8); }
 
 int pod_count(const JobSpec& spec) {
   int n = 0;
@@ -274,19 +277,7 @@ json desired_pod(const Job& job, Role role, int index) {
   if (!metadata.contains("labels")) metadata["labels"] = json::object();
   metadata["labels"].update(replica_labels(job, role, index));
   metadata["ownerReferences"] = json::array({owner_reference(job)});
-  if (!s.queue.empty()) {
-    // One Kueue pod group, admitted whole or not at all. Not retriable in the group: Kueue ends
-    // the group, and gives its quota back, once none of its pods is left to run (the job ended,
-    // failed, was deleted, suspended or preempted), instead of holding the quota for replacements
-    // until all of them succeeded; a pod the operator recreates while the job runs still joins
-    // the admitted group.
-    metadata["labels"][std::string(kueue::kQueueNameLabel)] = s.queue;
-    metadata["labels"][std::string(kueue::kPodGroupNameLabel)] = pod_group_name(job);
-    if (!metadata.contains("annotations")) metadata["annotations"] = json::object();
-    metadata["annotations"][std::string(kueue::kPodGroupTotalCountAnnotation)] =
-        std::to_string(pod_count(s));
-    metadata["annotations"][std::string(kueue::kRetriableInGroupAnnotation)] = "false";
-  }
+  if (!s.queue.empty()) join_pod_group(job, metadata);
   auto& spec = pod["spec"];
   spec["hostname"] = pod_name(job, role, index);
   spec["subdomain"] = job.name;

@@ -16,6 +16,8 @@ inline constexpr int kRuntimeUser = 65532;
 
 // "<job>-<role>-<index>", the pod's name and hostname.
 std::string pod_name(const Job& job, Role role, int index);
+// The chief's pod, whose success is the job's: the master's, or worker 0's without a master.
+std::string chief_name(const Job& job);
 // "<job>-<role>-<index>.<job>.<namespace>.svc": a peer's DNS name through the headless Service.
 std::string pod_host(const Job& job, Role role, int index);
 
@@ -33,11 +35,7 @@ std::string model_dir(const Job& job);
 // Where operators before status.modelDir put a job's run: <path>/<name>.
 std::string legacy_model_dir(const Job& job);
 
-// The Kueue pod group of a job with a queue: "<job>-<first 8 characters of its uid>" (at most 60
-// characters: job names are at most 51). Its Workload has this name. A job deleted and applied
-// again under its name is a new group, never counted to the old one's Workload.
-std::string pod_group_name(const Job& job);
-// The job's pods, all replicas together: the size of its pod group.
+// The job's pods, all replicas together: the size of its Kueue pod group (kueue_integration.h).
 int pod_count(const JobSpec& spec);
 
 // The labels every object of the job carries, and the selector of one replica's pod.

@@ -16,6 +16,7 @@
 #include "contract/roles.h"
 #include "framework/clock.h"
 #include "framework/owner.h"
+#include "framework/pod_status.h"
 #include "framework/sleep_until.h"
 
 namespace cifar::op {
@@ -32,7 +33,7 @@ std::string metrics_url(const json& pod) {
   if (!role || *role == contract::Role::kPs) return "";
   const auto status = pod.value("status", json::object());
   const auto ip = status.value("podIP", "");
-  if (status.value("phase", "") != "Running" || ip.empty()) return "";
+  if (pod_phase(pod) != PodPhase::kRunning || ip.empty()) return "";
   int port = contract::kMetricsPort.number;
   for (const auto& container : pod["spec"].value("containers", json::array())) {
     for (const auto& p : container.value("ports", json::array())) {

@@ -1,7 +1,12 @@
 #include "cifartrainjob/reconcile.h"
 
+#include "cifartrainjob/active_deadline.h"
 #include "cifartrainjob/desired_state.h"
-#include "cifartrainjob/reconcile_phases.h"
+#include "cifartrainjob/job_end.h"
+#include "cifartrainjob/kueue_integration.h"
+#include "cifartrainjob/replica_tally.h"
+#include "cifartrainjob/replicas.h"
+#include "cifartrainjob/suspend.h"
 
 namespace cifar::op {
 

@@ -1,7 +1,7 @@
 // The reconcile function: from a job (spec and last status) and what is observed (its pods, its
-// Service, its pods' nodes' health) to what should be done (objects to create and delete, the new
-// status, when to look again). Pure: no server, no clock of its own; the apply layer (controller.h)
-// carries it out.
+// Service, its pods' nodes' health, its queue's Workload: Observed, plan.h) to what should be done
+// (objects to create and delete, the new status, when to look again: Plan). Pure: no server, no
+// clock of its own; the apply layer (applier.h) carries it out.
 //
 // Lifecycle rules:
 // - restartPolicy Never: a failed pod fails the job. OnFailure: the kubelet restarts containers
@@ -43,75 +43,19 @@
 //   the apply layer finds when their create meets an object that is not the job's.
 #pragma once
 
-#include <chrono>
-#include <cstdint>
-#include <map>
-#include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "api/job.h"
 #include "api/status.h"
+#include "cifartrainjob/plan.h"
 #include "framework/clock.h"
-#include "framework/kueue.h"
-#include "framework/node_status.h"
 
 namespace cifar::op {
 
-struct Observed {
-  std::vector<nlohmann::json> pods;  // the job's pods: its label, and this job as controller
-  // Pods with the job's label that this job does not control (an orphan of an earlier job of the
-  // same name, a user's own pod), by name: never adopted, and a name they hold is not created.
-  std::map<std::string, std::string> foreign_pods;  // name -> who controls it
-  bool service_exists = false;
-  // The progress scraper's newest status.progress for the job (progress.h), if it has one: the
-  // reconcile writes it, so that the status has one writer.
-  std::optional<nlohmann::json> progress;
-  // The nodes of the job's pods that are in trouble (not Ready, or out of service), by name.
-  NodeTroubles troubled_nodes;
-  // A job with a queue: the Kueue Workload of its pod group, if there is one; `workload_known` is
-  // false until the cache of Workloads has synced (nothing is decided from its absence before).
-  std::optional<kueue::WorkloadState> workload;
-  bool workload_known = true;
-};
-
-struct EventRecord {
-  std::string type;  // Normal | Warning
-  std::string reason;
-  std::string message;
-};
-
-struct Plan {
-  // The job's own objects, made once, before its pods: the token Secret (its random value is the
-  // apply layer's), the NetworkPolicy, then the headless Service, whose existence says all three
-  // were made.
-  bool create_token_secret = false;
-  std::optional<nlohmann::json> create_network_policy;
-  std::optional<nlohmann::json> create_service;
-  std::vector<nlohmann::json> create_pods;
-  std::vector<std::string> delete_pods;  // names
-  // Pods on a lost node, deleted for good (grace period 0): the API server forgets them at once,
-  // without their node's word. Recreated in a later round, once the cache shows them gone.
-  std::vector<std::string> force_delete_pods;
-  // Pods the operator replaces under their own name whose Kueue finalizer it takes off: Kueue holds
-  // a failed pod of a group until a replacement appears, and the replacement, of the same name,
-  // cannot be created while it is there.
-  std::vector<std::string> release_pods;
-  // The Kueue Workload of an admission that ended (the group was preempted, suspended, or all its
-  // pods ended): deleted before the pods are created again, which then queue as a new group.
-  std::optional<std::string> delete_workload;
-  JobStatus status;  // the job's whole new status
-  // The restarts backoffLimit counts: status.restarts plus the in-place restarts of the pods that
-  // exist (for the operator's metrics; a job that cannot run has its status.restarts).
-  int64_t restarts = 0;
-  bool delete_job = false;  // ttlSecondsAfterFinished has passed
-  std::optional<std::chrono::seconds> requeue_after;
-  std::vector<EventRecord> events;
-};
-
-// The phases (reconcile_phases.h) in order: finished, suspended, deadline, replicas.
+// The phases in order, each of which may end the round: finished (job_end.h), suspended
+// (suspend.h), deadline (active_deadline.h), replicas (replicas.h); queue_wait
+// (kueue_integration.h) first says whether the job waits in its queue.
 Plan reconcile(const Job& job, const JobStatus& status, const Observed& observed,
                Clock::time_point now);
 

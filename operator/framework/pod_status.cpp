@@ -1,11 +1,41 @@
 #include "framework/pod_status.h"
 
+#include <array>
+#include <utility>
+
 namespace cifar::op {
 
 using nlohmann::json;
 
-std::string pod_phase(const json& pod) {
-  return pod.value("status", json::object()).value("phase", "");
+namespace {
+
+constexpr std::array<std::pair<std::string_view, PodPhase>, 5> kPodPhaseNames = {{
+    {"Pending", PodPhase::kPending},
+    {"Running", PodPhase::kRunning},
+    {"Succeeded", PodPhase::kSucceeded},
+    {"Failed", PodPhase::kFailed},
+    {"Unknown", PodPhase::kUnknown},
+}};
+
+}  // namespace
+
+PodPhase parse_pod_phase(std::string_view name) {
+  if (name.empty()) return PodPhase::kPending;
+  for (const auto& [known, phase] : kPodPhaseNames) {
+    if (known == name) return phase;
+  }
+  return PodPhase::kUnknown;
+}
+
+std::string_view pod_phase_name(PodPhase phase) {
+  for (const auto& [name, known] : kPodPhaseNames) {
+    if (known == phase) return name;
+  }
+  return "Unknown";
+}
+
+PodPhase pod_phase(const json& pod) {
+  return parse_pod_phase(pod.value("status", json::object()).value("phase", ""));
 }
 
 bool pod_terminating(const json& pod) {
@@ -95,7 +125,7 @@ bool pod_started(const json& pod) {
     }
   }
   const auto phase = pod_phase(pod);
-  return phase == "Running" || phase == "Succeeded" || phase == "Failed";
+  return phase == PodPhase::kRunning || phase == PodPhase::kSucceeded || phase == PodPhase::kFailed;
 }
 
 std::optional<Time> pod_created_at(const json& pod) {

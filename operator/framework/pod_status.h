@@ -5,14 +5,22 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "framework/clock.h"
 
 namespace cifar::op {
 
-std::string pod_phase(const nlohmann::json& pod);  // "Pending", "Running", ...; "" before any
-bool pod_terminating(const nlohmann::json& pod);   // has a deletionTimestamp
-std::string pod_node(const nlohmann::json& pod);   // spec.nodeName: "" until it is scheduled
+// status.phase, read once and compared as an enum past here.
+enum class PodPhase { kPending, kRunning, kSucceeded, kFailed, kUnknown };
+// "Pending", "Running", "Succeeded", "Failed", "Unknown". No phase yet ("": the API server has
+// not written the status) is Pending, the phase it starts with; a name this version does not
+// know is Unknown, which nothing here acts on.
+PodPhase parse_pod_phase(std::string_view name);
+std::string_view pod_phase_name(PodPhase phase);
+PodPhase pod_phase(const nlohmann::json& pod);
+bool pod_terminating(const nlohmann::json& pod);  // has a deletionTimestamp
+std::string pod_node(const nlohmann::json& pod);  // spec.nodeName: "" until it is scheduled
 // The exit code of the pod's (first) container that terminated, now or in its last run.
 std::optional<int> pod_exit_code(const nlohmann::json& pod);
 int pod_restarts(const nlohmann::json& pod);  // its containers' in-place restarts

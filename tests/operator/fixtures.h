@@ -6,7 +6,7 @@
 #include <string>
 
 #include "api/status.h"
-#include "cifartrainjob/reconcile.h"
+#include "cifartrainjob/plan.h"
 #include "framework/clock.h"
 
 namespace cifar::op::testing {

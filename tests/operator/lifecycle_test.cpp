@@ -8,7 +8,6 @@
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/progress.h"
 #include "cifartrainjob/reconcile.h"
-#include "cifartrainjob/reconcile_phases.h"
 #include "tests/operator/fixtures.h"
 
 namespace cifar::op {

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "cifartrainjob/desired_state.h"
+#include "cifartrainjob/kueue_integration.h"
 #include "cifartrainjob/reconcile.h"
 #include "framework/kueue.h"
 #include "tests/operator/fixtures.h"
@@ -157,6 +158,19 @@ TEST(KueueWorkload, TrimKeepsConditionsAndNameOnly) {
   EXPECT_FALSE(w["metadata"].contains("ownerReferences"));
   EXPECT_EQ(w["metadata"]["name"], kGroup);
   EXPECT_TRUE(kueue::workload_state(w).finished);
+}
+
+TEST(KueuePods, AWorkloadNamesItsJob) {
+  // The inverse of pod_group_name, from the name alone: a Workload's job, once its pods are gone.
+  EXPECT_EQ(job_name_of_pod_group(pod_group_name(make_job())), "j");
+  EXPECT_EQ(job_name_of_pod_group("my-job-0123abcd"), "my-job");
+  EXPECT_EQ(job_name_of_pod_group(std::string(51, 'a') + "-0123abcd"), std::string(51, 'a'));
+  // Names pod_group_name does not make.
+  EXPECT_EQ(job_name_of_pod_group(""), std::nullopt);
+  EXPECT_EQ(job_name_of_pod_group("0123abcd"), std::nullopt);
+  EXPECT_EQ(job_name_of_pod_group("-0123abcd"), std::nullopt);  // no job name
+  EXPECT_EQ(job_name_of_pod_group("j_0123abcd"), std::nullopt);
+  EXPECT_EQ(job_name_of_pod_group("j-0123abc"), std::nullopt);  // the uid's prefix too short
 }
 
 TEST(KueuePods, EveryPodCarriesTheGroup) {

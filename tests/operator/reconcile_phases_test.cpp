@@ -1,10 +1,14 @@
-// The phases of a reconcile (cifartrainjob/reconcile_phases.h), each on its own: whether it ends
-// the round, and what it adds to the plan. reconcile_test.cpp drives them together.
-#include "cifartrainjob/reconcile_phases.h"
-
+// The phases of a reconcile (job_end.h, suspend.h, active_deadline.h, replicas.h, and the tally
+// of replica_tally.h), each on its own: whether it ends the round, and what it adds to the plan.
+// reconcile_test.cpp drives them together.
 #include <gtest/gtest.h>
 
+#include "cifartrainjob/active_deadline.h"
 #include "cifartrainjob/desired_state.h"
+#include "cifartrainjob/job_end.h"
+#include "cifartrainjob/replica_tally.h"
+#include "cifartrainjob/replicas.h"
+#include "cifartrainjob/suspend.h"
 #include "tests/operator/fixtures.h"
 
 namespace cifar::op {

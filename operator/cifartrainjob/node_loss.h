@@ -1,0 +1,34 @@
+// Pods on a node in trouble. A node that is only not Ready is reported (holdups.h); a lost one
+// (its kubelet stopped answering, or it is tainted out of service) can never confirm its pods'
+// end, so they would stay Terminating for good: they are deleted for good once the node has been
+// lost runPolicy.nodeFailureGraceSeconds (at once if out of service) and created again on a live
+// node. Not counted against backoffLimit: a node failure is not the job's fault.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "api/job.h"
+#include "cifartrainjob/plan.h"
+#include "framework/clock.h"
+#include "framework/node_status.h"
+
+namespace cifar::op {
+
+// The trouble of the node a pod is on, if it has any.
+const NodeTrouble* trouble_of(const nlohmann::json& pod, const NodeTroubles& troubled);
+
+// "is on node n2, not Ready for 35 s (NodeStatusUnknown: Kubelet stopped posting node status.)"
+std::string describe_trouble(const std::string& node, const NodeTrouble& trouble,
+                             Clock::time_point now);
+
+// The pods on a node in trouble that are due to be replaced (runPolicy.nodeFailureGraceSeconds
+// after the node stopped being Ready, at once if it is out of service): their names go to
+// plan.force_delete_pods with an Event, and are returned; a requeue is asked for the next one.
+// A Succeeded pod is left: its work is done.
+std::set<std::string> replace_pods_on_lost_nodes(const Job& job, const PodsByName& pods,
+                                                 const NodeTroubles& troubled,
+                                                 Clock::time_point now, Plan& plan);
+
+}  // namespace cifar::op

@@ -1,0 +1,60 @@
+#include "cifartrainjob/replica_tally.h"
+
+#include "cifartrainjob/desired_state.h"
+#include "contract/exit_codes.h"
+#include "framework/pod_status.h"
+
+namespace cifar::op {
+namespace {
+
+bool retryable(const JobSpec& spec, const std::optional<int>& code) {
+  return spec.restart_policy == RestartPolicy::kOnFailure ||
+         (spec.restart_policy == RestartPolicy::kExitCode &&
+          (!code || contract::is_retryable_exit(*code)));
+}
+
+}  // namespace
+
+ReplicaTally tally_replicas(const Job& job, const PodsByName& pods,
+                            const std::set<std::string>& leaving) {
+  const auto& spec = job.spec;
+  ReplicaTally tally;
+  for (const auto role : kRoles) {
+    const int n = spec.count(role);
+    if (n == 0) continue;
+    ReplicaStatus counts;
+    for (int i = 0; i < n; ++i) {
+      const auto name = pod_name(job, role, i);
+      const auto found = pods.find(name);
+      if (found == pods.end()) {
+        tally.missing.emplace_back(role, i);
+        tally.all_exist = false;
+        continue;
+      }
+      const auto& pod = found->second;
+      if (pod_terminating(pod) || leaving.count(name) > 0) {
+        tally.all_exist = false;  // recreated once it is gone
+        continue;
+      }
+      tally.in_place_restarts += pod_restarts(pod);
+      const auto phase = pod_phase(pod);
+      if (phase == PodPhase::kSucceeded) {
+        ++counts.succeeded;
+      } else if (phase != PodPhase::kFailed) {
+        ++counts.active;
+        if (pod_ready(pod)) ++counts.ready;
+        tally.any_running = tally.any_running || phase == PodPhase::kRunning;
+      } else if (FailedPod failed{name, pod_exit_code(pod)}; retryable(spec, failed.exit_code)) {
+        ++counts.failed;
+        tally.retryable.push_back(std::move(failed));
+      } else {
+        tally.permanent = std::move(failed);
+        return tally;
+      }
+    }
+    tally.statuses[std::string(replica_type(role))] = counts;
+  }
+  return tally;
+}
+
+}  // namespace cifar::op

@@ -1,0 +1,92 @@
+#include "cifartrainjob/replicas.h"
+
+#include "cifartrainjob/chief_success.h"
+#include "cifartrainjob/desired_state.h"
+#include "cifartrainjob/failure_wording.h"
+#include "cifartrainjob/holdups.h"
+#include "cifartrainjob/job_end.h"
+#include "cifartrainjob/job_state.h"
+#include "cifartrainjob/node_loss.h"
+#include "cifartrainjob/replica_tally.h"
+
+namespace cifar::op {
+namespace {
+
+// The token Secret, NetworkPolicy and Service, until the Service exists.
+void create_job_objects(const Job& job, bool service_exists, Plan& plan) {
+  if (service_exists) return;
+  plan.create_token_secret = true;
+  plan.create_network_policy = desired_network_policy(job);
+  plan.create_service = desired_service(job);
+}
+
+}  // namespace
+
+void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& observed,
+                        Clock::time_point now, Plan& plan, const std::optional<QueueWait>& queued) {
+  const auto& spec = job.spec;
+  auto& status = plan.status;
+  const auto& foreign = observed.foreign_pods;
+  create_job_objects(job, observed.service_exists, plan);
+  status.model_dir = model_dir(job);
+  auto tally = tally_replicas(job, pods);
+  status.replica_statuses = tally.statuses;
+  if (succeed_with_chief(job, pods, tally, now, plan) == PhaseResult::kDone) return;
+
+  // Pods on a lost node: deleted for good, and counted as leaving until the cache shows them gone.
+  const auto replaced = replace_pods_on_lost_nodes(job, pods, observed.troubled_nodes, now, plan);
+  if (!replaced.empty()) {
+    tally = tally_replicas(job, pods, replaced);
+    status.replica_statuses = tally.statuses;
+  }
+  if (queued && queued->blocks_creates) {
+    delete_ended_workload(job, observed, plan);
+  } else {
+    for (const auto& [role, index] : tally.missing) {
+      // A name held by a pod the job does not control is reported (report_holdups), not taken.
+      if (foreign.count(pod_name(job, role, index)) == 0) {
+        plan.create_pods.push_back(desired_pod(job, role, index));
+      }
+    }
+  }
+  int64_t restarts = status.restarts.value_or(0);
+  for (const auto& failed : tally.retryable) {
+    plan.delete_pods.push_back(failed.name);
+    restarts += 1;
+    plan.events.push_back({"Warning", std::string(reason::kPodRestarting),
+                           "pod " + failed.name + " failed with " +
+                               describe_exit(failed.exit_code) +
+                               failure_detail(find_pod(pods, failed.name)) +
+                               "; recreating it (restart " + std::to_string(restarts) + ")"});
+  }
+  plan.restarts = restarts + tally.in_place_restarts;
+  if (tally.permanent) {
+    const auto policy =
+        name_of(kRestartPolicyNames, spec.restart_policy) +
+        (spec.restart_policy == RestartPolicy::kExitCode ? " (codes 1-127 are permanent)" : "");
+    finish(job, pods, false, reason::kPodFailed,
+           "pod " + tally.permanent->name + " failed with " +
+               describe_exit(tally.permanent->exit_code) +
+               failure_detail(find_pod(pods, tally.permanent->name)) + "; restartPolicy " + policy,
+           now, plan);
+    return;
+  }
+  status.restarts = restarts;
+
+  if (plan.restarts > spec.backoff_limit) {
+    plan.delete_pods.clear();
+    finish(job, pods, false, reason::kBackoffLimitExceeded,
+           "restarted " + std::to_string(plan.restarts) + " times, more than backoffLimit " +
+               std::to_string(spec.backoff_limit) + last_in_place_failure(pods),
+           now, plan);
+    return;
+  }
+  release_leaving_pods(pods, observed.troubled_nodes, plan);
+  note_unqueued_pods(job, pods, now, plan);
+  set_progressing_state(job, tally, !tally.retryable.empty() || !replaced.empty(), queued, now,
+                        plan);
+  report_holdups(job, pods, foreign, observed.troubled_nodes, now, plan,
+                 observed.workload ? observed.workload->admitted_since : std::nullopt);
+}
+
+}  // namespace cifar::op
