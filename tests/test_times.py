@@ -22,7 +22,11 @@ def labels_by_test() -> dict:
 
 
 def main() -> int:
-    results = ElementTree.parse(sys.argv[1]).getroot()
+    try:
+        results = ElementTree.parse(sys.argv[1]).getroot()
+    except (OSError, ElementTree.ParseError) as error:
+        print(f"test_times: no results to show ({error})")
+        return 1
     slowest = int(sys.argv[2]) if len(sys.argv) > 2 else 10
     cases = [(case.get("name"), float(case.get("time", 0)), case.get("status", "run"))
              for case in results.iter("testcase")]

@@ -80,8 +80,7 @@ inline const std::string kPsSync =
     "  strategy: {type: ParameterServer, parameterServer: {mode: sync}}\n";
 inline const std::string kPsAsync =
     "  strategy: {type: ParameterServer, parameterServer: {mode: async}}\n";
-inline const std::string kAllReduce =
-    "  strategy: {type: AllReduce, allReduce: {backend: gloo}}\n";
+inline const std::string kAllReduce = "  strategy: {type: AllReduce, allReduce: {backend: gloo}}\n";
 inline const std::string kPsReplicas =
     "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 2}\n"
     "    Evaluator: {replicas: 1}\n";

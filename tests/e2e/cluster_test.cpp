@@ -2,8 +2,8 @@
 // the operator as a Deployment from its image): CifarTrainJobs applied with kubectl run as real
 // pods from the runtime image on a slice of real CIFAR-10, find each other by the DNS names the
 // operator injects, and reach Succeeded; faults are made for real (a pod deleted, a process
-// killed) and the job's policy is asserted (the operator killed: operator_kill_test.cpp). A failing test prints the job's
-// status, its Events and its pods' logs.
+// killed) and the job's policy is asserted (the operator killed: operator_kill_test.cpp). A failing
+// test prints the job's status, its Events and its pods' logs.
 #include <gtest/gtest.h>
 
 #include <csignal>

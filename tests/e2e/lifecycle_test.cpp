@@ -14,7 +14,6 @@
 namespace cifar::e2e {
 namespace {
 
-
 std::string reason_of(const json& status) { return status.value("reason", ""); }
 std::string message_of(const json& status) { return status.value("message", ""); }
 
@@ -156,7 +155,10 @@ TEST_F(WhenAJobGoesWrong, APodStuckTerminatingIsReportedAndFailsTheJobAfterItsBo
 // ends Succeeded having trained no epoch twice.
 TEST_F(WhenAJobGoesWrong, AnAllReduceJobContinuesFromItsCheckpointAfterALostRankAndASuspend) {
   data_and_checkpoint_volumes();
-  submit("ar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", 12);
+  // Eight epochs: the rank is lost after the first checkpoint and the suspend follows as soon as
+  // both train again, which leaves several epochs to go.
+  constexpr int kEpochs = 8;
+  submit("ar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", kEpochs);
   ASSERT_TRUE(wait_until_training("ar"));
   const auto dir = run_dir("ar");
   ASSERT_TRUE(wait_for_checkpoint(dir)) << dir;
@@ -185,7 +187,7 @@ TEST_F(WhenAJobGoesWrong, AnAllReduceJobContinuesFromItsCheckpointAfterALostRank
   const auto log = kubectl({"logs", "ar-worker-0", "-n", ns_}).output;
   EXPECT_NE(log.find("resumed at step"), std::string::npos) << log;
   // monitor.jsonl, which rank 0 appends an epoch at a time: every epoch once, in order.
-  EXPECT_EQ(recorded_epochs(dir), every_epoch_once(12));
+  EXPECT_EQ(recorded_epochs(dir), every_epoch_once(kEpochs));
 }
 
 // A job deleted and applied again under its name (a GitOps re-apply) is a new run: it trains
