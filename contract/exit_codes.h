@@ -1,5 +1,6 @@
 // What cifar-train's exit status means, to the operator's restart policy (ExitCode: codes of
-// 128 and above, killed by a signal, are retried; the others are the job's own failure).
+// 128 and above, killed by a signal, are retried; the others are the job's own failure, except
+// kExitStopped, which is no failure under any policy: the pod is replaced and not charged).
 #pragma once
 
 namespace cifar::contract {
@@ -7,6 +8,9 @@ namespace cifar::contract {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;        // training failed (diverged, data missing, peer lost)
 inline constexpr int kExitUsage = 2;         // arguments or env refused
+// Asked to stop (SIGTERM: a drain, a preemption, a suspend, a deleted job) and stopped at a step
+// boundary with the job's state saved, so that a replacement continues from that step.
+inline constexpr int kExitStopped = 3;
 inline constexpr int kExitSignalBase = 128;  // 128 + signal: killed, worth a retry
 
 constexpr bool is_retryable_exit(int code) { return code >= kExitSignalBase; }

@@ -2,8 +2,7 @@
 // (0 done, 1 failed, 2 bad usage or configuration).
 #include <spdlog/spdlog.h>
 
-#include <csignal>
-#include <cstdlib>
+#include <chrono>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -16,6 +15,7 @@
 #include "distributed/ps/parameter_server.h"
 #include "distributed/ps/trainer.h"
 #include "train/evaluator.h"
+#include "train/graceful_stop.h"
 #include "train/host_memory.h"
 #include "train/local_exchange.h"
 #include "train/loop.h"
@@ -29,8 +29,7 @@ int run(const cifar::train::TrainConfig& config) {
   using cifar::cluster::Role;
   const auto& dist = config.distributed;
   if (dist.enabled && dist.job.role == Role::kPs) {
-    cifar::ps::run_parameter_server(config);
-    return 0;
+    return cifar::ps::run_parameter_server(config);
   }
   if (dist.enabled && dist.job.role == Role::kEvaluator) {
     cifar::train::write_termination_log(config.termination_log,
@@ -48,13 +47,12 @@ int run(const cifar::train::TrainConfig& config) {
   }();
   for (const auto& line : cifar::train::describe(result)) spdlog::info("{}", line);
   cifar::train::write_termination_log(config.termination_log, result);
-  return 0;
+  if (!result.stopped) return cifar::contract::kExitOk;
+  spdlog::info("exiting {:.1f} s after the stop request (exit code {}: stopped, state saved)",
+               cifar::train::time_since_stop_request().value_or(std::chrono::seconds(0)).count(),
+               cifar::contract::kExitStopped);
+  return cifar::contract::kExitStopped;
 }
-
-// In a container cifar-train is PID 1, and the kernel drops the signals PID 1 has no handler
-// for: without one, deleting a pod waited out the whole grace period for SIGKILL. Checkpoints
-// are written atomically (temp file, rename), so stopping at once loses nothing written.
-void exit_on_termination(int signal) { std::_Exit(cifar::contract::kExitSignalBase + signal); }
 
 }  // namespace
 
@@ -62,7 +60,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "launch") {
     return cifar::cli::launch_local_ranks(argc, argv);  // forwards SIGTERM to its ranks
   }
-  std::signal(SIGTERM, exit_on_termination);
+  cifar::train::install_stop_handlers();
   const auto parsed = cifar::cli::parse_command_line(argc, argv);
   if (!parsed.config) return parsed.exit_code;
   const auto& dist = parsed.config->distributed;

@@ -80,9 +80,14 @@ class GradientExchange {
   // Throws std::runtime_error when the job cannot go on (a rank or a PS gone for good).
   virtual UpdateResult update(double lr) = 0;
 
+  // After each update that did not end the job: whether the job stops at this step, given
+  // whether this process was asked to (train/graceful_stop.h). Trainers that step together must
+  // all stop at the same step, so an all-reduce job agrees on it in a collective.
+  virtual bool agree_to_stop(bool asked) { return asked; }
+
   // The chief writes the job's checkpoint at `state` (the loop skips repeats of a step).
   virtual void save_checkpoint(const TrainState& state) = 0;
-  // The job is done at `state`, its last checkpoint written.
+  // The job is done at `state`, its last checkpoint written (not called after a stop).
   virtual void finish(const TrainState& state) = 0;
 };
 

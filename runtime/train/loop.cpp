@@ -19,6 +19,7 @@
 #include "train/batches.h"
 #include "train/datasets.h"
 #include "train/device.h"
+#include "train/graceful_stop.h"
 #include "train/loss.h"
 #include "train/lr_schedule.h"
 #include "train/metrics_endpoint.h"
@@ -64,8 +65,8 @@ TrainableModel trainable(models::Classifier& model) {
 }
 
 // A diverged step's loss on the metrics endpoint, kept up --metrics-linger seconds so that
-// Prometheus scrapes it (the CifarTrainLossNaN alert) before the process exits. SIGTERM still
-// ends the process at once: main.cpp's handler exits from within the signal.
+// Prometheus scrapes it (the CifarTrainLossNaN alert) before the process exits. A stop request
+// ends the wait at once: a diverged run has nothing to save.
 void publish_divergence(const TrainConfig& config, metrics::RuntimeMetrics& metrics, double loss) {
   metrics.set_loss(loss);
   if (config.metrics_linger <= 0 || metrics.port() == 0) return;
@@ -73,7 +74,10 @@ void publish_divergence(const TrainConfig& config, metrics::RuntimeMetrics& metr
       "training diverged; keeping the metrics endpoint up {} s so that Prometheus records the "
       "loss",
       config.metrics_linger);
-  std::this_thread::sleep_for(std::chrono::seconds(config.metrics_linger));
+  const auto until = Clock::now() + std::chrono::seconds(config.metrics_linger);
+  while (Clock::now() < until && !stop_requested()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 // What the bookkeeping between steps (epochs, evaluation, checkpoints) works on: the run's parts,
@@ -182,6 +186,7 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
   metrics.set_job_position(state.step, plan.total_updates);
   bool done = state.step >= plan.total_updates;
   bool epoch_open = !done;  // whether the current epoch has batches not yet recorded
+  const StopWindow stop_window;  // a SIGTERM from here on stops at a step boundary, saved
   while (!done) {
     const auto t_start = Clock::now();
     auto batch = train_loader.next();
@@ -252,12 +257,17 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
     result.time.communication += update.communication_seconds;
     result.time.optimizer += seconds_between(t_backward, t_update) - update.communication_seconds;
     result.time.other += seconds_between(t_update, Clock::now());
+    if (!done && exchange.agree_to_stop(stop_requested())) {
+      result.stopped = true;
+      break;
+    }
   }
-  // Stopped inside an epoch (--max-steps): its test figures so far, but no epoch record.
-  if (epoch_open && test_loader) epoch_record(run, state.epoch + 1, lr);
+  // Stopped inside an epoch (--max-steps): its test figures so far, but no epoch record. A
+  // graceful stop saves at once instead: the grace period is short.
+  if (epoch_open && test_loader && !result.stopped) epoch_record(run, state.epoch + 1, lr);
 
   save_checkpoint(run);
-  exchange.finish(state);
+  if (!result.stopped) exchange.finish(state);
   result.epochs_completed = state.epoch;
   result.steps = state.step;
   throughput.report(result);

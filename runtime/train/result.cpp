@@ -21,11 +21,12 @@ void ThroughputMeter::report(TrainResult& result) const {
 
 std::vector<std::string> describe(const TrainResult& result) {
   std::vector<std::string> lines;
-  lines.push_back(
-      fmt::format("done: {} epochs, {} steps, {:.1f} img/s ({:.1f} img/s after warm-up)",
-                  result.epochs_completed, result.steps, result.images_per_second,
-                  result.steady_images_per_second));
-  if (result.evaluated) {
+  // bench/ reads "done:"; a stopped run is not done.
+  lines.push_back(fmt::format("{}: {} epochs, {} steps, {:.1f} img/s ({:.1f} img/s after warm-up)",
+                              result.stopped ? "stopped on request" : "done",
+                              result.epochs_completed, result.steps, result.images_per_second,
+                              result.steady_images_per_second));
+  if (result.evaluated && !result.stopped) {
     lines.push_back(fmt::format("test accuracy {:.2f}% (best {:.2f}%)",
                                 100 * result.last_epoch.test_accuracy,
                                 100 * result.best_test_accuracy));

@@ -26,6 +26,7 @@ struct TimeBreakdown {
 struct TrainResult {
   int64_t epochs_completed = 0;
   int64_t steps = 0;       // the job's updates when this trainer stopped
+  bool stopped = false;    // asked to stop (graceful_stop.h) before the end, the state saved
   bool evaluated = false;  // whether last_epoch has test figures (not where an evaluator has)
   EpochRecord last_epoch;  // the latest evaluation (a partial epoch's after --max-steps)
   double best_test_accuracy = 0;

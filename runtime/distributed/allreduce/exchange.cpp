@@ -100,6 +100,23 @@ train::UpdateResult AllReduceExchange::update(double lr) {
   return result;
 }
 
+bool AllReduceExchange::agree_to_stop(bool asked) {
+  std::vector<torch::Tensor> flag{torch::tensor({asked ? 1 : 0}, torch::kInt32)};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::MAX;
+  options.timeout = options_.timeout;
+  try {
+    group_->allreduce(flag, options)->wait(options_.timeout);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("stop-request all-reduce failed (rank " + std::to_string(rank()) +
+                             " of " + std::to_string(group_->getSize()) +
+                             "): another rank died or did not answer: " + e.what());
+  }
+  const bool stop = flag[0].item<int32_t>() != 0;
+  if (stop && !asked) spdlog::info("rank {}: another rank was asked to stop; stopping too", rank());
+  return stop;
+}
+
 void AllReduceExchange::finish(const train::TrainState& state) {
   const auto& t = buckets_->totals();
   if (t.steps > 0) {

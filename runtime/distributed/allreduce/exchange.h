@@ -35,6 +35,9 @@ class AllReduceExchange final : public train::LocalExchange {
   // --verify-replicas steps checks that the ranks agree bit for bit. Throws std::runtime_error
   // if a rank is gone or the replicas diverged.
   train::UpdateResult update(double lr) override;
+  // One tiny all-reduce (max) of the ranks' stop requests, so that all stop after the same step
+  // and rank 0's checkpoint is every rank's state.
+  bool agree_to_stop(bool asked) override;
   // Logs what the all-reduce cost; rank 0 writes the done marker.
   void finish(const train::TrainState& state) override;
 

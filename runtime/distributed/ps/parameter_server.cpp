@@ -8,17 +8,57 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "contract/exit_codes.h"
 #include "distributed/ps/ps_checkpoint.h"
 #include "distributed/ps/server.h"
 #include "metrics/runtime_metrics.h"
 #include "train/checkpoint.h"
+#include "train/graceful_stop.h"
 #include "train/metrics_endpoint.h"
 
 namespace cifar::ps {
 
-void run_parameter_server(const train::TrainConfig& config) {
+namespace {
+
+constexpr auto kPollPeriod = std::chrono::milliseconds(20);
+
+// Whether the master finished the job (true) before this PS was asked to stop (false).
+bool wait_for_finish_or_stop(const Shard& first) {
+  const train::StopWindow stop_window;
+  while (!first.finished()) {
+    if (train::stop_requested()) return false;
+    std::this_thread::sleep_for(kPollPeriod);
+  }
+  return true;
+}
+
+// The shard's state is the job's: before this PS goes, the master's checkpoint must hold it. A
+// master stopping too (the whole job interrupted) gathers it at its next step boundary; one that
+// goes on does not, and kStopBound ends the wait.
+void serve_until_state_gathered(const Shard& first, int index) {
+  const auto served = first.states_served();
+  const auto waited = train::time_since_stop_request().value_or(std::chrono::seconds(0));
+  const auto deadline = std::chrono::steady_clock::now() + (kStopBound - waited);
+  spdlog::info("ps {}: asked to stop at version {}; serving until the master saves it", index,
+               first.version());
+  while (first.states_served() == served && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(kPollPeriod);
+  }
+  if (first.states_served() > served) {
+    spdlog::info("ps {}: the master gathered the state at version {}; stopping", index,
+                 first.version());
+  } else {
+    spdlog::warn("ps {}: the master did not gather the state within {} s; stopping at version {}",
+                 index, kStopBound.count(), first.version());
+  }
+}
+
+}  // namespace
+
+int run_parameter_server(const train::TrainConfig& config) {
   const auto& dist = config.distributed;
   const auto& job = dist.job;
   const int servers = static_cast<int>(job.cluster.ps.size());
@@ -61,10 +101,16 @@ void run_parameter_server(const train::TrainConfig& config) {
                address, mode_name(dist.ps.mode));
   // Stripe 0 is always used; by the time the master finishes it, every other stripe it uses has
   // been initialised (before training) and is finished too. Each stripe is waited for once.
+  auto& first = *stripes.front();
+  if (!wait_for_finish_or_stop(first)) {
+    serve_until_state_gathered(first, job.index);
+    return contract::kExitStopped;
+  }
   for (const auto& stripe : stripes) {
     if (stripe == stripes.front() || stripe->initialized()) stripe->wait_until_finished(timeout);
   }
   spdlog::info("ps {}: job finished at version {}", job.index, stripes.front()->version());
+  return contract::kExitOk;
 }
 
 }  // namespace cifar::ps

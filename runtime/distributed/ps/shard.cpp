@@ -219,6 +219,7 @@ ShardStatus Shard::get_state(proto::StateReply* reply) {
     }
   }
   reply->set_optimizer_steps(core_.optimizer->steps(0));
+  ++states_served_;
   return {};
 }
 

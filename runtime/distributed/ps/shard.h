@@ -4,6 +4,7 @@
 // to gRPC's, and tests can drive it directly.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -43,6 +44,9 @@ class Shard {
   // The elements of each piece; fixed once initialized().
   [[nodiscard]] const std::vector<int64_t>& piece_sizes() const { return core_.piece_sizes; }
   [[nodiscard]] int64_t version() const { return core_.version.load(); }
+  [[nodiscard]] bool finished() const { return core_.finished.load(); }
+  // get_state calls answered so far: a PS asked to stop waits for the master's next gather.
+  [[nodiscard]] int64_t states_served() const { return states_served_.load(); }
   // Waits until the job is finished and every member has been told so, or `grace` has passed
   // since it finished (a member that died is not waited for forever).
   void wait_until_finished(std::chrono::milliseconds grace);
@@ -52,6 +56,7 @@ class Shard {
 
   std::unique_ptr<ShardMode> mode_;  // first: the core is built knowing whether it is lock-free
   ShardCore core_;
+  std::atomic<int64_t> states_served_{0};
 };
 
 }  // namespace cifar::ps

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <csignal>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -152,6 +153,44 @@ TEST(AllReduceJob, AKilledRankEndsTheOthersWithAClearErrorWithinTheTimeout) {
   EXPECT_EQ(code, 1) << log;
   EXPECT_LT(took, 40s) << log;
   EXPECT_NE(log.find("all-reduce failed"), std::string::npos) << log;
+}
+
+// The step a rank that was asked to stop says it stopped after (-1 when it says nothing).
+int64_t stopped_after_step(const std::string& log) {
+  const std::string said = "stopped on request: ";
+  const auto at = log.find(said);
+  if (at == std::string::npos) return -1;
+  const auto steps = log.find(" epochs, ", at) + 9;
+  return std::stoll(log.substr(steps));
+}
+
+// A drain evicts one rank's pod: that rank's SIGTERM reaches the other through the next step's
+// stop-request all-reduce, both stop after the same step, and rank 0 saves it.
+TEST(AllReduceJob, ASigtermToOneRankStopsEveryRankAfterTheSameStepWithItSaved) {
+  TempDir work;
+  const int port = cifar::testing::free_port();
+  auto rank = [&](int r) {
+    return command(work.path(), "model", rank_of_two(r, port), {"-b", "8", "-e", "50"});
+  };
+  ChildProcess rank0(rank(0), work.path() / "rank0.log");
+  ChildProcess rank1(rank(1), work.path() / "rank1.log");
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] { return read_file(work.path() / "rank0.log").find("buckets") != std::string::npos; },
+      60s))
+      << read_file(work.path() / "rank0.log");
+  std::this_thread::sleep_for(2s);  // mid-training
+  rank1.send(SIGTERM);
+  const int code1 = rank1.wait();
+  const int code0 = rank0.wait();
+  const auto log0 = read_file(work.path() / "rank0.log");
+  const auto log1 = read_file(work.path() / "rank1.log");
+  EXPECT_EQ(code0, 3) << log0;  // contract::kExitStopped
+  EXPECT_EQ(code1, 3) << log1;
+  const auto step = stopped_after_step(log0);
+  ASSERT_GT(step, 0) << log0;
+  EXPECT_EQ(stopped_after_step(log1), step) << log1;
+  EXPECT_NE(log0.find("another rank was asked to stop"), std::string::npos) << log0;
+  EXPECT_TRUE(fs::exists(step_checkpoint(work.path() / "model", static_cast<int>(step)))) << log0;
 }
 
 TEST(AllReduceJob, ResumedJobEndsWhereAnUninterruptedOneDoes) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <csignal>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -308,6 +309,47 @@ TEST(PsFaults, KilledMasterRestartsAndFinishesTheJob) {
   const auto evaluations = jsonl(job.model_dir() / "evaluation.jsonl");
   ASSERT_FALSE(evaluations.empty());
   EXPECT_EQ(evaluations.back()["step"].get<int64_t>(), 96);
+}
+
+// A suspend, a preemption or a deleted job sends every pod SIGTERM. With no checkpoint due (one an
+// epoch, 48 updates), the master still saves the step it stopped after: the PS serves until it has
+// gathered the state, every role exits kExitStopped, and the restarted job continues from there.
+TEST(PsFaults, ASigtermToEveryRoleSavesTheStepTheMasterStoppedAfterAndTheJobResumesThere) {
+  TempDir work;
+  const auto args = TrainArgs()
+                        .synthetic("simplecnn", 3072, 128)
+                        .add({"-b", "32", "-e", "2", "--lr", "0.01", "--schedule", "constant",
+                              "--ps-mode", "sync", "--ps-timeout", "3", "--ps-retry-seconds", "60"})
+                        .args();
+  LocalJob job(work.path(), 1, /*workers=*/1, args);
+  job.start_all(/*evaluator=*/false);
+  ASSERT_TRUE(wait_for(
+      [&] { return job.log("master").find("starting at version") != std::string::npos; }, 120s))
+      << job.all_logs();
+  std::this_thread::sleep_for(3s);  // inside epoch 1
+  for (const auto& [role, index] : {std::pair{"master", 0}, {"worker", 0}, {"ps", 0}}) {
+    job.process(role, index).send(SIGTERM);
+  }
+  for (const auto& [role, index] : {std::pair{"master", 0}, {"worker", 0}, {"ps", 0}}) {
+    EXPECT_EQ(job.process(role, index).wait(), 3) << role << ":\n" << job.log(role, index);
+  }
+  const auto master = job.log("master");
+  const std::string said = "stopped on request: 0 epochs, ";
+  const auto at = master.find(said);
+  ASSERT_NE(at, std::string::npos) << job.all_logs();
+  const auto stopped_after = std::stoll(master.substr(at + said.size()));
+  const auto saved = train::CheckpointManager(job.model_dir(), "simplecnn", 3).list();
+  ASSERT_FALSE(saved.empty()) << job.all_logs();
+  const auto saved_step = train::CheckpointManager::read_state(saved.back()).step;
+  EXPECT_GE(saved_step, stopped_after) << job.all_logs();
+  EXPECT_NE(job.log("ps").find("the master gathered the state"), std::string::npos) << job.log("ps");
+
+  job.start_all(/*evaluator=*/false);
+  job.expect_all_succeed(240s);
+  EXPECT_NE(job.log("master").find("starting at version " + std::to_string(saved_step)),
+            std::string::npos)
+      << job.log("master");
+  EXPECT_NE(job.log("master").find(done_at(2)), std::string::npos) << job.log("master");
 }
 
 TEST(PsJob, EveryRoleServesItsMetrics) {

@@ -150,18 +150,69 @@ TEST(Training, ResumeAfterKillMatchesAnUninterruptedRun) {
   }
 }
 
-// A container's PID 1 ignores signals it has no handler for, so cifar-train must handle
-// SIGTERM itself (a pod deletion would otherwise wait out its grace period): it exits 128 + 15,
-// which a plain process killed by the signal does not (it has no exit code).
-TEST(Training, SigtermEndsTheRunWithExitCode143) {
-  TempDir work;
-  ChildProcess child(train_command(work.path(), "terminated", {"-e", "50"}), work.path() / "log");
-  for (int i = 0; i < 600 && !fs::exists(work.path() / "terminated" / "monitor.jsonl"); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+// The step a run that was asked to stop says it stopped after (-1 when it says nothing).
+int64_t stopped_after_step(const std::string& log) {
+  std::smatch match;
+  if (!std::regex_search(log, match, std::regex(R"(stopped on request: \d+ epochs, (\d+) steps)"))) {
+    return -1;
   }
-  ASSERT_TRUE(child.running());
+  return std::stoll(match[1]);
+}
+
+// SIGTERM (a drain, a preemption, a suspend) stops the run at the next step boundary, saves that
+// step although no checkpoint is due (epochs are 62 steps; none is at a multiple), and exits
+// kExitStopped; the resumed run continues from that very step: nothing is lost.
+TEST(Training, SigtermStopsAtAStepBoundaryWithThatStepSavedAndResumeContinuesThere) {
+  TempDir work;
+  const auto dir = work.path() / "stopped";
+  ChildProcess child(train_command(work.path(), "stopped", {"-e", "50"}), work.path() / "log");
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return !monitor_records(dir).empty(); },  // epoch 1
+                                       std::chrono::minutes(2)))
+      << cifar::testing::read_file(work.path() / "log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // inside epoch 2
   child.send(SIGTERM);
-  EXPECT_EQ(child.wait(), 128 + SIGTERM);
+  const auto sent = std::chrono::steady_clock::now();
+  const int code = child.wait();
+  const auto log = cifar::testing::read_file(work.path() / "log");
+  ASSERT_EQ(code, 3) << log;  // contract::kExitStopped
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(10));
+  const auto step = stopped_after_step(log);
+  ASSERT_GT(step, 62) << log;
+  const auto saved = CheckpointManager(dir, "simplecnn", 3).list();
+  ASSERT_FALSE(saved.empty());
+  EXPECT_EQ(CheckpointManager::read_state(saved.back()).step, step) << log;
+
+  const auto resumed =
+      run_process(train_command(work.path(), "stopped",
+                                {"-e", "50", "--max-steps", std::to_string(step + 2), "--resume"}));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("step " + std::to_string(step) + ")"), std::string::npos)
+      << resumed.output;
+}
+
+// Outside the steps there is nothing to save, and a second SIGTERM means now: both end the run at
+// once with 128 + 15. (A container's PID 1 ignores signals it has no handler for, so the handler
+// must exit itself; a process killed by the signal would have no exit code.)
+TEST(Training, ASecondSigtermEndsTheRunAtOnce) {
+  TempDir work;
+  // Steps of 1000 images take a second or more: the second signal comes before the boundary.
+  const auto args = TrainArgs({CIFAR_TRAIN_BIN})
+                        .synthetic("simplecnn", 3000, 100)
+                        .dirs(work.path(), "twice")
+                        .single_threaded()
+                        .no_metrics_server()
+                        .add({"-b", "1000", "-e", "50", "--progress", "lines"})
+                        .args();
+  ChildProcess child(args, work.path() / "log");
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] { return cifar::testing::read_file(work.path() / "log").find("model simplecnn") !=
+                   std::string::npos; },
+      std::chrono::minutes(2)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  child.send(SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  child.send(SIGTERM);
+  EXPECT_EQ(child.wait(), 128 + SIGTERM) << cifar::testing::read_file(work.path() / "log");
 }
 
 TEST(Training, RefusesToOverwriteAnExistingRunWithoutResume) {
@@ -264,14 +315,16 @@ TEST(Training, ADivergedRunServesItsNonFiniteLossForMetricsLingerSecondsThenFail
   EXPECT_NE(log.find("training diverged: loss is"), std::string::npos) << log;
 }
 
-// A pod deleted while its trainer lingers still stops at once (main.cpp's SIGTERM handler).
+// A pod deleted while its trainer lingers still stops at once, failed by its divergence (there
+// is nothing to save).
 TEST(Training, SigtermEndsALingeringRunAtOnce) {
   TempDir work;
   LingeringRun run(work.path(), "600");
   ASSERT_TRUE(non_finite(run.loss())) << "cifar_loss " << run.loss() << "\n" << run.log();
   const auto sent = std::chrono::steady_clock::now();
   run.child().send(SIGTERM);
-  EXPECT_EQ(run.child().wait(), 128 + SIGTERM);
+  EXPECT_EQ(run.child().wait(), 1) << run.log();
+  EXPECT_NE(run.log().find("training diverged"), std::string::npos) << run.log();
   EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(10));
 }
 
