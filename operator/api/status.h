@@ -56,6 +56,8 @@ inline constexpr std::string_view kJobCreated = "JobCreated";
 inline constexpr std::string_view kJobRunning = "JobRunning";
 inline constexpr std::string_view kFinalEvaluation = "FinalEvaluation";  // the chief succeeded
 inline constexpr std::string_view kPodRestarting = "PodRestarting";
+// A pod stopped on request with the job's state saved (contract::kExitStopped): replaced.
+inline constexpr std::string_view kPodStopped = "PodStopped";
 inline constexpr std::string_view kJobSucceeded = "JobSucceeded";
 inline constexpr std::string_view kPodFailed = "PodFailed";
 inline constexpr std::string_view kBackoffLimitExceeded = "BackoffLimitExceeded";

@@ -44,6 +44,8 @@ ReplicaTally tally_replicas(const Job& job, const PodsByName& pods,
         ++counts.active;
         if (pod_ready(pod)) ++counts.ready;
         tally.any_running = tally.any_running || phase == PodPhase::kRunning;
+      } else if (pod_exit_code(pod) == contract::kExitStopped) {
+        tally.stopped.push_back(name);
       } else if (FailedPod failed{name, pod_exit_code(pod)}; retryable(spec, failed.exit_code)) {
         ++counts.failed;
         tally.retryable.push_back(std::move(failed));

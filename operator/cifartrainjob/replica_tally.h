@@ -1,7 +1,9 @@
 // The job's pods counted replica by replica under its restartPolicy: which exist, which run,
 // which failed and whether that failure is retryable (Never: no failure is; OnFailure: every one
 // is, the kubelet restarts in place and a failed pod is recreated; ExitCode: exit codes >= 128,
-// signals and OOM kills, are, 1-127 are not).
+// signals and OOM kills, are, 1-127 are not). A pod that exited kExitStopped was interrupted (a
+// drain, a node's shutdown) and saved the job's state: under every policy it is replaced, and it
+// is no failure.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,7 @@ struct ReplicaTally {
   std::map<std::string, ReplicaStatus> statuses;  // by replica type, the roles passed in full
   std::vector<std::pair<Role, int>> missing;      // replicas without a pod
   std::vector<FailedPod> retryable;               // failed pods to recreate
+  std::vector<std::string> stopped;  // stopped on request, state saved: recreated, not charged
   std::optional<FailedPod> permanent;             // the failure that fails the job
   int64_t in_place_restarts = 0;                  // of the pods that exist
   bool all_exist = true;                          // every replica's pod, none terminating

@@ -49,6 +49,13 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
       }
     }
   }
+  for (const auto& name : tally.stopped) {
+    plan.delete_pods.push_back(name);
+    plan.events.push_back({"Normal", std::string(reason::kPodStopped),
+                           "pod " + name +
+                               " stopped on request with the job's state saved; recreating it "
+                               "(not a restart: backoffLimit is not charged)"});
+  }
   int64_t restarts = status.restarts.value_or(0);
   for (const auto& failed : tally.retryable) {
     plan.delete_pods.push_back(failed.name);
@@ -83,8 +90,9 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
   }
   release_leaving_pods(pods, observed.troubled_nodes, plan);
   note_unqueued_pods(job, pods, now, plan);
-  set_progressing_state(job, tally, !tally.retryable.empty() || !replaced.empty(), queued, now,
-                        plan);
+  set_progressing_state(job, tally,
+                        !tally.retryable.empty() || !tally.stopped.empty() || !replaced.empty(),
+                        queued, now, plan);
   report_holdups(job, pods, foreign, observed.troubled_nodes, now, plan,
                  observed.workload ? observed.workload->admitted_since : std::nullopt);
 }

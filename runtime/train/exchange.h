@@ -85,6 +85,10 @@ class GradientExchange {
   // all stop at the same step, so an all-reduce job agrees on it in a collective.
   virtual bool agree_to_stop(bool asked) { return asked; }
 
+  // After each update: whether the chief must checkpoint now, although none is due (a peer that
+  // holds the job's state is about to go).
+  [[nodiscard]] virtual bool wants_checkpoint() const { return false; }
+
   // The chief writes the job's checkpoint at `state` (the loop skips repeats of a step).
   virtual void save_checkpoint(const TrainState& state) = 0;
   // The job is done at `state`, its last checkpoint written (not called after a stop).

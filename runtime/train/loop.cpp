@@ -248,8 +248,9 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
       epoch_open = !done;
       if (epoch_open) begin_epoch(run);
     } else if (const int64_t every = config.checkpoint_every_steps;
-               done || (every > 0 && state.step / every > previous_step / every)) {
-      save_checkpoint(run);  // the end, or the step crossed a multiple of --checkpoint-every
+               done || (every > 0 && state.step / every > previous_step / every) ||
+               exchange.wants_checkpoint()) {
+      save_checkpoint(run);  // the end, a multiple of --checkpoint-every, or asked for
     }
     result.time.data_wait += data_wait_seconds;
     result.time.forward += seconds_between(t_data, t_forward);

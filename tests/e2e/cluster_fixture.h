@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -168,7 +169,8 @@ class Cluster : public ::testing::Test {
           "  training: {epochs: " +
           std::to_string(epochs) + ", batchSize: 32, learningRate: {base: " + learning_rate +
           ", schedule: constant}}\n"
-          "  checkpoint: {volume: {claimName: checkpoints}, everySteps: 4}\n" +
+          "  checkpoint: {volume: {claimName: checkpoints}, everySteps: " +
+          std::to_string(checkpoint_every_steps_) + "}\n" +
           strategy + "  replicaSpecs:\n" + replicas + extra);
   }
 
@@ -287,6 +289,58 @@ class Cluster : public ::testing::Test {
     return 0;
   }
 
+  // kubectl patch of runPolicy.suspend, as a user suspends and resumes a job.
+  cifar::testing::ProcessResult suspend(const std::string& name, bool on) {
+    return kubectl(
+        {"patch", "ctj", name, "-n", ns_, "--type=merge", "-p",
+         std::string(R"({"spec":{"runPolicy":{"suspend":)") + (on ? "true" : "false") + "}}}"});
+  }
+
+  // A pod's log from now until its container ends (kubectl logs -f in the background): what a
+  // pod that is about to be deleted says on its way out.
+  std::unique_ptr<cifar::testing::ChildProcess> follow_log(const std::string& pod_name,
+                                                           const std::filesystem::path& file) {
+    return std::make_unique<cifar::testing::ChildProcess>(
+        std::vector<std::string>{"kubectl", "--kubeconfig", cluster_file("kubeconfig"), "logs",
+                                 "-f", pod_name, "-n", ns_},
+        file);
+  }
+
+  // What an interruption (a suspend, a preemption, a drain) cost the run: the step the chief
+  // stopped after (the last it trained; its log on the way out), the step the job resumed from
+  // (the new chief's log) and the seconds from SIGTERM to exit. Printed for docs/BENCHMARKS.md.
+  struct Interruption {
+    int64_t stopped_after = -1;
+    int64_t resumed_from = -1;
+    double seconds_to_exit = -1;
+    [[nodiscard]] int64_t steps_lost() const { return stopped_after - resumed_from; }
+  };
+  static Interruption interruption(const std::string& what, const std::string& log_on_the_way_out,
+                                   const std::string& resumed_log) {
+    Interruption i;
+    i.stopped_after = number_after(log_on_the_way_out, "stopped on request: ", " epochs, ");
+    i.seconds_to_exit = number_after(log_on_the_way_out, "exiting ", "");
+    i.resumed_from = number_after(resumed_log, "resumed at step ", "");
+    if (i.resumed_from < 0) i.resumed_from = number_after(resumed_log, "starting at version ", "");
+    std::cerr << "interruption | " << what << " | trained to step " << i.stopped_after
+              << " | resumed from step " << i.resumed_from << " | steps lost " << i.steps_lost()
+              << " | " << i.seconds_to_exit << " s from SIGTERM to exit\n";
+    return i;
+  }
+  // The number after `said` (and after `then`, when given) in `log`; -1 when it is not there.
+  static double number_after(const std::string& log, const std::string& said,
+                             const std::string& then) {
+    auto at = log.find(said);
+    if (at == std::string::npos) return -1;
+    at += said.size();
+    if (!then.empty()) {
+      at = log.find(then, at);
+      if (at == std::string::npos) return -1;
+      at += then.size();
+    }
+    return std::stod(log.substr(at));
+  }
+
   std::string diagnose(const std::string& name) {
     std::string out = "---- job " + name + " status:\n";
     out += kubectl({"get", "ctj", name, "-n", ns_, "-o", "jsonpath={.status}"}).output;
@@ -314,6 +368,9 @@ class Cluster : public ::testing::Test {
   Client client_{cifar::kube::load_kubeconfig(cluster_file("kubeconfig"))};
   std::string ns_;
   std::string image_ = kImage;  // of the jobs submit() makes
+  // checkpoint.everySteps of the jobs submit() makes; 0 saves once an epoch, so that a test of an
+  // interruption shows what the graceful stop saves that the schedule would not.
+  int checkpoint_every_steps_ = 4;
   std::filesystem::path volumes_;
   std::vector<std::string> jobs_;
   std::vector<std::string> persistent_volumes_;

@@ -84,10 +84,14 @@ TEST_F(Cluster, AnAllReduceJobWithTwoRanksRunsToSucceeded) {
   EXPECT_NE(log.rfind(final_accuracy), std::string::npos) << final_accuracy << " not in:\n" << log;
 }
 
-TEST_F(Cluster, AWorkerPodDeletedMidRunIsRecreatedAndTheJobStillSucceeds) {
+// Then the whole job suspended and resumed: though no checkpoint is due (once an epoch), the master
+// saves the version it stopped after, and the resumed job starts there.
+TEST_F(Cluster, AWorkerPodDeletedMidRunIsRecreatedAndASuspendLosesNoStep) {
   data_and_checkpoint_volumes();
-  submit("del", kPsAsync, kPsReplicas, "  runPolicy: {restartPolicy: OnFailure}\n", "cifar10",
-         kLongEnoughToInterrupt, kAsyncPsLearningRate);
+  checkpoint_every_steps_ = 0;
+  // Six epochs: long enough for a worker's replacement and then a suspend before the end.
+  submit("del", kPsAsync, kPsReplicas, "  runPolicy: {restartPolicy: OnFailure}\n", "cifar10", 6,
+         kAsyncPsLearningRate);
   ASSERT_TRUE(wait_until_training("del"));
   ASSERT_TRUE(wait_for([&] { return phase("del-worker-1") == "Running"; }, seconds(120)));
   const auto first_uid = pod("del-worker-1")["metadata"]["uid"].get<std::string>();
@@ -104,7 +108,22 @@ TEST_F(Cluster, AWorkerPodDeletedMidRunIsRecreatedAndTheJobStillSucceeds) {
         }
       },
       seconds(120)));
+
+  const auto way_out = volumes_ / "del-master-0.suspended.log";
+  auto follower = follow_log("del-master-0", way_out);
+  std::this_thread::sleep_for(seconds(1));  // following
+  ASSERT_NE(state("del"), "Succeeded") << "the job ended before it could be suspended";
+  ASSERT_EQ(suspend("del", true).exit_code, 0);
+  ASSERT_TRUE(wait_for_state("del", "Suspended", seconds(60)));
+  ASSERT_TRUE(wait_for([&] { return pods_of("del").empty(); }, seconds(60)));
+  follower->wait();
+  ASSERT_EQ(suspend("del", false).exit_code, 0);
   ASSERT_TRUE(wait_for_state("del", "Succeeded", seconds(300))) << state("del");
+  const auto master = kubectl({"logs", "del-master-0", "-n", ns_}).output;
+  const auto cost = interruption("suspend of an async PS job (1 PS, master, 2 workers)",
+                                 cifar::testing::read_file(way_out), master);
+  EXPECT_GT(cost.stopped_after, 0) << cifar::testing::read_file(way_out);
+  EXPECT_GE(cost.resumed_from, cost.stopped_after - 1) << master;
 }
 
 TEST_F(Cluster, UnderExitCodeAKilledProcessIsRestartedAndAPermanentCodeFailsTheJob) {

@@ -231,6 +231,7 @@ TEST_F(Queues, TwoJobsForTheQuotaOfOneRunOneAfterTheOtherWhole) {
 TEST_F(Queues, APreemptedJobIsNotChargedAndResumesFromItsCheckpoint) {
   constexpr int kLowEpochs = 6;  // long enough to be preempted mid-run, after a checkpoint
   data_and_checkpoint_volumes();
+  checkpoint_every_steps_ = 0;  // once an epoch: the preemption's own save is what keeps the rest
   submit("low", kAllReduce, kRanks,
          in_queue(ns_ + "-low") + "    restartPolicy: OnFailure\n    backoffLimit: 0\n", "cifar10",
          kLowEpochs);
@@ -239,6 +240,9 @@ TEST_F(Queues, APreemptedJobIsNotChargedAndResumesFromItsCheckpoint) {
   ASSERT_TRUE(wait_for_checkpoint(dir)) << dir;
 
   // A higher-priority job that needs the quota: Kueue evicts the low one's whole group.
+  const auto way_out = volumes_ / "low-worker-0.preempted.log";
+  auto follower = follow_log("low-worker-0", way_out);
+  std::this_thread::sleep_for(seconds(1));  // following
   const auto applied = Steady::now();
   submit("high", kAllReduce, kRanks, in_queue(ns_ + "-high"));
   ASSERT_TRUE(wait_for([&] { return reason_of("low") == "Preempted"; }, seconds(120)))
@@ -266,7 +270,12 @@ TEST_F(Queues, APreemptedJobIsNotChargedAndResumesFromItsCheckpoint) {
   EXPECT_EQ(status_of("low").value("restarts", -1), 0);
   EXPECT_TRUE(has_event("low", "JobAdmitted"));
   const auto rank0 = kubectl({"logs", "low-worker-0", "-n", ns_}).output;
-  EXPECT_NE(rank0.find("resumed at step"), std::string::npos) << rank0;
+  follower->wait();
+  const auto cost = interruption("Kueue preemption of a 2-rank all-reduce job",
+                                 cifar::testing::read_file(way_out), rank0);
+  EXPECT_GT(cost.stopped_after, 0) << cifar::testing::read_file(way_out);
+  EXPECT_GE(cost.resumed_from, cost.stopped_after - 1) << rank0;
+  EXPECT_LE(cost.resumed_from, cost.stopped_after) << rank0;
   EXPECT_EQ(recorded_epochs(dir), every_epoch_once(kLowEpochs));
 }
 

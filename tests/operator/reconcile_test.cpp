@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "cifartrainjob/desired_state.h"
+#include "contract/exit_codes.h"
 #include "tests/operator/fixtures.h"
 
 namespace cifar::op {
@@ -127,6 +128,24 @@ TEST(Reconcile, RestartPolicyByExitCode) {
           << what;
       EXPECT_TRUE(json(plan.status).contains("completionTime")) << what;
     }
+  }
+}
+
+// A pod that exited kExitStopped was interrupted and saved the job's state first: whatever the
+// policy, it is replaced and not counted against backoffLimit.
+TEST(Reconcile, APodStoppedOnRequestIsReplacedAndNotCharged) {
+  for (const auto* policy : {"Never", "OnFailure", "ExitCode"}) {
+    const auto job = make_job(policy, /*backoff_limit=*/0);
+    auto observed = running(job);
+    pod_named(observed, "j-master-0") =
+        with_phase(pod_named(observed, "j-master-0"), "Failed", contract::kExitStopped);
+    const auto plan = reconcile(job, JobStatus{}, observed, kT0);
+    EXPECT_TRUE(has(plan.delete_pods, "j-master-0")) << policy;
+    EXPECT_EQ(plan.restarts, 0) << policy;
+    EXPECT_EQ(reason_of(plan.status, "Failed"), "") << policy;
+    EXPECT_EQ(json(plan.status)["state"], "Restarting") << policy;
+    ASSERT_FALSE(plan.events.empty()) << policy;
+    EXPECT_EQ(plan.events.back().reason, "PodStopped") << policy;
   }
 }
 

@@ -276,6 +276,7 @@ PullResult combine(const std::vector<PullResult>& per_shard) {
   for (const auto& e : per_shard) {
     total.version = std::max(total.version, e.version);
     total.done = total.done || e.done;
+    total.stopping = total.stopping || e.stopping;
     total.pushed_bytes += e.pushed_bytes;
     total.pulled_bytes += e.pulled_bytes;
   }
@@ -384,6 +385,7 @@ void PsClient::take_params(int shard, const grpc::ByteBuffer& reply,
   result.pulled_bytes = received.bytes;
   result.version = received.header.version();
   result.done = received.header.done();
+  result.stopping = received.header.stopping();
   versions_[static_cast<size_t>(shard)] = received.header.version();
 }
 

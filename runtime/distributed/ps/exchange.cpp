@@ -194,8 +194,14 @@ train::UpdateResult ParameterServerExchange::update(double lr) {
       client_->push_pull(place().rank, staging_->gradients(), staging_->host_params, lr);
   staging_->upload();
   version_ = pulled.version;
+  if (!pulled.stopping) saved_for_stopping_ = false;
+  shard_stopping_ = pulled.stopping;
   return {version_, pulled.done,
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+}
+
+bool ParameterServerExchange::wants_checkpoint() const {
+  return place().chief && shard_stopping_ && !saved_for_stopping_;
 }
 
 void ParameterServerExchange::save_checkpoint(const train::TrainState& state) {
@@ -214,6 +220,10 @@ void ParameterServerExchange::save_checkpoint(const train::TrainState& state) {
     write_job_state(archive, client_->layout(), gathered);
   });
   saved_step_ = saved.step;
+  if (shard_stopping_) {
+    saved_for_stopping_ = true;
+    spdlog::info("a PS is stopping: its state is saved at version {}", saved.step);
+  }
 }
 
 void ParameterServerExchange::finish(const train::TrainState& state) {

@@ -37,6 +37,9 @@ class ParameterServerExchange final : public train::GradientExchange {
   [[nodiscard]] std::string describe() const override;
   // Pushes the gradients, pulls the parameters (one round trip to all shards in parallel).
   train::UpdateResult update(double lr) override;
+  // The chief, once a PS says it is stopping (its pod interrupted alone): that PS's state must be
+  // saved now, and the PS that replaces it restores it.
+  [[nodiscard]] bool wants_checkpoint() const override;
   // Gathers the shards' parameters and optimizer state into one checkpoint.
   void save_checkpoint(const train::TrainState& state) override;
   // The chief tells the shards the job is done and writes the done marker.
@@ -60,6 +63,8 @@ class ParameterServerExchange final : public train::GradientExchange {
   // version a push saw). The done marker names it, so that the evaluator waits for a checkpoint
   // that exists.
   int64_t saved_step_ = -1;
+  bool shard_stopping_ = false;    // the last reply said a PS is stopping
+  bool saved_for_stopping_ = false;  // and the chief has checkpointed since
 };
 
 }  // namespace cifar::ps

@@ -35,11 +35,12 @@ bool wait_for_finish_or_stop(const Shard& first) {
   return true;
 }
 
-// The shard's state is the job's: before this PS goes, the master's checkpoint must hold it. A
-// master stopping too (the whole job interrupted) gathers it at its next step boundary; one that
-// goes on does not, and kStopBound ends the wait.
-void serve_until_state_gathered(const Shard& first, int index) {
+// The shard's state is the job's: before this PS goes, the master's checkpoint must hold it. The
+// replies say the PS is stopping, and the master gathers the state at its next step boundary
+// (stopping too, or going on when only this PS is interrupted); kStopBound ends the wait.
+void serve_until_state_gathered(ShardServer& server, const Shard& first, int index) {
   const auto served = first.states_served();
+  server.announce_stop();
   const auto waited = train::time_since_stop_request().value_or(std::chrono::seconds(0));
   const auto deadline = std::chrono::steady_clock::now() + (kStopBound - waited);
   spdlog::info("ps {}: asked to stop at version {}; serving until the master saves it", index,
@@ -103,7 +104,7 @@ int run_parameter_server(const train::TrainConfig& config) {
   // been initialised (before training) and is finished too. Each stripe is waited for once.
   auto& first = *stripes.front();
   if (!wait_for_finish_or_stop(first)) {
-    serve_until_state_gathered(first, job.index);
+    serve_until_state_gathered(server, first, job.index);
     return contract::kExitStopped;
   }
   for (const auto& stripe : stripes) {

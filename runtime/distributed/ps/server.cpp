@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <stdexcept>
@@ -28,6 +29,8 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
   explicit ParameterServerService(std::vector<std::shared_ptr<Shard>> stripes)
       : stripes_(std::move(stripes)) {}
 
+  void announce_stop() { stopping_.store(true); }
+
   grpc::Status Register(grpc::ServerContext* context, const proto::RegisterRequest* request,
                         proto::RegisterReply* reply) override {
     Shard* shard = nullptr;
@@ -49,7 +52,7 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
       reactor->Finish(s);
       return reactor;
     }
-    calls_.run([shard, request, response, reactor] {
+    calls_.run([this, shard, request, response, reactor] {
       reactor->Finish(push_pull(*shard, *request, response));
     });
     return reactor;
@@ -60,6 +63,7 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
     if (auto s = admit(*context, &shard); !s.ok()) return s;
     ParamsSnapshot snapshot;
     const auto status = shard->pull(*request, &snapshot);
+    snapshot.stopping = stopping_.load();
     if (status.ok()) to_proto(snapshot, reply);
     return to_grpc(status);
   }
@@ -78,8 +82,8 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
   }
 
  private:
-  static grpc::Status push_pull(Shard& shard, const grpc::ByteBuffer& request,
-                                grpc::ByteBuffer* response) {
+  grpc::Status push_pull(Shard& shard, const grpc::ByteBuffer& request,
+                         grpc::ByteBuffer* response) const {
     if (!shard.initialized()) return to_grpc(ShardStatus::not_initialized());
     Push push;
     try {
@@ -90,6 +94,7 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
     }
     ParamsSnapshot snapshot;
     const auto status = shard.push_pull(push, &snapshot);
+    snapshot.stopping = stopping_.load();
     if (status.ok()) *response = frame_params(snapshot);
     return to_grpc(status);
   }
@@ -122,6 +127,7 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
   }
 
   std::vector<std::shared_ptr<Shard>> stripes_;
+  std::atomic<bool> stopping_{false};
   CallPool calls_;
 };
 
@@ -149,6 +155,8 @@ ShardServer::ShardServer(std::vector<std::shared_ptr<Shard>> stripes, const std:
     throw std::runtime_error("cannot serve the PS on " + address + " (is the port in use?)");
   }
 }
+
+void ShardServer::announce_stop() { service_->announce_stop(); }
 
 ShardServer::~ShardServer() {
   // Let calls in flight finish for a moment, then cancel the rest.

@@ -33,6 +33,9 @@ class ShardServer {
 
   [[nodiscard]] int port() const { return port_; }
   [[nodiscard]] Shard& shard(int stripe = 0) { return *stripes_.at(static_cast<size_t>(stripe)); }
+  // From now on every reply to a push or pull says that this PS is stopping, so that the master
+  // checkpoints the shards' state before it goes (parameter_server.h).
+  void announce_stop();
 
  private:
   std::vector<std::shared_ptr<Shard>> stripes_;

@@ -9,6 +9,7 @@ namespace cifar::ps {
 void to_proto(const ParamsSnapshot& snapshot, proto::ParamsReply* reply) {
   reply->set_version(snapshot.version);
   reply->set_done(snapshot.done);
+  reply->set_stopping(snapshot.stopping);
   const auto wire = snapshot.values.to(torch::kFloat32);
   int64_t offset = 0;
   for (size_t k = 0; k < snapshot.piece_sizes.size(); ++k) {

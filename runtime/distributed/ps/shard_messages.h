@@ -18,6 +18,7 @@ namespace cifar::ps {
 struct ParamsSnapshot {
   int64_t version = 0;
   bool done = false;
+  bool stopping = false;  // the PS was asked to stop (set by the server, not the shard)
   proto::DType dtype = proto::FLOAT32;
   torch::Tensor values;
   std::vector<int64_t> piece_sizes;

@@ -255,6 +255,7 @@ grpc::ByteBuffer frame_params(const ParamsSnapshot& snapshot) {
   proto::ParamsReply header;
   header.set_version(snapshot.version);
   header.set_done(snapshot.done);
+  header.set_stopping(snapshot.stopping);
   // One owner for all pieces: they are ranges of the one snapshot tensor.
   const auto values = std::make_shared<const torch::Tensor>(snapshot.values);
   const auto* data = static_cast<const char*>(values->data_ptr());

@@ -311,17 +311,22 @@ TEST(PsFaults, KilledMasterRestartsAndFinishesTheJob) {
   EXPECT_EQ(evaluations.back()["step"].get<int64_t>(), 96);
 }
 
+// fault_args() with a checkpoint only once an epoch (48 updates): what a graceful stop saves is
+// then its own.
+std::vector<std::string> stop_args() {
+  return TrainArgs()
+      .synthetic("simplecnn", 3072, 128)
+      .add({"-b", "32", "-e", "2", "--lr", "0.01", "--schedule", "constant", "--ps-mode", "sync",
+            "--ps-timeout", "3", "--ps-retry-seconds", "60"})
+      .args();
+}
+
 // A suspend, a preemption or a deleted job sends every pod SIGTERM. With no checkpoint due (one an
 // epoch, 48 updates), the master still saves the step it stopped after: the PS serves until it has
 // gathered the state, every role exits kExitStopped, and the restarted job continues from there.
 TEST(PsFaults, ASigtermToEveryRoleSavesTheStepTheMasterStoppedAfterAndTheJobResumesThere) {
   TempDir work;
-  const auto args = TrainArgs()
-                        .synthetic("simplecnn", 3072, 128)
-                        .add({"-b", "32", "-e", "2", "--lr", "0.01", "--schedule", "constant",
-                              "--ps-mode", "sync", "--ps-timeout", "3", "--ps-retry-seconds", "60"})
-                        .args();
-  LocalJob job(work.path(), 1, /*workers=*/1, args);
+  LocalJob job(work.path(), 1, /*workers=*/1, stop_args());
   job.start_all(/*evaluator=*/false);
   ASSERT_TRUE(wait_for(
       [&] { return job.log("master").find("starting at version") != std::string::npos; }, 120s))
@@ -349,6 +354,33 @@ TEST(PsFaults, ASigtermToEveryRoleSavesTheStepTheMasterStoppedAfterAndTheJobResu
   EXPECT_NE(job.log("master").find("starting at version " + std::to_string(saved_step)),
             std::string::npos)
       << job.log("master");
+  EXPECT_NE(job.log("master").find(done_at(2)), std::string::npos) << job.log("master");
+}
+
+// A drained node takes the PS alone: its replies say it is stopping, the master (training on)
+// checkpoints the shard's state at once though none is due, the PS exits kExitStopped, and the
+// PS that replaces it restores that checkpoint.
+TEST(PsFaults, APsStoppedAloneHasTheMasterSaveItsStateForItsReplacement) {
+  TempDir work;
+  LocalJob job(work.path(), 1, /*workers=*/1, stop_args());
+  job.start_all(/*evaluator=*/false);
+  ASSERT_TRUE(wait_for(
+      [&] { return job.log("master").find("starting at version") != std::string::npos; }, 120s))
+      << job.all_logs();
+  std::this_thread::sleep_for(2s);  // inside epoch 1: no checkpoint yet
+  job.process("ps").send(SIGTERM);
+  EXPECT_EQ(job.process("ps").wait(), 3) << job.log("ps");
+  EXPECT_NE(job.log("ps").find("the master gathered the state"), std::string::npos)
+      << job.log("ps");
+  const std::string said = "a PS is stopping: its state is saved at version ";
+  const auto at = job.log("master").find(said);
+  ASSERT_NE(at, std::string::npos) << job.all_logs();
+  const auto saved = std::stoll(job.log("master").substr(at + said.size()));
+  EXPECT_GT(saved, 0);
+  EXPECT_LT(saved, 48) << "epoch 1's checkpoint would be 48";
+  job.start("ps");
+  job.expect_all_succeed(240s);
+  EXPECT_NE(job.log("ps").find("restoring its"), std::string::npos) << job.log("ps");
   EXPECT_NE(job.log("master").find(done_at(2)), std::string::npos) << job.log("master");
 }
 
