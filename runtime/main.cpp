@@ -14,6 +14,7 @@
 #include "distributed/allreduce/trainer.h"
 #include "distributed/ps/parameter_server.h"
 #include "distributed/ps/trainer.h"
+#include "train/error_text.h"
 #include "train/evaluator.h"
 #include "train/graceful_stop.h"
 #include "train/host_memory.h"
@@ -85,6 +86,6 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     return fail(e.what(), cifar::contract::kExitUsage);
   } catch (const std::exception& e) {
-    return fail(e.what(), cifar::contract::kExitFailed);
+    return fail(cifar::train::error_text(e), cifar::contract::kExitFailed);
   }
 }

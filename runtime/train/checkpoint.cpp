@@ -7,16 +7,47 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+
+#include "train/error_text.h"
 
 namespace cifar::train {
 namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kSuffix = ".pt";
+
+// Writes `archive` to a new file at `path`, synced to disk. Throws std::system_error with the
+// system's reason (ENOSPC, EROFS, EIO...). The writer tells torch every byte was written even after
+// a failed write: LibTorch's zip writer, told otherwise, throws from its destructor, which ends
+// the process (the exit code 139 a full volume used to cause).
+void write_synced(const fs::path& path, torch::serialize::OutputArchive& archive) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::system_error(errno, std::generic_category());
+  int error = 0;
+  try {
+    archive.save_to([&](const void* data, size_t size) -> size_t {
+      const auto* bytes = static_cast<const char*>(data);
+      for (size_t done = 0; done < size && error == 0;) {
+        const auto n = ::write(fd, bytes + done, size - done);
+        if (n < 0 && errno != EINTR) error = errno;
+        if (n > 0) done += static_cast<size_t>(n);
+      }
+      return size;
+    });
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (error == 0 && ::fsync(fd) != 0) error = errno;
+  if (::close(fd) != 0 && error == 0) error = errno;
+  if (error != 0) throw std::system_error(error, std::generic_category());
+}
 
 // fsync a file or directory so that a rename that follows is durable.
 void sync_path(const fs::path& path) {
@@ -123,7 +154,6 @@ fs::path CheckpointManager::save(const torch::nn::Module& model,
 
 fs::path CheckpointManager::save(const torch::nn::Module& model, const TrainState& state,
                                  const ExtraWriter& write_extra) const {
-  fs::create_directories(dir_);
   torch::serialize::OutputArchive archive;
   write_model(archive, model);
   write_extra(archive);
@@ -135,10 +165,18 @@ fs::path CheckpointManager::save(const torch::nn::Module& model, const TrainStat
   std::snprintf(name, sizeof(name), "-step-%010lld", static_cast<long long>(state.step));
   fs::path final_path = dir_ / (prefix_ + name + kSuffix);
   const fs::path temp_path = dir_ / ("." + final_path.filename().string() + ".tmp");
-  archive.save_to(temp_path.string());
-  sync_path(temp_path);
-  fs::rename(temp_path, final_path);
-  sync_path(dir_);
+  try {
+    fs::create_directories(dir_);
+    write_synced(temp_path, archive);
+    fs::rename(temp_path, final_path);
+    sync_path(dir_);
+  } catch (const std::exception& e) {
+    std::error_code ignored;
+    fs::remove(temp_path, ignored);  // never a torn file; the older checkpoints stay
+    throw CheckpointWriteError("checkpoint step " + std::to_string(state.step) +
+                               " could not be written to " + final_path.string() + ": " +
+                               error_text(e));
+  }
 
   auto existing = list();
   for (size_t i = 0; i + static_cast<size_t>(keep_) < existing.size(); ++i) {

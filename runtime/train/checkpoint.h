@@ -10,12 +10,21 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "train/train_state.h"
 
 namespace cifar::train {
+
+// A checkpoint that could not be written (a full or read-only volume, an I/O error): the message
+// names the step, the file and the system's reason. Nothing half-written is left behind, and the
+// checkpoints written before are kept.
+class CheckpointWriteError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 class CheckpointManager {
  public:
@@ -27,7 +36,7 @@ class CheckpointManager {
   CheckpointManager(std::filesystem::path dir, std::string prefix, int keep);
 
   // Writes a checkpoint for `state` and deletes all but the newest `keep`; returns its path
-  // (informational: callers may ignore it).
+  // (informational: callers may ignore it). Throws CheckpointWriteError.
   // NOLINTNEXTLINE(modernize-use-nodiscard)
   std::filesystem::path save(const torch::nn::Module& model,
                              const torch::optim::Optimizer& optimizer,

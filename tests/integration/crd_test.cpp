@@ -232,6 +232,34 @@ TEST_F(CifarTrainJobCrd, AJobsSizeCannotChangeButOtherFieldsCan) {
   EXPECT_EQ(get("sized")["spec"]["runPolicy"]["suspend"], true);
 }
 
+// An edit of what the pods were made from would be accepted and silently ignored (epochs 2 -> 6,
+// and the job trains 2): each such field is refused by name; runPolicy, which acts on change,
+// stays editable.
+TEST_F(CifarTrainJobCrd, AJobsSpecCannotChangeButItsRunPolicyCan) {
+  ASSERT_EQ(apply(job("fixed", kValidSpec + "  training: {epochs: 2}\n")).exit_code, 0);
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {R"({"spec":{"training":{"epochs":6}}})", "spec.training cannot change"},
+      {R"({"spec":{"model":{"name":"simplecnn"}}})", "spec.model cannot change"},
+      {R"({"spec":{"image":"example.com/other:1"}})", "spec.image cannot change"},
+      {R"({"spec":{"strategy":{"allReduce":{"backend":"gloo"}}}})", "spec.strategy cannot change"},
+      {R"({"spec":{"replicaSpecs":{"Worker":{"template":{"metadata":{"labels":{"a":"b"}}}}}}})",
+       "spec.replicaSpecs cannot change"},
+      {R"({"spec":{"checkpoint":{"everySteps":5}}})", "spec.checkpoint cannot change"},
+  };
+  for (const auto& [patch, message] : edits) {
+    const auto edited =
+        kubectl({"patch", "ctj", "fixed", "-n", namespace_, "--type=merge", "-p", patch});
+    EXPECT_NE(edited.exit_code, 0) << patch << " was accepted";
+    EXPECT_NE(edited.output.find(message), std::string::npos) << patch << ":\n" << edited.output;
+  }
+  EXPECT_EQ(get("fixed")["spec"]["training"]["epochs"], 2);
+  const auto run_policy = kubectl(
+      {"patch", "ctj", "fixed", "-n", namespace_, "--type=merge", "-p",
+       R"({"spec":{"runPolicy":{"suspend":true,"ttlSecondsAfterFinished":60,"activeDeadlineSeconds":600}}})"});
+  EXPECT_EQ(run_policy.exit_code, 0) << run_policy.output;
+  EXPECT_EQ(get("fixed")["spec"]["runPolicy"]["ttlSecondsAfterFinished"], 60);
+}
+
 TEST_F(CifarTrainJobCrd, AJobsQueueCannotChange) {
   ASSERT_EQ(apply(job("queued", kValidSpec + "  runPolicy: {schedulingPolicy: {queue: team-a}}\n"))
                 .exit_code,

@@ -215,6 +215,38 @@ TEST(Training, ASecondSigtermEndsTheRunAtOnce) {
   EXPECT_EQ(child.wait(), 128 + SIGTERM) << cifar::testing::read_file(work.path() / "log");
 }
 
+// A checkpoint volume that fills up (a 12 MiB tmpfs: room for one simplecnn checkpoint, ~10 MB
+// with its momentum, but not for the next beside it) ends the run with the step, the file and the
+// system's reason, in the log and the termination message (no stack trace), keeps the checkpoint
+// written before, and leaves no torn file. The tmpfs is mounted in a mount namespace of the run's
+// own, so the test lists it from there.
+TEST(Training, AFullCheckpointVolumeFailsWithTheStepTheFileAndTheReasonAndKeepsTheLastGoodOne) {
+  TempDir work;
+  const auto dir = work.path() / "full";
+  const auto termination = work.path() / "termination";
+  fs::create_directories(dir);
+  std::vector<std::string> argv = {
+      "unshare", "-rm", "sh", "-c",
+      R"(mount -t tmpfs -o size=12m tmpfs "$0" || exit 99; "$@"; code=$?; ls -a "$0"; exit $code)",
+      dir.string()};
+  const auto train = train_command(work.path(), "full",
+                                   {"-e", "1", "--checkpoint-every", "10", "--termination-log",
+                                    termination.string()});
+  argv.insert(argv.end(), train.begin(), train.end());
+  const auto result = run_process(argv);
+  ASSERT_NE(result.exit_code, 99) << "cannot mount a tmpfs here: " << result.output;
+  EXPECT_EQ(result.exit_code, 1) << result.output;
+  const auto said = "checkpoint step 20 could not be written to " +
+                    (dir / "simplecnn-step-0000000020.pt").string() + ": No space left on device";
+  EXPECT_NE(result.output.find(said), std::string::npos) << result.output;
+  const auto message = cifar::testing::read_file(termination);
+  EXPECT_NE(message.find(said), std::string::npos) << message;
+  EXPECT_EQ(message.find("frame #"), std::string::npos) << message;
+  // The listing of the volume after the run: the step-10 checkpoint, no temporary file.
+  EXPECT_NE(result.output.find("simplecnn-step-0000000010.pt"), std::string::npos) << result.output;
+  EXPECT_EQ(result.output.find(".tmp"), std::string::npos) << result.output;
+}
+
 TEST(Training, RefusesToOverwriteAnExistingRunWithoutResume) {
   TempDir work;
   ASSERT_EQ(
