@@ -6,8 +6,8 @@
 namespace cifar::contract {
 
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailed = 1;        // training failed (diverged, data missing, peer lost)
-inline constexpr int kExitUsage = 2;         // arguments or env refused
+inline constexpr int kExitFailed = 1;  // training failed (diverged, data missing, peer lost)
+inline constexpr int kExitUsage = 2;   // arguments or env refused
 // Asked to stop (SIGTERM: a drain, a preemption, a suspend, a deleted job) and stopped at a step
 // boundary with the job's state saved, so that a replacement continues from that step.
 inline constexpr int kExitStopped = 3;

@@ -2,7 +2,6 @@
 // (0 done, 1 failed, 2 bad usage or configuration).
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -49,9 +48,13 @@ int run(const cifar::train::TrainConfig& config) {
   for (const auto& line : cifar::train::describe(result)) spdlog::info("{}", line);
   cifar::train::write_termination_log(config.termination_log, result);
   if (!result.stopped) return cifar::contract::kExitOk;
-  spdlog::info("exiting {:.1f} s after the stop request (exit code {}: stopped, state saved)",
-               cifar::train::time_since_stop_request().value_or(std::chrono::seconds(0)).count(),
-               cifar::contract::kExitStopped);
+  if (const auto since = cifar::train::time_since_stop_request()) {
+    spdlog::info("exiting {:.1f} s after the stop request (exit code {}: stopped, state saved)",
+                 since->count(), cifar::contract::kExitStopped);
+  } else {  // an all-reduce rank that stopped with another that was asked to
+    spdlog::info("exiting with the other ranks (exit code {}: stopped, state saved)",
+                 cifar::contract::kExitStopped);
+  }
   return cifar::contract::kExitStopped;
 }
 

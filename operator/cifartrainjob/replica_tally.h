@@ -33,10 +33,10 @@ struct ReplicaTally {
   std::map<std::string, ReplicaStatus> statuses;  // by replica type, the roles passed in full
   std::vector<std::pair<Role, int>> missing;      // replicas without a pod
   std::vector<FailedPod> retryable;               // failed pods to recreate
-  std::vector<std::string> stopped;  // stopped on request, state saved: recreated, not charged
-  std::optional<FailedPod> permanent;             // the failure that fails the job
-  int64_t in_place_restarts = 0;                  // of the pods that exist
-  bool all_exist = true;                          // every replica's pod, none terminating
+  std::vector<std::string> stopped;    // stopped on request, state saved: recreated, not charged
+  std::optional<FailedPod> permanent;  // the failure that fails the job
+  int64_t in_place_restarts = 0;       // of the pods that exist
+  bool all_exist = true;               // every replica's pod, none terminating
   bool any_running = false;
 };
 // `leaving`: pods being deleted this round, counted as terminating.

@@ -185,7 +185,7 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
   begin_epoch(run);
   metrics.set_job_position(state.step, plan.total_updates);
   bool done = state.step >= plan.total_updates;
-  bool epoch_open = !done;  // whether the current epoch has batches not yet recorded
+  bool epoch_open = !done;       // whether the current epoch has batches not yet recorded
   const StopWindow stop_window;  // a SIGTERM from here on stops at a step boundary, saved
   while (!done) {
     const auto t_start = Clock::now();

@@ -11,11 +11,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "kube/client.h"
@@ -170,8 +173,8 @@ class Cluster : public ::testing::Test {
           std::to_string(epochs) + ", batchSize: 32, learningRate: {base: " + learning_rate +
           ", schedule: constant}}\n"
           "  checkpoint: {volume: {claimName: checkpoints}, everySteps: " +
-          std::to_string(checkpoint_every_steps_) + "}\n" +
-          strategy + "  replicaSpecs:\n" + replicas + extra);
+          std::to_string(checkpoint_every_steps_) + "}\n" + strategy + "  replicaSpecs:\n" +
+          replicas + extra);
   }
 
   json job(const std::string& name) {
@@ -327,6 +330,39 @@ class Cluster : public ::testing::Test {
               << " | " << i.seconds_to_exit << " s from SIGTERM to exit\n";
     return i;
   }
+  // Interrupts running job `name` with `interrupt` (which returns once `chief`, the pod of its
+  // chief, is gone), brings it back with `bring_back`, waits until it has Succeeded, and expects
+  // the interruption (named `what`) to have lost at most one step: interruption()'s figures.
+  Interruption interrupt_and_finish(const std::string& name, const std::string& chief,
+                                    const std::string& what, const std::function<void()>& interrupt,
+                                    const std::function<void()>& bring_back) {
+    const auto way_out = volumes_ / (chief + ".interrupted.log");
+    auto follower = follow_log(chief, way_out);
+    std::this_thread::sleep_for(seconds(1));  // following
+    EXPECT_NE(state(name), "Succeeded") << "the job ended before it could be interrupted";
+    interrupt();
+    EXPECT_TRUE(wait_for([&] { return !follower->running(); }, seconds(120)))
+        << chief << " is still running after the interruption";
+    follower->kill_hard();  // reaps it: gone already, or given up on
+    bring_back();
+    EXPECT_TRUE(wait_for_state(name, "Succeeded", seconds(400))) << diagnose(name);
+    const auto said = cifar::testing::read_file(way_out);
+    const auto resumed = kubectl({"logs", chief, "-n", ns_}).output;
+    const auto cost = interruption(what, said, resumed);
+    EXPECT_GT(cost.stopped_after, 0) << said;
+    EXPECT_GE(cost.resumed_from, cost.stopped_after - 1) << resumed;
+    return cost;
+  }
+  // A suspend of job `name` until its pods are gone, and the resume.
+  std::pair<std::function<void()>, std::function<void()>> suspension(const std::string& name) {
+    return {[this, name] {
+              ASSERT_EQ(suspend(name, true).exit_code, 0);
+              ASSERT_TRUE(wait_for_state(name, "Suspended", seconds(60)));
+              ASSERT_TRUE(wait_for([&] { return pods_of(name).empty(); }, seconds(60)));
+            },
+            [this, name] { ASSERT_EQ(suspend(name, false).exit_code, 0); }};
+  }
+
   // The number after `said` (and after `then`, when given) in `log`; -1 when it is not there.
   static double number_after(const std::string& log, const std::string& said,
                              const std::string& then) {

@@ -109,21 +109,9 @@ TEST_F(Cluster, AWorkerPodDeletedMidRunIsRecreatedAndASuspendLosesNoStep) {
       },
       seconds(120)));
 
-  const auto way_out = volumes_ / "del-master-0.suspended.log";
-  auto follower = follow_log("del-master-0", way_out);
-  std::this_thread::sleep_for(seconds(1));  // following
-  ASSERT_NE(state("del"), "Succeeded") << "the job ended before it could be suspended";
-  ASSERT_EQ(suspend("del", true).exit_code, 0);
-  ASSERT_TRUE(wait_for_state("del", "Suspended", seconds(60)));
-  ASSERT_TRUE(wait_for([&] { return pods_of("del").empty(); }, seconds(60)));
-  follower->wait();
-  ASSERT_EQ(suspend("del", false).exit_code, 0);
-  ASSERT_TRUE(wait_for_state("del", "Succeeded", seconds(300))) << state("del");
-  const auto master = kubectl({"logs", "del-master-0", "-n", ns_}).output;
-  const auto cost = interruption("suspend of an async PS job (1 PS, master, 2 workers)",
-                                 cifar::testing::read_file(way_out), master);
-  EXPECT_GT(cost.stopped_after, 0) << cifar::testing::read_file(way_out);
-  EXPECT_GE(cost.resumed_from, cost.stopped_after - 1) << master;
+  const auto [interrupt, resume] = suspension("del");
+  interrupt_and_finish("del", "del-master-0",
+                       "suspend of an async PS job (1 PS, master, 2 workers)", interrupt, resume);
 }
 
 TEST_F(Cluster, UnderExitCodeAKilledProcessIsRestartedAndAPermanentCodeFailsTheJob) {

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-
 #include <thread>
 
 #include "tests/e2e/cluster_fixture.h"
@@ -177,22 +176,10 @@ TEST_F(WhenAJobGoesWrong, AnAllReduceJobContinuesFromItsCheckpointAfterALostRank
       },
       seconds(180)))
       << diagnose("ar");
-  ASSERT_NE(state("ar"), "Succeeded") << "the job ended before it could be suspended";
-  const auto way_out = volumes_ / "ar-worker-0.suspended.log";
-  auto follower = follow_log("ar-worker-0", way_out);
-  std::this_thread::sleep_for(seconds(1));  // following
-  ASSERT_EQ(suspend("ar", true).exit_code, 0);
-  ASSERT_TRUE(wait_for_state("ar", "Suspended", seconds(60)));
-  ASSERT_TRUE(wait_for([&] { return pods_of("ar").empty(); }, seconds(60)));
-  follower->wait();
-  ASSERT_EQ(suspend("ar", false).exit_code, 0);
-  ASSERT_TRUE(wait_for_state("ar", "Succeeded", seconds(400))) << diagnose("ar");
-  const auto log = kubectl({"logs", "ar-worker-0", "-n", ns_}).output;
-  const auto cost = interruption("suspend of a 2-rank all-reduce job",
-                                 cifar::testing::read_file(way_out), log);
-  EXPECT_GT(cost.stopped_after, 0) << cifar::testing::read_file(way_out);
-  EXPECT_GE(cost.resumed_from, cost.stopped_after - 1) << log;
-  EXPECT_LE(cost.resumed_from, cost.stopped_after) << log;
+  const auto [interrupt, resume] = suspension("ar");
+  const auto cost = interrupt_and_finish("ar", "ar-worker-0", "suspend of a 2-rank all-reduce job",
+                                         interrupt, resume);
+  EXPECT_LE(cost.resumed_from, cost.stopped_after);  // ranks that stop together saved that step
   // monitor.jsonl, which rank 0 appends an epoch at a time: every epoch once, in order.
   EXPECT_EQ(recorded_epochs(dir), every_epoch_once(kEpochs));
 }

@@ -101,6 +101,7 @@ train::UpdateResult AllReduceExchange::update(double lr) {
 }
 
 bool AllReduceExchange::agree_to_stop(bool asked) {
+  const auto start = std::chrono::steady_clock::now();
   std::vector<torch::Tensor> flag{torch::tensor({asked ? 1 : 0}, torch::kInt32)};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
@@ -113,6 +114,7 @@ bool AllReduceExchange::agree_to_stop(bool asked) {
                              "): another rank died or did not answer: " + e.what());
   }
   const bool stop = flag[0].item<int32_t>() != 0;
+  stop_agreement_seconds_ += seconds_since(start);
   if (stop && !asked) spdlog::info("rank {}: another rank was asked to stop; stopping too", rank());
   return stop;
 }
@@ -126,6 +128,8 @@ void AllReduceExchange::finish(const train::TrainState& state) {
         "ms waited after backward",
         rank(), static_cast<double>(t.bytes) / steps / 1e6, 1e3 * t.in_flight_seconds / steps,
         1e3 * t.wait_seconds / steps);
+    spdlog::info("rank {}: the stop-request all-reduce took {:.3f} ms per step", rank(),
+                 1e3 * stop_agreement_seconds_ / steps);
   }
   if (verify_every_ > 0) {
     spdlog::info("rank {}: replicas bit-identical at all {} checks (every {} steps)", rank(),

@@ -51,6 +51,7 @@ class AllReduceExchange final : public train::LocalExchange {
   std::vector<torch::Tensor> buffers_;
   std::vector<torch::Tensor> replica_;  // what must be equal on every rank: parameters, buffers
   int64_t verified_ = 0;
+  double stop_agreement_seconds_ = 0;  // in agree_to_stop, over the run
 };
 
 }  // namespace cifar::allreduce

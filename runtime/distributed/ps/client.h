@@ -39,8 +39,8 @@ struct ClientOptions {
 
 // What a pull (or push-and-pull) brought back.
 struct PullResult {
-  int64_t version = 0;  // the newest shard version seen
-  bool done = false;    // a shard says the job is done
+  int64_t version = 0;    // the newest shard version seen
+  bool done = false;      // a shard says the job is done
   bool stopping = false;  // a shard's PS was asked to stop: its state must be saved now
   int64_t pushed_bytes = 0;
   int64_t pulled_bytes = 0;

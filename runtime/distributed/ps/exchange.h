@@ -63,7 +63,7 @@ class ParameterServerExchange final : public train::GradientExchange {
   // version a push saw). The done marker names it, so that the evaluator waits for a checkpoint
   // that exists.
   int64_t saved_step_ = -1;
-  bool shard_stopping_ = false;    // the last reply said a PS is stopping
+  bool shard_stopping_ = false;      // the last reply said a PS is stopping
   bool saved_for_stopping_ = false;  // and the chief has checkpointed since
 };
 

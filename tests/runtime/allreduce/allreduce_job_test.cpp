@@ -131,20 +131,40 @@ TEST(AllReduceJob, BatchNormBuffersStayIdenticalAcrossRanks) {
   expect_replicas_verified_every_step(job.output, 2, 3);
 }
 
+// Two ranks started on their own, as pods are (logs rank0.log, rank1.log), training a long job.
+struct TwoRanks {
+  TwoRanks(const fs::path& work, std::vector<std::string> extra)
+      : work_(work),
+        port_(cifar::testing::free_port()),
+        rank0(args(0, extra), work / "rank0.log"),
+        rank1(args(1, extra), work / "rank1.log") {}
+  // Until rank 0 trains, and a moment more: mid-training.
+  bool wait_until_training() {
+    const bool training = cifar::testing::wait_for(
+        [&] { return read_file(work_ / "rank0.log").find("buckets") != std::string::npos; }, 60s);
+    std::this_thread::sleep_for(2s);
+    return training;
+  }
+
+ private:
+  std::vector<std::string> args(int r, std::vector<std::string> extra) const {
+    extra.insert(extra.begin(), {"-b", "8", "-e", "50"});
+    return command(work_, "model", rank_of_two(r, port_), extra);
+  }
+  fs::path work_;
+  int port_;
+
+ public:
+  ChildProcess rank0;
+  ChildProcess rank1;
+};
+
 TEST(AllReduceJob, AKilledRankEndsTheOthersWithAClearErrorWithinTheTimeout) {
   TempDir work;
-  const int port = cifar::testing::free_port();
-  auto rank = [&](int r) {
-    return command(work.path(), "model", rank_of_two(r, port),
-                   {"-b", "8", "-e", "50", "--dist-timeout", "20"});
-  };
-  ChildProcess rank0(rank(0), work.path() / "rank0.log");
-  ChildProcess rank1(rank(1), work.path() / "rank1.log");
-  ASSERT_TRUE(cifar::testing::wait_for(
-      [&] { return read_file(work.path() / "rank0.log").find("buckets") != std::string::npos; },
-      60s))
-      << read_file(work.path() / "rank0.log");
-  std::this_thread::sleep_for(2s);  // mid-training
+  TwoRanks ranks(work.path(), {"--dist-timeout", "20"});
+  ASSERT_TRUE(ranks.wait_until_training()) << read_file(work.path() / "rank0.log");
+  auto& rank0 = ranks.rank0;
+  auto& rank1 = ranks.rank1;
   rank1.kill_hard();
   const auto killed_at = std::chrono::steady_clock::now();
   const int code = rank0.wait();
@@ -168,17 +188,10 @@ int64_t stopped_after_step(const std::string& log) {
 // stop-request all-reduce, both stop after the same step, and rank 0 saves it.
 TEST(AllReduceJob, ASigtermToOneRankStopsEveryRankAfterTheSameStepWithItSaved) {
   TempDir work;
-  const int port = cifar::testing::free_port();
-  auto rank = [&](int r) {
-    return command(work.path(), "model", rank_of_two(r, port), {"-b", "8", "-e", "50"});
-  };
-  ChildProcess rank0(rank(0), work.path() / "rank0.log");
-  ChildProcess rank1(rank(1), work.path() / "rank1.log");
-  ASSERT_TRUE(cifar::testing::wait_for(
-      [&] { return read_file(work.path() / "rank0.log").find("buckets") != std::string::npos; },
-      60s))
-      << read_file(work.path() / "rank0.log");
-  std::this_thread::sleep_for(2s);  // mid-training
+  TwoRanks ranks(work.path(), {});
+  ASSERT_TRUE(ranks.wait_until_training()) << read_file(work.path() / "rank0.log");
+  auto& rank0 = ranks.rank0;
+  auto& rank1 = ranks.rank1;
   rank1.send(SIGTERM);
   const int code1 = rank1.wait();
   const int code0 = rank0.wait();

@@ -105,6 +105,11 @@ class LocalJob {
       EXPECT_EQ(code, 0) << name << ":\n" << log(name.substr(0, at), std::stoi(name.substr(at)));
     }
   }
+  // Until the master has registered and starts its first step.
+  bool wait_until_the_master_trains() {
+    return wait_for([&] { return log("master").find("starting at version") != std::string::npos; },
+                    120s);
+  }
   [[nodiscard]] int metrics_port(int offset) const { return metrics_port_ + offset; }
   [[nodiscard]] int ps_count() const { return ps_count_; }
   [[nodiscard]] int workers() const { return workers_; }
@@ -328,9 +333,7 @@ TEST(PsFaults, ASigtermToEveryRoleSavesTheStepTheMasterStoppedAfterAndTheJobResu
   TempDir work;
   LocalJob job(work.path(), 1, /*workers=*/1, stop_args());
   job.start_all(/*evaluator=*/false);
-  ASSERT_TRUE(wait_for(
-      [&] { return job.log("master").find("starting at version") != std::string::npos; }, 120s))
-      << job.all_logs();
+  ASSERT_TRUE(job.wait_until_the_master_trains()) << job.all_logs();
   std::this_thread::sleep_for(3s);  // inside epoch 1
   for (const auto& [role, index] : {std::pair{"master", 0}, {"worker", 0}, {"ps", 0}}) {
     job.process(role, index).send(SIGTERM);
@@ -347,7 +350,8 @@ TEST(PsFaults, ASigtermToEveryRoleSavesTheStepTheMasterStoppedAfterAndTheJobResu
   ASSERT_FALSE(saved.empty()) << job.all_logs();
   const auto saved_step = train::CheckpointManager::read_state(saved.back()).step;
   EXPECT_GE(saved_step, stopped_after) << job.all_logs();
-  EXPECT_NE(job.log("ps").find("the master gathered the state"), std::string::npos) << job.log("ps");
+  EXPECT_NE(job.log("ps").find("the master gathered the state"), std::string::npos)
+      << job.log("ps");
 
   job.start_all(/*evaluator=*/false);
   job.expect_all_succeed(240s);
@@ -364,9 +368,7 @@ TEST(PsFaults, APsStoppedAloneHasTheMasterSaveItsStateForItsReplacement) {
   TempDir work;
   LocalJob job(work.path(), 1, /*workers=*/1, stop_args());
   job.start_all(/*evaluator=*/false);
-  ASSERT_TRUE(wait_for(
-      [&] { return job.log("master").find("starting at version") != std::string::npos; }, 120s))
-      << job.all_logs();
+  ASSERT_TRUE(job.wait_until_the_master_trains()) << job.all_logs();
   std::this_thread::sleep_for(2s);  // inside epoch 1: no checkpoint yet
   job.process("ps").send(SIGTERM);
   EXPECT_EQ(job.process("ps").wait(), 3) << job.log("ps");

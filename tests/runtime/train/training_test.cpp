@@ -153,7 +153,8 @@ TEST(Training, ResumeAfterKillMatchesAnUninterruptedRun) {
 // The step a run that was asked to stop says it stopped after (-1 when it says nothing).
 int64_t stopped_after_step(const std::string& log) {
   std::smatch match;
-  if (!std::regex_search(log, match, std::regex(R"(stopped on request: \d+ epochs, (\d+) steps)"))) {
+  if (!std::regex_search(log, match,
+                         std::regex(R"(stopped on request: \d+ epochs, (\d+) steps)"))) {
     return -1;
   }
   return std::stoll(match[1]);
@@ -182,9 +183,8 @@ TEST(Training, SigtermStopsAtAStepBoundaryWithThatStepSavedAndResumeContinuesThe
   ASSERT_FALSE(saved.empty());
   EXPECT_EQ(CheckpointManager::read_state(saved.back()).step, step) << log;
 
-  const auto resumed =
-      run_process(train_command(work.path(), "stopped",
-                                {"-e", "50", "--max-steps", std::to_string(step + 2), "--resume"}));
+  const auto resumed = run_process(train_command(
+      work.path(), "stopped", {"-e", "50", "--max-steps", std::to_string(step + 2), "--resume"}));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_NE(resumed.output.find("step " + std::to_string(step) + ")"), std::string::npos)
       << resumed.output;
@@ -205,8 +205,10 @@ TEST(Training, ASecondSigtermEndsTheRunAtOnce) {
                         .args();
   ChildProcess child(args, work.path() / "log");
   ASSERT_TRUE(cifar::testing::wait_for(
-      [&] { return cifar::testing::read_file(work.path() / "log").find("model simplecnn") !=
-                   std::string::npos; },
+      [&] {
+        return cifar::testing::read_file(work.path() / "log").find("model simplecnn") !=
+               std::string::npos;
+      },
       std::chrono::minutes(2)));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   child.send(SIGTERM);
@@ -226,12 +228,15 @@ TEST(Training, AFullCheckpointVolumeFailsWithTheStepTheFileAndTheReasonAndKeepsT
   const auto termination = work.path() / "termination";
   fs::create_directories(dir);
   std::vector<std::string> argv = {
-      "unshare", "-rm", "sh", "-c",
+      "unshare",
+      "-rm",
+      "sh",
+      "-c",
       R"(mount -t tmpfs -o size=12m tmpfs "$0" || exit 99; "$@"; code=$?; ls -a "$0"; exit $code)",
       dir.string()};
-  const auto train = train_command(work.path(), "full",
-                                   {"-e", "1", "--checkpoint-every", "10", "--termination-log",
-                                    termination.string()});
+  const auto train = train_command(
+      work.path(), "full",
+      {"-e", "1", "--checkpoint-every", "10", "--termination-log", termination.string()});
   argv.insert(argv.end(), train.begin(), train.end());
   const auto result = run_process(argv);
   ASSERT_NE(result.exit_code, 99) << "cannot mount a tmpfs here: " << result.output;
