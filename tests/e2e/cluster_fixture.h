@@ -16,6 +16,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -363,7 +364,8 @@ class Cluster : public ::testing::Test {
             [this, name] { ASSERT_EQ(suspend(name, false).exit_code, 0); }};
   }
 
-  // The number after `said` (and after `then`, when given) in `log`; -1 when it is not there.
+  // The number after `said` (and after `then`, when given) in `log`; -1 when there is none there
+  // (a rank that stopped with another says "exiting with the other ranks").
   static double number_after(const std::string& log, const std::string& said,
                              const std::string& then) {
     auto at = log.find(said);
@@ -374,7 +376,11 @@ class Cluster : public ::testing::Test {
       if (at == std::string::npos) return -1;
       at += then.size();
     }
-    return std::stod(log.substr(at));
+    try {
+      return std::stod(log.substr(at));
+    } catch (const std::invalid_argument&) {
+      return -1;
+    }
   }
 
   std::string diagnose(const std::string& name) {
