@@ -53,10 +53,6 @@ std::optional<std::chrono::duration<double>> time_since_stop_request() {
   return Clock::now() - at;
 }
 
-void request_stop() {
-  if (!g_requested.load()) note_request();
-}
-
 StopWindow::StopWindow() { g_window_open.store(true); }
 StopWindow::~StopWindow() { g_window_open.store(false); }
 

@@ -15,12 +15,10 @@ namespace cifar::train {
 // a peer that died (a killed rank's socket) fails with an error the run reports, not a signal.
 void install_stop_handlers();
 
-// Whether a stop was asked for (by a signal in an open window, or request_stop()).
+// Whether a stop was asked for (by a signal in an open window).
 [[nodiscard]] bool stop_requested();
 // How long ago the stop was asked for; empty when it was not.
 [[nodiscard]] std::optional<std::chrono::duration<double>> time_since_stop_request();
-// Asks for a stop as a signal would (tests, and a PS told by its peers).
-void request_stop();
 
 // While one is alive, a first SIGTERM or SIGINT is a request to stop (stop_requested()), not an
 // exit. Not nested: one owner at a time (the loop, or the PS).
