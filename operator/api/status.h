@@ -58,6 +58,9 @@ inline constexpr std::string_view kFinalEvaluation = "FinalEvaluation";  // the 
 inline constexpr std::string_view kPodRestarting = "PodRestarting";
 // A pod stopped on request with the job's state saved (contract::kExitStopped): replaced.
 inline constexpr std::string_view kPodStopped = "PodStopped";
+// A pod deleted on purpose whose grace period ran out before its graceful stop had saved the
+// job's state (unsaved_stop.h): an Event only; the job goes on from its last checkpoint.
+inline constexpr std::string_view kStopNotSaved = "StopNotSaved";
 inline constexpr std::string_view kJobSucceeded = "JobSucceeded";
 inline constexpr std::string_view kPodFailed = "PodFailed";
 inline constexpr std::string_view kBackoffLimitExceeded = "BackoffLimitExceeded";

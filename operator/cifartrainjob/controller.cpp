@@ -8,6 +8,7 @@
 
 #include "cifartrainjob/progress_scraper.h"
 #include "cifartrainjob/resource.h"
+#include "cifartrainjob/unsaved_stop.h"
 #include "contract/labels.h"
 #include "framework/owner.h"
 #include "framework/pod_status.h"
@@ -41,6 +42,9 @@ void trim_pod(json& pod) {
   }
   json trimmed = {{"containers", std::move(containers)}};
   if (spec->contains("nodeName")) trimmed["nodeName"] = (*spec)["nodeName"];  // its node's health
+  if (spec->contains("terminationGracePeriodSeconds")) {  // what an unsaved stop's Event says
+    trimmed["terminationGracePeriodSeconds"] = (*spec)["terminationGracePeriodSeconds"];
+  }
   if (spec->contains("schedulingGates")) trimmed["schedulingGates"] = (*spec)["schedulingGates"];
   *spec = std::move(trimmed);
 }
@@ -75,10 +79,20 @@ JobController::JobController(kube::Client& client, ControllerOptions options,
   auto enqueue_owner = [this](const json& object) {
     if (const auto key = owner_key(object); !key.empty()) queue_.add(key);
   };
+  auto on_pod = [this](const json& pod) {
+    const auto key = owner_key(pod);
+    if (key.empty()) return;
+    // A deleted pod is gone from the cache by now; its end is seen only here.
+    if (killed_at_end_of_grace(pod) && !pods_->get(Informer::key_of(pod))) {
+      const std::lock_guard lock(deleted_pods_mu_);
+      deleted_pods_[key].push_back(pod);
+    }
+    queue_.add(key);
+  };
   const kube::ListOptions owned{contract::label::kJobName, "", ""};  // label exists
   jobs_ = std::make_unique<Informer>(client_, cifartrainjobs(options_.namespace_),
                                      kube::ListOptions{}, enqueue_job);
-  pods_ = std::make_unique<Informer>(client_, kube::pods(options_.namespace_), owned, enqueue_owner,
+  pods_ = std::make_unique<Informer>(client_, kube::pods(options_.namespace_), owned, on_pod,
                                      trim_pod, owner_key);
   services_ = std::make_unique<Informer>(client_, kube::services(options_.namespace_), owned,
                                          enqueue_owner);
@@ -189,6 +203,7 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
   if (!object) {  // deleted: its pods go with it (ownerReferences), its series with it
     expectations_.forget(key);
     forget_progress(key);
+    take_deleted_pods(key);
     const auto [job_namespace, job_name] = Informer::split_key(key);
     metrics_.remove_job(job_namespace, job_name);
     return std::nullopt;
@@ -225,6 +240,9 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
     const auto service = services_->get(job.namespace_ + "/" + job.name);
     observed.service_exists = service && controlled_by(*service, job.uid);
     observed.progress = progress_of(key);
+    for (auto& pod : take_deleted_pods(key)) {
+      if (controlled_by(pod, job.uid)) observed.deleted_pods.push_back(std::move(pod));
+    }
     observed.troubled_nodes = nodes_.troubled_nodes_of(observed.pods);
     workloads_.observe(job, observed);
     plan = reconcile(job, status, observed, Clock::now());
@@ -292,6 +310,15 @@ std::optional<json> JobController::progress_of(const std::string& key) {
 void JobController::forget_progress(const std::string& key) {
   const std::lock_guard lock(progress_mu_);
   progress_.erase(key);
+}
+
+std::vector<json> JobController::take_deleted_pods(const std::string& key) {
+  const std::lock_guard lock(deleted_pods_mu_);
+  const auto found = deleted_pods_.find(key);
+  if (found == deleted_pods_.end()) return {};
+  auto pods = std::move(found->second);
+  deleted_pods_.erase(found);
+  return pods;
 }
 
 void JobController::update_job_counts() {

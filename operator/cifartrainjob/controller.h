@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cifartrainjob/applier.h"
 #include "cifartrainjob/node_health.h"
@@ -52,6 +53,8 @@ class JobController {
   void put_progress(const std::string& key, nlohmann::json progress);
   std::optional<nlohmann::json> progress_of(const std::string& key);
   void forget_progress(const std::string& key);
+  // The job's pods killed at the end of their grace period since its last round (unsaved_stop.h).
+  std::vector<nlohmann::json> take_deleted_pods(const std::string& key);
   void update_job_counts();
   // The jobs with pods on node `name` look again (its trouble began, changed or ended).
   void enqueue_jobs_on_node(const std::string& name);
@@ -64,6 +67,8 @@ class JobController {
   Applier applier_{client_, expectations_, metrics_};
   std::mutex progress_mu_;
   std::map<std::string, nlohmann::json> progress_;  // by job key
+  std::mutex deleted_pods_mu_;
+  std::map<std::string, std::vector<nlohmann::json>> deleted_pods_;  // by job key
   // The watches last: their threads call into the members above, which must outlive them.
   std::unique_ptr<Informer> jobs_;
   std::unique_ptr<Informer> pods_;

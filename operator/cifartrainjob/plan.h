@@ -34,6 +34,9 @@ struct Observed {
   // false until the cache of Workloads has synced (nothing is decided from its absence before).
   std::optional<kueue::WorkloadState> workload;
   bool workload_known = true;
+  // The job's pods deleted since the last round that were killed at the end of their grace
+  // period, as the API server last showed them (unsaved_stop.h): nowhere else is their end seen.
+  std::vector<nlohmann::json> deleted_pods;
 };
 
 struct EventRecord {

@@ -7,6 +7,7 @@
 #include "cifartrainjob/replica_tally.h"
 #include "cifartrainjob/replicas.h"
 #include "cifartrainjob/suspend.h"
+#include "cifartrainjob/unsaved_stop.h"
 
 namespace cifar::op {
 
@@ -48,6 +49,11 @@ Plan reconcile(const Job& job_as_given, const JobStatus& status, const Observed&
   Plan plan;
   plan.status = status;
   if (observed.progress && !status.finished()) plan.status.progress = *observed.progress;
+  if (!status.finished()) {
+    for (const auto& pod : observed.deleted_pods) {
+      if (auto event = unsaved_stop_event(job, pod)) plan.events.push_back(std::move(*event));
+    }
+  }
   PodsByName pods;
   for (const auto& p : observed.pods) pods[p["metadata"]["name"].get<std::string>()] = p;
   const auto queued = queue_wait(job, pods, observed, plan.status);

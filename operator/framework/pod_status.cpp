@@ -141,6 +141,16 @@ std::optional<int> pod_exit_code(const json& pod) {
   return terminated ? std::optional<int>(terminated->value("exitCode", 0)) : std::nullopt;
 }
 
+std::optional<ContainerEnd> pod_container_ended(const json& pod) {
+  for (const auto& c : status_of(pod).value("containerStatuses", json::array())) {
+    const auto state = c.value("state", json::object());
+    const auto terminated = state.find("terminated");
+    if (terminated == state.end()) return std::nullopt;
+    return ContainerEnd{terminated->value("exitCode", 0), terminated->value("reason", "")};
+  }
+  return std::nullopt;
+}
+
 std::optional<Time> pod_finished_at(const json& pod) {
   const auto terminated = terminated_state(pod);
   return terminated ? time_at(*terminated, "finishedAt") : std::nullopt;

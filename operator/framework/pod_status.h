@@ -23,6 +23,13 @@ bool pod_terminating(const nlohmann::json& pod);  // has a deletionTimestamp
 std::string pod_node(const nlohmann::json& pod);  // spec.nodeName: "" until it is scheduled
 // The exit code of the pod's (first) container that terminated, now or in its last run.
 std::optional<int> pod_exit_code(const nlohmann::json& pod);
+// How the pod's (first) container ended, if it has ended now (an earlier run's end does not
+// count): its exit code and the runtime's reason ("Error", "OOMKilled", "Completed").
+struct ContainerEnd {
+  int exit_code = 0;
+  std::string reason;
+};
+std::optional<ContainerEnd> pod_container_ended(const nlohmann::json& pod);
 int pod_restarts(const nlohmann::json& pod);  // its containers' in-place restarts
 bool pod_ready(const nlohmann::json& pod);    // condition Ready is True
 

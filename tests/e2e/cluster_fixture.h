@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -220,6 +222,17 @@ class Cluster : public ::testing::Test {
           return false;
         },
         seconds(120));
+  }
+  // The step of the run's newest checkpoint (named <prefix>-step-NNNNNNNNNN.pt); -1 if none.
+  static int64_t newest_checkpoint_step(const std::filesystem::path& dir) {
+    int64_t newest = -1;
+    for (const auto& f : std::filesystem::directory_iterator(dir)) {
+      const auto name = f.path().filename().string();
+      const auto at = name.rfind("-step-");
+      if (f.path().extension() != ".pt" || at == std::string::npos) continue;
+      newest = std::max<int64_t>(newest, std::stoll(name.substr(at + 6)));
+    }
+    return newest;
   }
   // The epochs of the run's monitor.jsonl, in the order the chief appended them; and what a run
   // that trained every epoch once, whatever restarted under it, has there.

@@ -1,10 +1,11 @@
 // What a job that goes wrong does on the local cluster (reconcile.h's lifecycle rules):
 // pods that can never start are reported and fail the job at its startup deadline, a create
 // refused by a quota waits with a reason until the quota allows it, a pod stuck terminating is
-// reported and bounded. Each says why in the job's status (reason, message, `kubectl get ctj`) and
+// reported and bounded, a stop cut short by its grace period is reported. Each says why in the job's status (reason, message, `kubectl get ctj`) and
 // a Warning Event. A failing test prints the job's status, Events and pods' logs.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -182,6 +183,43 @@ TEST_F(WhenAJobGoesWrong, AnAllReduceJobContinuesFromItsCheckpointAfterALostRank
   EXPECT_LE(cost.resumed_from, cost.stopped_after);  // ranks that stop together saved that step
   // monitor.jsonl, which rank 0 appends an epoch at a time: every epoch once, in order.
   EXPECT_EQ(recorded_epochs(dir), every_epoch_once(kEpochs));
+}
+
+// A grace period too short for the graceful stop to save ends in SIGKILL (here under 1 s, with a
+// chief that cannot act on its SIGTERM: stopped with SIGSTOP, as a rank stuck in a long step or a
+// slow write is). The operator says so in a Warning Event on the job, and the job goes on from its
+// last checkpoint: the steps since are lost, which the Event tells the user how to avoid.
+TEST_F(WhenAJobGoesWrong, AGracePeriodTooShortToSaveIsReportedAndTheJobGoesOnFromItsCheckpoint) {
+  data_and_checkpoint_volumes();
+  submit("short", kAllReduce,
+         "    Worker:\n      replicas: 1\n"
+         "      template: {spec: {terminationGracePeriodSeconds: 1}}\n",
+         "", "cifar10", 8);
+  ASSERT_TRUE(wait_until_training("short"));
+  const auto dir = run_dir("short");
+  ASSERT_TRUE(wait_for_checkpoint(dir)) << dir;
+  const int pid = container_pid("short-worker-0");
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(::kill(pid, SIGSTOP), 0);
+  ASSERT_NE(state("short"), "Succeeded") << "the job ended before it could be interrupted";
+  const auto newest = newest_checkpoint_step(dir);  // the chief saves nothing more
+  const auto [interrupt, resume] = suspension("short");
+  interrupt();
+  ASSERT_TRUE(wait_for([&] { return !events("short", "StopNotSaved").empty(); }, seconds(30)))
+      << diagnose("short");
+  const auto said = events("short", "StopNotSaved");
+  EXPECT_NE(said.find("Warning"), std::string::npos) << said;
+  EXPECT_NE(said.find("short-worker-0 was killed when its grace period of 1 s ran out"),
+            std::string::npos)
+      << said;
+  resume();
+  ASSERT_TRUE(wait_for_state("short", "Succeeded", seconds(400))) << diagnose("short");
+  const auto resumed =
+      number_after(kubectl({"logs", "short-worker-0", "-n", ns_}).output, "resumed at step ", "");
+  std::cerr << "interruption | suspend of a 1-rank all-reduce job, chief killed at the end of a "
+               "1 s grace period | resumed from step "
+            << resumed << " | its newest checkpoint step " << newest << "\n";
+  EXPECT_EQ(resumed, static_cast<double>(newest));
 }
 
 // A job deleted and applied again under its name (a GitOps re-apply) is a new run: it trains

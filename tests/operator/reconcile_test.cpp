@@ -149,6 +149,74 @@ TEST(Reconcile, APodStoppedOnRequestIsReplacedAndNotCharged) {
   }
 }
 
+// A pod deleted on purpose and killed when its grace period ran out (a 1 s grace in its template,
+// a step longer than that) did not save: a Warning Event says so, for the roles the save needs.
+TEST(Reconcile, APodKilledWhenItsGracePeriodRanOutBeforeItSavedIsReported) {
+  const auto job = make_job("Never");
+  const auto deleted = [&](const std::string& name, int code, const std::string& why = "Error") {
+    auto observed = running(job);
+    auto pod = with_phase(pod_named(observed, name), "Running");
+    pod["metadata"]["deletionTimestamp"] = "2026-11-22T12:00:01Z";
+    pod["spec"]["terminationGracePeriodSeconds"] = 1;
+    pod["status"]["containerStatuses"][0]["state"] = {
+        {"terminated", {{"exitCode", code}, {"reason", why}}}};
+    return pod;
+  };
+  const auto events_for = [&](const json& pod, const JobStatus& status = JobStatus{}) {
+    auto observed = running(job);
+    observed.deleted_pods.push_back(pod);
+    std::vector<std::string> said;
+    for (const auto& e : reconcile(job, status, observed, kT0).events) {
+      if (e.reason == "StopNotSaved") said.push_back(e.type + ": " + e.message);
+    }
+    return said;
+  };
+  for (const auto* name : {"j-master-0", "j-ps-0"}) {
+    const auto said = events_for(deleted(name, 137));
+    ASSERT_EQ(said.size(), 1U) << name;
+    EXPECT_EQ(said[0].rfind("Warning: pod " + std::string(name) +
+                                " was killed when its grace period of 1 s ran out",
+                            0),
+              0U)
+        << said[0];
+    EXPECT_NE(said[0].find("goes on from its last checkpoint"), std::string::npos) << said[0];
+  }
+  // A worker of a PS job holds no state; the evaluator saves nothing.
+  EXPECT_TRUE(events_for(deleted("j-worker-1", 137)).empty());
+  EXPECT_TRUE(events_for(deleted("j-evaluator-0", 137)).empty());
+  // Saved in time (3), ended by itself (0, 1), or killed for its memory: not this.
+  EXPECT_TRUE(events_for(deleted("j-master-0", contract::kExitStopped)).empty());
+  EXPECT_TRUE(events_for(deleted("j-master-0", 1)).empty());
+  EXPECT_TRUE(events_for(deleted("j-master-0", 137, "OOMKilled")).empty());
+  // A pod killed without a deletion (the kubelet's own kill) is a restart, not a stop.
+  auto not_deleted = deleted("j-master-0", 137);
+  not_deleted["metadata"].erase("deletionTimestamp");
+  EXPECT_TRUE(events_for(not_deleted).empty());
+  // A finished job's pods are cleaned up: nothing of the run is at stake.
+  JobStatus succeeded;
+  succeeded.set_state(ConditionType::kSucceeded, "JobSucceeded", "", to_time(kT0));
+  EXPECT_TRUE(events_for(deleted("j-master-0", 137), succeeded).empty());
+}
+
+// In an all-reduce job the chief (rank 0) writes the checkpoint: its end is the one reported.
+TEST(Reconcile, AnAllReduceChiefKilledWhenItsGracePeriodRanOutIsReported) {
+  const auto job = Job{"j", "ns", "uid", parse_spec(json::parse(R"({"image": "i",
+    "model": {"name": "resnet20"}, "dataset": {"name": "cifar10"},
+    "strategy": {"type": "AllReduce"}, "replicaSpecs": {"Worker": {"replicas": 2}},
+    "checkpoint": {"volume": {"claimName": "checkpoints"}}})")),
+                       ""};
+  auto observed = running(job);
+  auto chief = pod_named(observed, "j-worker-0");
+  chief["metadata"]["deletionTimestamp"] = "2026-11-22T12:00:01Z";
+  chief["status"]["containerStatuses"][0]["state"] = {{"terminated", {{"exitCode", 137}}}};
+  observed.deleted_pods.push_back(chief);
+  const auto plan = reconcile(job, JobStatus{}, observed, kT0);
+  ASSERT_FALSE(plan.events.empty());
+  EXPECT_EQ(plan.events.front().reason, "StopNotSaved");
+  EXPECT_NE(plan.events.front().message.find("grace period of 30 s"), std::string::npos)
+      << plan.events.front().message;
+}
+
 TEST(Reconcile, AFailedPsIsNotIgnored) {
   auto job = make_job("ExitCode");
   auto observed = running(job);
