@@ -28,8 +28,57 @@ target_precompile_headers(cifar_torch_pch PRIVATE <torch/torch.h>)
 # GCC only accepts a PCH built with the same language-affecting flags (-Wpedantic is one).
 cifar_warnings(cifar_torch_pch)
 
-# cifar_use_torch(<target>): link torch and reuse the shared precompiled header.
+# Whether `file` includes a torch header, itself or through the project's headers it includes
+# (found beside it, or under the repository root, runtime/ or operator/). Memoized per file.
+function(_cifar_reaches_torch file result)
+  get_property(known GLOBAL PROPERTY "cifar_reaches_torch:${file}" SET)
+  if(known)
+    get_property(reaches GLOBAL PROPERTY "cifar_reaches_torch:${file}")
+    set(${result} ${reaches} PARENT_SCOPE)
+    return()
+  endif()
+  set_property(GLOBAL PROPERTY "cifar_reaches_torch:${file}" FALSE)  # an include cycle ends here
+  set(reaches FALSE)
+  file(STRINGS "${file}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*[<\"]")
+  get_filename_component(here "${file}" DIRECTORY)
+  foreach(line IN LISTS includes)
+    if(line MATCHES "<(torch|ATen|c10)/")
+      set(reaches TRUE)
+      break()
+    endif()
+    if(NOT line MATCHES "\"([^\"]+)\"")
+      continue()
+    endif()
+    foreach(dir IN ITEMS "${here}" "${PROJECT_SOURCE_DIR}" "${PROJECT_SOURCE_DIR}/runtime"
+                        "${PROJECT_SOURCE_DIR}/operator")
+      if(EXISTS "${dir}/${CMAKE_MATCH_1}")
+        _cifar_reaches_torch("${dir}/${CMAKE_MATCH_1}" reaches)
+        break()
+      endif()
+    endforeach()
+    if(reaches)
+      break()
+    endif()
+  endforeach()
+  set_property(GLOBAL PROPERTY "cifar_reaches_torch:${file}" ${reaches})
+  set(${result} ${reaches} PARENT_SCOPE)
+endfunction()
+
+# cifar_use_torch(<target>): link torch and reuse the shared precompiled header in the target's
+# files that include torch. The others compile without it: loading the PCH costs a file that does
+# not need it ~8 s on these machines (3.8 s against 12.2 s for done_marker.cpp).
 function(cifar_use_torch target)
   target_link_libraries(${target} PUBLIC cifar_torch)
   target_precompile_headers(${target} REUSE_FROM cifar_torch_pch)
+  get_target_property(sources ${target} SOURCES)
+  foreach(source IN LISTS sources)
+    get_filename_component(path "${source}" ABSOLUTE)
+    if(NOT path MATCHES "\\.cpp$" OR NOT EXISTS "${path}")
+      continue()
+    endif()
+    _cifar_reaches_torch("${path}" reaches)
+    if(NOT reaches)
+      set_source_files_properties("${source}" PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+    endif()
+  endforeach()
 endfunction()
