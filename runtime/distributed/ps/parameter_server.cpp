@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "contract/exit_codes.h"
@@ -37,23 +38,33 @@ bool wait_for_finish_or_stop(const Shard& first) {
 
 // The shard's state is the job's: before this PS goes, the master's checkpoint must hold it. The
 // replies say the PS is stopping, and the master gathers the state at its next step boundary
-// (stopping too, or going on when only this PS is interrupted); kStopBound ends the wait.
-void serve_until_state_gathered(ShardServer& server, const Shard& first, int index) {
-  const auto served = first.states_served();
+// (stopping too, or going on when only this PS is interrupted); kStopBound ends the wait. The
+// master fetches each stripe it uses with its own call, so every initialised stripe must have been
+// gathered: leaving after the first would cut the master off from the others mid-save.
+void serve_until_state_gathered(ShardServer& server,
+                                const std::vector<std::shared_ptr<Shard>>& stripes, int index) {
+  std::vector<std::pair<const Shard*, int64_t>> served_before;
+  for (const auto& stripe : stripes) {
+    if (stripe->initialized()) served_before.emplace_back(stripe.get(), stripe->states_served());
+  }
+  const auto all_gathered = [&] {
+    return std::all_of(served_before.begin(), served_before.end(),
+                       [](const auto& s) { return s.first->states_served() > s.second; });
+  };
+  const auto version = [&] { return stripes.front()->version(); };
   server.announce_stop();
   const auto waited = train::time_since_stop_request().value_or(std::chrono::seconds(0));
   const auto deadline = std::chrono::steady_clock::now() + (kStopBound - waited);
   spdlog::info("ps {}: asked to stop at version {}; serving until the master saves it", index,
-               first.version());
-  while (first.states_served() == served && std::chrono::steady_clock::now() < deadline) {
+               version());
+  while (!all_gathered() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(kPollPeriod);
   }
-  if (first.states_served() > served) {
-    spdlog::info("ps {}: the master gathered the state at version {}; stopping", index,
-                 first.version());
+  if (all_gathered()) {
+    spdlog::info("ps {}: the master gathered the state at version {}; stopping", index, version());
   } else {
     spdlog::warn("ps {}: the master did not gather the state within {} s; stopping at version {}",
-                 index, kStopBound.count(), first.version());
+                 index, kStopBound.count(), version());
   }
 }
 
@@ -104,7 +115,7 @@ int run_parameter_server(const train::TrainConfig& config) {
   // been initialised (before training) and is finished too. Each stripe is waited for once.
   auto& first = *stripes.front();
   if (!wait_for_finish_or_stop(first)) {
-    serve_until_state_gathered(server, first, job.index);
+    serve_until_state_gathered(server, stripes, job.index);
     return contract::kExitStopped;
   }
   for (const auto& stripe : stripes) {
