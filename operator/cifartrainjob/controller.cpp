@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/progress_scraper.h"
 #include "cifartrainjob/resource.h"
 #include "cifartrainjob/unsaved_stop.h"
@@ -57,10 +58,9 @@ OperatorMetrics::PodCounts count_pods(const JobSpec& spec, const std::vector<jso
     if (replica.replicas > 0) counts[std::string(role_name(role))];
   }
   for (const auto& pod : pods) {
-    const auto type =
-        pod["metadata"].value("labels", json::object()).value(contract::label::kReplicaType, "");
-    if (type.empty()) continue;
-    counts[type][std::string(pod_phase_name(pod_phase(pod)))] += 1;
+    const auto role = pod_role(pod);
+    if (!role) continue;
+    counts[std::string(role_name(*role))][std::string(pod_phase_name(pod_phase(pod)))] += 1;
   }
   return counts;
 }

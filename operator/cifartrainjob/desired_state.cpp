@@ -169,6 +169,12 @@ json replica_labels(const Job& job, Role role, int index) {
   return labels;
 }
 
+std::optional<Role> pod_role(const json& pod) {
+  const auto metadata = pod.value("metadata", json::object());
+  return contract::parse_role(
+      metadata.value("labels", json::object()).value(contract::label::kReplicaType, ""));
+}
+
 json desired_service(const Job& job) {
   return {{"apiVersion", "v1"},
           {"kind", "Service"},

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,8 @@ int pod_count(const JobSpec& spec);
 // The labels every object of the job carries, and the selector of one replica's pod.
 nlohmann::json job_labels(const Job& job);
 nlohmann::json replica_labels(const Job& job, Role role, int index);
+// The role a pod's replica_labels give it; nullopt for a pod without one (not the operator's).
+std::optional<Role> pod_role(const nlohmann::json& pod);
 
 nlohmann::json desired_service(const Job& job);
 // "<job>-token": the Secret (key `token`) whose value every pod gets as CIFAR_PS_TOKEN, so that

@@ -10,6 +10,7 @@
 
 #include "api/job.h"
 #include "api/status.h"
+#include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/progress.h"
 #include "contract/labels.h"
 #include "contract/ports.h"
@@ -28,8 +29,7 @@ constexpr auto kScrapeTimeout = std::chrono::seconds(2);
 
 // http://<pod IP>:<metrics port>/metrics of a running trainer or evaluator; "" for other pods.
 std::string metrics_url(const json& pod) {
-  const auto labels = pod["metadata"].value("labels", json::object());
-  const auto role = contract::parse_role(labels.value(contract::label::kReplicaType, ""));
+  const auto role = pod_role(pod);
   if (!role || *role == contract::Role::kPs) return "";
   const auto status = pod.value("status", json::object());
   const auto ip = status.value("podIP", "");
@@ -110,16 +110,17 @@ void ProgressScraper::scrape_once() {
     for (const auto& pod : pods_.indexed(key)) {
       if (!controlled_by(pod, uids[key])) continue;  // an earlier job's orphan, a user's pod
       const auto labels = pod["metadata"].value("labels", json::object());
-      const auto role = labels.value(contract::label::kReplicaType, "");
-      roles.has_master = roles.has_master || role == role_name(Role::kMaster);
-      roles.has_evaluator = roles.has_evaluator || role == role_name(Role::kEvaluator);
+      const auto role = pod_role(pod);
+      roles.has_master = roles.has_master || role == Role::kMaster;
+      roles.has_evaluator = roles.has_evaluator || role == Role::kEvaluator;
       const auto index_label = labels.value(contract::label::kReplicaIndex, "");
       int index = 0;
       const auto parsed =
           std::from_chars(index_label.data(), index_label.data() + index_label.size(), index);
       auto url = metrics_url(pod);
-      if (url.empty() || parsed.ec != std::errc()) continue;
-      planned.emplace_back(Target{key, {role, index, {}}, {}}, std::move(url));
+      if (!role || url.empty() || parsed.ec != std::errc()) continue;
+      planned.emplace_back(Target{key, {std::string(role_name(*role)), index, {}}, {}},
+                           std::move(url));
     }
   }
   std::vector<Target> targets;

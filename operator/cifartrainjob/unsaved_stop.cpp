@@ -3,7 +3,6 @@
 #include <string>
 
 #include "cifartrainjob/desired_state.h"
-#include "contract/labels.h"
 #include "contract/roles.h"
 #include "framework/pod_status.h"
 
@@ -23,8 +22,7 @@ std::optional<EventRecord> unsaved_stop_event(const Job& job, const nlohmann::js
   if (!killed_at_end_of_grace(deleted_pod)) return std::nullopt;
   const auto& metadata = deleted_pod["metadata"];
   const auto name = metadata.value("name", "");
-  const auto role = contract::parse_role(
-      metadata.value("labels", nlohmann::json::object()).value(contract::label::kReplicaType, ""));
+  const auto role = pod_role(deleted_pod);
   const bool saves = name == chief_name(job) ||
                      (job.spec.parameter_server && role && *role == contract::Role::kPs);
   if (!saves) return std::nullopt;

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -311,6 +312,19 @@ class Cluster : public ::testing::Test {
     return kubectl(
         {"patch", "ctj", name, "-n", ns_, "--type=merge", "-p",
          std::string(R"({"spec":{"runPolicy":{"suspend":)") + (on ? "true" : "false") + "}}}"});
+  }
+
+  // Whether pod `pod_name`'s current container has trained a step since it said `since` (on its
+  // way back from a restart): a progress line "epoch E/N step S" after that in its log. Before
+  // its first step a process is still starting (outside the graceful stop's window, so a SIGTERM
+  // then ends it at once with nothing new to save).
+  bool trained_since(const std::string& pod_name, const std::string& since) {
+    const auto log = kubectl({"logs", pod_name, "-n", ns_}).output;
+    const auto at = log.rfind(since);
+    if (at == std::string::npos) return false;
+    static const std::regex progress_line(R"(epoch \d+/\d+ step \d+)");
+    return std::regex_search(log.begin() + static_cast<std::ptrdiff_t>(at), log.end(),
+                             progress_line);
   }
 
   // A pod's log from now until its container ends (kubectl logs -f in the background): what a

@@ -74,6 +74,17 @@ TEST(DesiredState, APodPerReplicaWithNamesHostnamesLabelsAndOwner) {
   EXPECT_EQ(env_of(worker1, "MASTER_ADDR"), "");  // PS jobs: TF_CONFIG only
 }
 
+// The role is read back from the labels it was written to; a pod without them is nobody's replica.
+TEST(DesiredState, APodsRoleIsReadFromItsLabels) {
+  const auto pods = desired_pods(ps_job());
+  EXPECT_EQ(pod_role(pods[0]), Role::kPs);
+  EXPECT_EQ(pod_role(pods[3]), Role::kWorker);
+  EXPECT_EQ(pod_role(pods[4]), Role::kEvaluator);
+  EXPECT_EQ(pod_role(json{{"metadata", {{"name", "a-users-pod"}}}}), std::nullopt);
+  EXPECT_EQ(pod_role(json{{"metadata", {{"labels", {{label::kReplicaType, "chef"}}}}}}),
+            std::nullopt);
+}
+
 TEST(DesiredState, TheExactTfConfig) {
   EXPECT_EQ(
       tf_config(ps_job(), Role::kWorker, 1),
