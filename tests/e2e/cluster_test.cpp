@@ -89,9 +89,9 @@ TEST_F(Cluster, AnAllReduceJobWithTwoRanksRunsToSucceeded) {
 TEST_F(Cluster, AWorkerPodDeletedMidRunIsRecreatedAndASuspendLosesNoStep) {
   data_and_checkpoint_volumes();
   checkpoint_every_steps_ = 0;
-  // Six epochs: long enough for a worker's replacement and then a suspend before the end.
-  submit("del", kPsAsync, kPsReplicas, "  runPolicy: {restartPolicy: OnFailure}\n", "cifar10", 6,
-         kAsyncPsLearningRate);
+  // Long enough for a worker's replacement and then a suspend before the end.
+  submit("del", kPsAsync, kPsReplicas, "  runPolicy: {restartPolicy: OnFailure}\n", "cifar10",
+         kLongEnoughToInterrupt, kAsyncPsLearningRate);
   ASSERT_TRUE(wait_until_training("del"));
   ASSERT_TRUE(wait_for([&] { return phase("del-worker-1") == "Running"; }, seconds(120)));
   const auto first_uid = pod("del-worker-1")["metadata"]["uid"].get<std::string>();

@@ -160,9 +160,9 @@ TEST_F(WhenAJobGoesWrong, APodStuckTerminatingIsReportedAndFailsTheJobAfterItsBo
 TEST_F(WhenAJobGoesWrong, AnAllReduceJobContinuesFromItsCheckpointAfterALostRankAndASuspend) {
   data_and_checkpoint_volumes();
   checkpoint_every_steps_ = 0;
-  // Eight epochs: the rank is lost after the first checkpoint and the suspend follows as soon as
-  // both train again, which leaves several epochs to go.
-  constexpr int kEpochs = 8;
+  // The rank is lost after the first checkpoint (epoch 1's) and the suspend follows as soon as
+  // both train again, which leaves epochs to go.
+  constexpr int kEpochs = kLongEnoughToInterrupt;
   submit("ar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", kEpochs);
   ASSERT_TRUE(wait_until_training("ar"));
   const auto dir = run_dir("ar");
@@ -197,7 +197,7 @@ TEST_F(WhenAJobGoesWrong, AGracePeriodTooShortToSaveIsReportedAndTheJobGoesOnFro
   submit("short", kAllReduce,
          "    Worker:\n      replicas: 1\n"
          "      template: {spec: {terminationGracePeriodSeconds: 1}}\n",
-         "", "cifar10", 8);
+         "", "cifar10", kLongEnoughToInterrupt);
   ASSERT_TRUE(wait_until_training("short"));
   const auto dir = run_dir("short");
   ASSERT_TRUE(wait_for_checkpoint(dir)) << dir;

@@ -229,7 +229,7 @@ TEST_F(Queues, TwoJobsForTheQuotaOfOneRunOneAfterTheOtherWhole) {
 }
 
 TEST_F(Queues, APreemptedJobIsNotChargedAndResumesFromItsCheckpoint) {
-  constexpr int kLowEpochs = 6;  // long enough to be preempted mid-run, after a checkpoint
+  constexpr int kLowEpochs = kLongEnoughToInterrupt;  // preempted mid-run, after a checkpoint
   data_and_checkpoint_volumes();
   checkpoint_every_steps_ = 0;  // once an epoch: the preemption's own save is what keeps the rest
   submit("low", kAllReduce, kRanks,
