@@ -2,7 +2,8 @@
 // and every process of its pods SIGKILLed), has its pods replaced on the live node once the
 // control plane has marked it NotReady and runPolicy.nodeFailureGraceSeconds has passed: the job
 // resumes from its checkpoint and ends Succeeded, for a parameter-server job and for an
-// all-reduce job. The node is brought back afterwards, and nothing of the job is left on it.
+// all-reduce job. The node is brought back once they are replaced, and nothing of the job is left
+// on it.
 // These cases take the whole cluster (ctest resource `cluster`, both slots): a dead node would
 // take other tests' pods with it.
 #include <gtest/gtest.h>
@@ -111,6 +112,16 @@ class AcrossNodes : public Cluster {
         << diagnose(job);
     std::cerr << "job " << job << ": its pods running again on the live node "
               << seconds_since(died) << " s after the node's death\n";
+    // The node comes back while the job trains on: its kubelet finds the job's pods deleted for
+    // good and removes what is left of them (its container garbage collection runs once a minute,
+    // which the rest of the run covers); the job's pods stay where they run now.
+    const auto restarted = Steady::now();
+    const auto back = node("start");
+    EXPECT_EQ(back.exit_code, 0) << back.output;
+    killed_ = back.exit_code != 0;
+    EXPECT_TRUE(wait_for([&] { return node_ready(lost_node) == "True"; }, seconds(120)));
+    std::cerr << "node " << lost_node << ": Ready again " << seconds_since(restarted)
+              << " s after its start\n";
     // Training again: the chief's step (status.progress) moves on from where it stood.
     const auto step = [&] {
       return status_of(job).value("progress", json::object()).value("step", int64_t{-1});
@@ -125,14 +136,6 @@ class AcrossNodes : public Cluster {
     std::cerr << "job " << job << ": Succeeded " << seconds_since(died)
               << " s after the node's death\n";
 
-    // The node comes back: its kubelet finds the job's pods gone and removes what is left.
-    const auto restarted = Steady::now();
-    const auto back = node("start");
-    EXPECT_EQ(back.exit_code, 0) << back.output;
-    killed_ = back.exit_code != 0;
-    EXPECT_TRUE(wait_for([&] { return node_ready(lost_node) == "True"; }, seconds(120)));
-    std::cerr << "node " << lost_node << ": Ready again " << seconds_since(restarted)
-              << " s after its start\n";
     for (const auto& [pod_name, node_name] : placement(job)) EXPECT_NE(node_name, lost_node);
     if (afterwards == Afterwards::kReady) return lost;
     const auto socket = (node_dir(lost_node) / "containerd.sock").string();
