@@ -41,7 +41,8 @@ echo "demo: a parameter server, the master, one worker and an evaluator on 127.0
 echo "+ cifar-train --distributed ${recipe[*]} ${data[*]} --ps-mode sync -md $model_dir"
 start=$SECONDS
 # A checkpoint an epoch (the default), each evaluated by the evaluator on all 10,000 test images on
-# the cores the trainers use: one every 130 updates cost ~4 more evaluations, ~1 minute.
+# the cores the trainers use: one every 130 updates (four more evaluations) took 226 s against
+# 206 s, the same 70.93% (docs/BENCHMARKS.md, section 12).
 "$here/local-job.sh" --bin "$bin" --ps 1 --workers 1 --port "${DEMO_PORT:-7000}" -- \
   "${recipe[@]}" "${data[@]}" -md "$model_dir" --ps-mode sync --threads 1 --workers 1 \
   --metrics-port "${DEMO_METRICS_PORT:-9464}" "$@"
