@@ -134,15 +134,16 @@ std::vector<nlohmann::json> jsonl(const fs::path& file) {
   return records;
 }
 
-// Small, quick synthetic runs in which every mode learns in three epochs. Stale gradients with
-// Nesterov momentum 0.9 oscillate (async-reply, whose reply never holds the trainer's own last
-// gradient, fell to chance in some runs), so momentum is 0.5. A sync update averages the three
-// trainers' batches: it takes three times the rate (the linear scaling rule).
+// Small, quick synthetic runs in which every mode learns in two epochs (best test accuracy 0.46 to
+// 0.70 against the 0.3 asked, chance 0.1, in 2026-11-27's runs; async-reply with 2 PS lowest).
+// Stale gradients with Nesterov momentum 0.9 oscillate (async-reply, whose reply never holds the
+// trainer's own last gradient, fell to chance in some runs), so momentum is 0.5. A sync update
+// averages the three trainers' batches: it takes three times the rate (the linear scaling rule).
 std::vector<std::string> quick_args(const std::string& mode,
                                     const std::vector<std::string>& more = {}) {
   return TrainArgs()
       .synthetic("simplecnn", 2048, 256)
-      .add({"-b", "32", "-e", "3", "--lr", mode == "sync" ? "0.015" : "0.005", "--momentum", "0.5",
+      .add({"-b", "32", "-e", "2", "--lr", mode == "sync" ? "0.015" : "0.005", "--momentum", "0.5",
             "--no-nesterov", "--schedule", "constant", "--ps-mode", mode, "--ps-timeout", "20"})
       .add(more)
       .args();
@@ -166,7 +167,7 @@ TEST_P(ModeLearns, WithTwoWorkersBesidesTheMaster) {
   EXPECT_TRUE(fs::exists(job.model_dir() / "simplecnn-best.pt"));
   EXPECT_NE(job.log("evaluator").find("final test accuracy"), std::string::npos);
   // The master recorded every epoch.
-  EXPECT_EQ(jsonl(job.model_dir() / "monitor.jsonl").size(), 3U) << job.log("master");
+  EXPECT_EQ(jsonl(job.model_dir() / "monitor.jsonl").size(), 2U) << job.log("master");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllModes, ModeLearns,
