@@ -40,16 +40,18 @@ bool wait_for_finish_or_stop(const Shard& first) {
 // replies say the PS is stopping, and the master gathers the state at its next step boundary
 // (stopping too, or going on when only this PS is interrupted); kStopBound ends the wait. The
 // master fetches each stripe it uses with its own call, so every initialised stripe must have been
-// gathered: leaving after the first would cut the master off from the others mid-save.
+// gathered at the version it had when the stop was noticed or later: leaving after the first would
+// cut the master off from the others mid-save. A master signalled first may have gathered before
+// this PS noticed its own stop; that gather counts.
 void serve_until_state_gathered(ShardServer& server,
                                 const std::vector<std::shared_ptr<Shard>>& stripes, int index) {
-  std::vector<std::pair<const Shard*, int64_t>> served_before;
+  std::vector<std::pair<const Shard*, int64_t>> stopped_at;
   for (const auto& stripe : stripes) {
-    if (stripe->initialized()) served_before.emplace_back(stripe.get(), stripe->states_served());
+    if (stripe->initialized()) stopped_at.emplace_back(stripe.get(), stripe->version());
   }
   const auto all_gathered = [&] {
-    return std::all_of(served_before.begin(), served_before.end(),
-                       [](const auto& s) { return s.first->states_served() > s.second; });
+    return std::all_of(stopped_at.begin(), stopped_at.end(),
+                       [](const auto& s) { return s.first->gathered_version() >= s.second; });
   };
   const auto version = [&] { return stripes.front()->version(); };
   server.announce_stop();

@@ -202,7 +202,8 @@ ShardStatus Shard::pull(const proto::PullRequest& request, ParamsSnapshot* reply
 ShardStatus Shard::get_state(proto::StateReply* reply) {
   if (!core_.initialized) return ShardStatus::not_initialized();
   const ShardCore::Lock lock(core_.mu);
-  reply->set_version(core_.version.load());
+  const auto version = core_.version.load();
+  reply->set_version(version);
   const auto& params = core_.optimizer->params().front();
   for (size_t k = 0; k < core_.piece_sizes.size(); ++k) {
     const auto piece = [&](const torch::Tensor& flat) {
@@ -219,7 +220,7 @@ ShardStatus Shard::get_state(proto::StateReply* reply) {
     }
   }
   reply->set_optimizer_steps(core_.optimizer->steps(0));
-  ++states_served_;
+  gathered_version_.store(version);
   return {};
 }
 

@@ -45,8 +45,9 @@ class Shard {
   [[nodiscard]] const std::vector<int64_t>& piece_sizes() const { return core_.piece_sizes; }
   [[nodiscard]] int64_t version() const { return core_.version.load(); }
   [[nodiscard]] bool finished() const { return core_.finished.load(); }
-  // get_state calls answered so far: a PS asked to stop waits for the master's next gather.
-  [[nodiscard]] int64_t states_served() const { return states_served_.load(); }
+  // The version of the state get_state last answered with, -1 before any: a PS asked to stop
+  // waits until the master holds its state at the version it stopped at.
+  [[nodiscard]] int64_t gathered_version() const { return gathered_version_.load(); }
   // Waits until the job is finished and every member has been told so, or `grace` has passed
   // since it finished (a member that died is not waited for forever).
   void wait_until_finished(std::chrono::milliseconds grace);
@@ -56,7 +57,7 @@ class Shard {
 
   std::unique_ptr<ShardMode> mode_;  // first: the core is built knowing whether it is lock-free
   ShardCore core_;
-  std::atomic<int64_t> states_served_{0};
+  std::atomic<int64_t> gathered_version_{-1};
 };
 
 }  // namespace cifar::ps

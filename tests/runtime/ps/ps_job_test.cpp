@@ -362,6 +362,25 @@ TEST(PsFaults, ASigtermToEveryRoleSavesTheStepTheMasterStoppedAfterAndTheJobResu
   EXPECT_NE(job.log("master").find(done_at(2)), std::string::npos) << job.log("master");
 }
 
+// Pods are not signalled all at once: when the master has already saved and gone before the PS
+// hears of the stop, that save counts, and the PS leaves at once instead of waiting its 20 s for a
+// gather that will not come.
+TEST(PsFaults, APsSignalledAfterTheMasterSavedLeavesWithoutWaitingForAnotherGather) {
+  TempDir work;
+  LocalJob job(work.path(), 1, /*workers=*/1, stop_args());
+  job.start_all(/*evaluator=*/false);
+  ASSERT_TRUE(job.wait_until_the_master_trains()) << job.all_logs();
+  std::this_thread::sleep_for(2s);  // inside epoch 1
+  for (const auto* role : {"master", "worker"}) job.process(role).send(SIGTERM);
+  for (const auto* role : {"master", "worker"}) {
+    EXPECT_EQ(job.process(role).wait(), 3) << role << ":\n" << job.log(role);
+  }
+  job.process("ps").send(SIGTERM);
+  EXPECT_EQ(job.process("ps").wait(), 3) << job.log("ps");
+  EXPECT_NE(job.log("ps").find("the master gathered the state"), std::string::npos)
+      << job.all_logs();
+}
+
 // A drained node takes the PS alone: its replies say it is stopping, the master (training on)
 // checkpoints the shard's state at once though none is due, the PS exits kExitStopped, and the
 // PS that replaces it restores that checkpoint.
