@@ -45,9 +45,9 @@ std::optional<int64_t> remaining_seconds(double step, double total, const json& 
                                          const std::string& now) {
   if (!previous.contains("step") || !previous.contains("updatedAt")) return std::nullopt;
   const double steps = step - previous["step"].get<double>();
-  double seconds = 0;
+  double elapsed = 0;
   try {
-    seconds = static_cast<double>(
+    elapsed = static_cast<double>(
         (parse_time(now) - parse_time(previous["updatedAt"].get<std::string>())).count());
   } catch (const std::exception&) {
     return std::nullopt;
@@ -55,13 +55,13 @@ std::optional<int64_t> remaining_seconds(double step, double total, const json& 
   const auto last = previous.contains("estimatedRemainingSeconds")
                         ? std::optional<double>(previous["estimatedRemainingSeconds"].get<double>())
                         : std::nullopt;
-  if (steps <= 0 || seconds <= 0) {
+  if (steps <= 0 || elapsed <= 0) {
     return last ? std::optional<int64_t>(std::llround(*last)) : std::nullopt;
   }
-  double estimate = (total - step) * seconds / steps;
+  double estimate = (total - step) * elapsed / steps;
   if (last) {
     estimate =
-        kEstimateSmoothing * estimate + (1 - kEstimateSmoothing) * std::max(*last - seconds, 0.0);
+        kEstimateSmoothing * estimate + (1 - kEstimateSmoothing) * std::max(*last - elapsed, 0.0);
   }
   return std::llround(std::ceil(estimate));
 }

@@ -31,31 +31,30 @@ struct RecordFormat {
 constexpr RecordFormat kCifar10{"CIFAR-10", 1, {10, 0}, {"label", ""}};
 constexpr RecordFormat kCifar100{"CIFAR-100", 2, {20, 100}, {"coarse label", "fine label"}};
 
-std::string path_str(const fs::path& file) { return "\"" + file.string() + "\""; }
-
 std::vector<uint8_t> read_whole_file(const fs::path& file, const char* kind) {
   std::error_code ec;
   const auto status = fs::status(file, ec);
   if (!fs::exists(status)) {
-    throw DataError(std::string(kind) + " file " + path_str(file) + " not found");
+    throw DataError(std::string(kind) + " file " + quoted_path(file) + " not found");
   }
   if (!fs::is_regular_file(status)) {
-    throw DataError(std::string(kind) + " file " + path_str(file) + " is not a regular file");
+    throw DataError(std::string(kind) + " file " + quoted_path(file) + " is not a regular file");
   }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
-    throw DataError(std::string(kind) + " file " + path_str(file) +
+    throw DataError(std::string(kind) + " file " + quoted_path(file) +
                     " cannot be opened: " + std::strerror(errno));
   }
   const auto size = fs::file_size(file, ec);
   if (ec) {
-    throw DataError(std::string(kind) + " file " + path_str(file) + ": " + ec.message());
+    throw DataError(std::string(kind) + " file " + quoted_path(file) + ": " + ec.message());
   }
   std::vector<uint8_t> bytes(size);
   in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
   if (static_cast<uintmax_t>(in.gcount()) != size) {
-    throw DataError(std::string(kind) + " file " + path_str(file) + ": read error at byte offset " +
-                    std::to_string(in.gcount()) + " of " + std::to_string(size));
+    throw DataError(std::string(kind) + " file " + quoted_path(file) +
+                    ": read error at byte offset " + std::to_string(in.gcount()) + " of " +
+                    std::to_string(size));
   }
   return bytes;
 }
@@ -67,11 +66,11 @@ void parse_records(const fs::path& file, const RecordFormat& format, int use_lab
   const auto size = static_cast<int64_t>(bytes.size());
   const int64_t record = format.record_bytes();
   if (size == 0) {
-    throw DataError(std::string(format.kind) + " file " + path_str(file) + " is empty");
+    throw DataError(std::string(format.kind) + " file " + quoted_path(file) + " is empty");
   }
   if (size % record != 0) {
     const int64_t last = size / record * record;
-    throw DataError(std::string(format.kind) + " file " + path_str(file) +
+    throw DataError(std::string(format.kind) + " file " + quoted_path(file) +
                     " is truncated: " + std::to_string(size) + " bytes is not a multiple of the " +
                     std::to_string(record) + "-byte record; the record at byte offset " +
                     std::to_string(last) + " has only " + std::to_string(size - last) + " bytes");
@@ -84,7 +83,7 @@ void parse_records(const fs::path& file, const RecordFormat& format, int use_lab
     const uint8_t* rec = bytes.data() + i * record;
     for (int l = 0; l < format.label_bytes; ++l) {
       if (rec[l] >= format.label_limits[l]) {
-        throw DataError(std::string(format.kind) + " file " + path_str(file) + ": record " +
+        throw DataError(std::string(format.kind) + " file " + quoted_path(file) + ": record " +
                         std::to_string(i) + " at byte offset " + std::to_string(i * record + l) +
                         " has " + format.label_names[l] + " " + std::to_string(rec[l]) +
                         ", outside [0, " + std::to_string(format.label_limits[l]) + ")");
@@ -110,7 +109,7 @@ Dataset empty_dataset(const char* name, int64_t num_classes) {
 fs::path resolve_dir(const fs::path& dir, const char* subdir, const char* probe) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    throw DataError("data directory " + path_str(dir) + " not found");
+    throw DataError("data directory " + quoted_path(dir) + " not found");
   }
   if (!fs::exists(dir / probe, ec) && fs::is_directory(dir / subdir, ec)) return dir / subdir;
   return dir;
@@ -177,7 +176,8 @@ void write_cifar10_file(const fs::path& file, const Dataset& data) {
     if (!out) {
       std::error_code ec;
       fs::remove(tmp, ec);
-      throw DataError("cannot write CIFAR-10 file " + path_str(tmp) + ": " + std::strerror(errno));
+      throw DataError("cannot write CIFAR-10 file " + quoted_path(tmp) + ": " +
+                      std::strerror(errno));
     }
   }
   std::error_code ec;
@@ -185,7 +185,7 @@ void write_cifar10_file(const fs::path& file, const Dataset& data) {
   if (ec) {
     const std::string why = ec.message();
     fs::remove(tmp, ec);
-    throw DataError("cannot rename " + path_str(tmp) + " to " + path_str(file) + ": " + why);
+    throw DataError("cannot rename " + quoted_path(tmp) + " to " + quoted_path(file) + ": " + why);
   }
 }
 

@@ -16,6 +16,11 @@ class DataError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A path as DataError's messages quote it.
+inline std::string quoted_path(const std::filesystem::path& file) {
+  return "\"" + file.string() + "\"";
+}
+
 // Images stored planar (N x C x H x W), one byte per value, labels in [0, num_classes).
 struct Dataset {
   std::string name;

@@ -26,8 +26,6 @@ namespace fs = std::filesystem;
 
 constexpr std::string_view kOfficialBase = "https://www.cs.toronto.edu/~kriz";
 
-std::string path_str(const fs::path& p) { return "\"" + p.string() + "\""; }
-
 // Removes a temporary file or directory when the scope ends, whatever the way out.
 class TempPath {
  public:
@@ -120,7 +118,8 @@ struct Attempt {
 Attempt fetch_once(const std::string& url, const fs::path& out) {
   std::unique_ptr<std::FILE, FileClose> file(std::fopen(out.c_str(), "wb"));
   if (!file) {
-    throw DataError("cannot create download file " + path_str(out) + ": " + std::strerror(errno));
+    throw DataError("cannot create download file " + quoted_path(out) + ": " +
+                    std::strerror(errno));
   }
   std::unique_ptr<CURL, CurlCleanup> curl(curl_easy_init());
   if (!curl) throw DataError("libcurl: cannot create a handle");
@@ -261,7 +260,7 @@ std::string first_missing(const fs::path& dir, const ArchiveSpec& spec) {
 std::string md5_file(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in)
-    throw DataError("cannot open " + path_str(file) + " for its MD5: " + std::strerror(errno));
+    throw DataError("cannot open " + quoted_path(file) + " for its MD5: " + std::strerror(errno));
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_md5(), nullptr) != 1) {
     throw DataError("OpenSSL: MD5 unavailable");
@@ -271,7 +270,7 @@ std::string md5_file(const fs::path& file) {
     in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
   }
-  if (in.bad()) throw DataError("read error in " + path_str(file) + " while computing its MD5");
+  if (in.bad()) throw DataError("read error in " + quoted_path(file) + " while computing its MD5");
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), digest, &len);
@@ -326,11 +325,11 @@ fs::path download_and_extract(const ArchiveSpec& spec, const fs::path& root) {
     const std::string missing = first_missing(target, spec);
     if (missing.empty()) return target;
     // Not ours to delete: it may hold someone's data. Our own extractions appear atomically.
-    throw DataError(path_str(target) + " exists but is incomplete (" + path_str(missing) +
+    throw DataError(quoted_path(target) + " exists but is incomplete (" + quoted_path(missing) +
                     " missing or empty); remove it to download " + spec.url + " again");
   }
   fs::create_directories(root, ec);
-  if (ec) throw DataError("cannot create " + path_str(root) + ": " + ec.message());
+  if (ec) throw DataError("cannot create " + quoted_path(root) + ": " + ec.message());
 
   const std::string suffix = unique_suffix();
   const TempPath archive_file(root / ("." + file_name_of(spec.url) + "." + suffix + ".part"));
@@ -343,7 +342,7 @@ fs::path download_and_extract(const ArchiveSpec& spec, const fs::path& root) {
 
   const TempPath staging(root / (".extract-" + spec.top_dir + "." + suffix));
   fs::create_directory(staging.path(), ec);
-  if (ec) throw DataError("cannot create " + path_str(staging.path()) + ": " + ec.message());
+  if (ec) throw DataError("cannot create " + quoted_path(staging.path()) + ": " + ec.message());
   extract(spec.url, archive_file.path(), staging.path());
   const fs::path extracted = staging.path() / spec.top_dir;
   if (!fs::is_directory(extracted, ec)) {
@@ -357,7 +356,7 @@ fs::path download_and_extract(const ArchiveSpec& spec, const fs::path& root) {
   if (ec) {
     // Another process may have won the race with its own complete copy: use it.
     if (first_missing(target, spec).empty()) return target;
-    throw DataError("cannot move " + path_str(extracted) + " to " + path_str(target) + ": " +
+    throw DataError("cannot move " + quoted_path(extracted) + " to " + quoted_path(target) + ": " +
                     ec.message());
   }
   return target;

@@ -11,16 +11,11 @@
 #include <utility>
 
 #include "distributed/allreduce/replicas.h"
+#include "metrics/seconds_since.h"
 #include "train/done_marker.h"
 
 namespace cifar::allreduce {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
+using metrics::seconds_since;
 
 AllReduceExchange::AllReduceExchange(const train::TrainConfig& config,
                                      c10::intrusive_ptr<c10d::ProcessGroup> group,

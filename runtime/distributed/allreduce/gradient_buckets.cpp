@@ -9,15 +9,13 @@
 #include <utility>
 
 #include "metrics/runtime_metrics.h"
+#include "metrics/seconds_since.h"
 
 namespace cifar::allreduce {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using metrics::seconds_since;
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include "distributed/ps/transport.h"
 #include "distributed/ps/wire_framing.h"
 #include "metrics/runtime_metrics.h"
+#include "metrics/seconds_since.h"
 #include "proto/ps.grpc.pb.h"
 
 namespace cifar::ps {
@@ -340,8 +341,8 @@ PullResult PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& gr
   });
   const auto total = combine(per_shard);
   if (metrics_ != nullptr) {
-    metrics_->record_ps_exchange(std::chrono::duration<double>(Clock::now() - start).count(),
-                                 total.pushed_bytes, total.pulled_bytes);
+    metrics_->record_ps_exchange(metrics::seconds_since(start), total.pushed_bytes,
+                                 total.pulled_bytes);
   }
   return total;
 }

@@ -11,6 +11,7 @@
 #include "distributed/ps/layout.h"
 #include "distributed/ps/ps_checkpoint.h"
 #include "distributed/ps/tensor_codec.h"
+#include "metrics/seconds_since.h"
 #include "models/model.h"
 #include "train/done_marker.h"
 
@@ -196,8 +197,7 @@ train::UpdateResult ParameterServerExchange::update(double lr) {
   version_ = pulled.version;
   if (!pulled.stopping) saved_for_stopping_ = false;
   shard_stopping_ = pulled.stopping;
-  return {version_, pulled.done,
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+  return {version_, pulled.done, metrics::seconds_since(start)};
 }
 
 bool ParameterServerExchange::wants_checkpoint() const {
