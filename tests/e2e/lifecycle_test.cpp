@@ -1,15 +1,19 @@
 // What a job that goes wrong does on the local cluster (reconcile.h's lifecycle rules):
-// pods that can never start are reported and fail the job at its startup deadline, a create
-// refused by a quota waits with a reason until the quota allows it, a pod stuck terminating is
-// reported and bounded, a stop cut short by its grace period is reported. Each says why in the
-// job's status (reason, message, `kubectl get ctj`) and a Warning Event. A failing test prints the
-// job's status, Events and pods' logs.
+// pods that can never start are reported and fail the job at its startup deadline (a synchronous
+// job whose worker never starts takes no step meanwhile), a create refused by a quota waits with
+// a reason until the quota allows it, a pod stuck terminating is reported and bounded, a stop cut
+// short by its grace period is reported. Each says why in the job's status (reason, message,
+// `kubectl get ctj`) and a Warning Event. A failing test prints the job's status, Events and
+// pods' logs.
 #include <gtest/gtest.h>
 
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
+#include <regex>
+#include <string>
 #include <thread>
 
 #include "tests/e2e/cluster_fixture.h"
@@ -36,6 +40,13 @@ TEST_F(WhenAJobGoesWrong, PodsThatCanNeverStartAreReportedAndFailTheJobAtItsStar
   // More CPU than the node has: the scheduler cannot place it.
   submit("big", kAllReduce,
          "    Worker:\n      replicas: 1\n      resources: {requests: {cpu: \"64\"}}\n", deadline);
+  // A synchronous PS job whose worker cannot be placed: its PS and master run, but a sync job
+  // trains with every trainer it names, so the master waits (past the PS's 30 s timeout, after
+  // which the absent worker used to be dropped and the master trained alone on half the data).
+  submit("half", kPsSync,
+         "    PS: {replicas: 1}\n    Master: {replicas: 1}\n"
+         "    Worker:\n      replicas: 1\n      resources: {requests: {cpu: \"64\"}}\n",
+         "  runPolicy: {startupDeadlineSeconds: 75}\n");
   // An image no registry serves: the kubelet cannot pull it.
   image_ = "localhost/cifartrain/no-such-image:dev";
   submit("pull", kAllReduce, "    Worker: {replicas: 1}\n", deadline);
@@ -69,11 +80,34 @@ TEST_F(WhenAJobGoesWrong, PodsThatCanNeverStartAreReportedAndFailTheJobAtItsStar
         << status.dump();
     EXPECT_NE(events(job, "StartupDeadlineExceeded").find("Warning"), std::string::npos);
   }
+
+  // The master's whole log, to its end (the job's failure deletes the pod).
+  const auto master_log = volumes_ / "half-master-0.log";
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return kubectl({"logs", "half-master-0", "-n", ns_}).exit_code == 0;
+      },
+      seconds(60)))
+      << diagnose("half");
+  auto follower = follow_log("half-master-0", master_log);
+  ASSERT_TRUE(wait_for_state("half", "Failed", seconds(120))) << diagnose("half");
+  EXPECT_EQ(reason_of(status_of("half")), "StartupDeadlineExceeded") << status_of("half").dump();
+  EXPECT_NE(message_of(status_of("half")).find("half-worker-0 did not start within 75 s"),
+            std::string::npos)
+      << status_of("half").dump();
+  EXPECT_TRUE(wait_for([&] { return !follower->running(); }, seconds(60)));
+  std::ifstream in(master_log);
+  const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(said.find("waiting for trainer 1 to join"), std::string::npos) << said;
+  EXPECT_FALSE(std::regex_search(said, std::regex(R"(epoch \d+/\d+ step \d+)"))) << said;
+  EXPECT_EQ(status_of("half").value("progress", json::object()).value("step", 0), 0)
+      << status_of("half").dump();
   EXPECT_NE(message_of(status_of("big")).find("Insufficient cpu"), std::string::npos);
   EXPECT_NE(message_of(status_of("pull")).find("ImagePull"), std::string::npos);
   // cleanPodPolicy Running: the pending pods are deleted; the jobs hold nothing.
-  EXPECT_TRUE(
-      wait_for([&] { return pods_of("big").empty() && pods_of("pull").empty(); }, seconds(60)));
+  EXPECT_TRUE(wait_for(
+      [&] { return pods_of("big").empty() && pods_of("pull").empty() && pods_of("half").empty(); },
+      seconds(60)));
 }
 
 TEST_F(WhenAJobGoesWrong, ACreateRefusedByAQuotaWaitsWithAReasonAndTheJobRunsOnceTheQuotaAllows) {

@@ -78,6 +78,7 @@ class PsClient::Connection {
                                             static_cast<int64_t>(options_.retry_seconds * 1000));
     auto backoff = std::chrono::milliseconds(50);
     bool warned = false;
+    bool waiting_said = false;
     while (true) {
       grpc::ClientContext context;
       context.set_deadline(
@@ -93,6 +94,13 @@ class PsClient::Connection {
       }
       if (is_not_initialized(status) && lost) {
         lost(index_);
+        continue;
+      }
+      if (is_waiting_for_trainers(status)) {
+        // The shard held the call for its timeout: not a shard that is down, so no retry limit.
+        // The startup deadline ends a job whose trainer never comes.
+        if (!waiting_said) spdlog::info("{}: {}; waiting", name_, status.error_message());
+        waiting_said = true;
         continue;
       }
       if (Clock::now() > give_up) {

@@ -55,6 +55,10 @@ ShardStatus Shard::register_trainer(const proto::RegisterRequest& request,
                                   " has another model layout than this shard: " + kSameLayoutHint);
   }
   mode_->on_register(core_, t);
+  if (!core_.joined[static_cast<size_t>(t)]) {
+    core_.joined[static_cast<size_t>(t)] = true;
+    core_.changed.notify_all();
+  }
   if (!core_.is_member(t)) {
     spdlog::info("{}: trainer {} rejoined at version {}", core_.name, t, core_.version.load());
   }
@@ -143,10 +147,13 @@ ShardStatus Shard::initialize(const proto::InitRequest& request, proto::InitRepl
   core_.last_snapshot = {};
   core_.optimizer = std::move(optimizer);
   core_.members = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(core_.trainers));
-  // Every trainer of the job is expected from the start, so the first sync round waits for all
-  // of them (one that never comes is dropped after the timeout like one that died).
+  // Every trainer of the job is a member from the start: the synchronous modes wait for all of
+  // them to join (wait_for_every_trainer) before the first update.
   for (int t = 0; t < core_.trainers; ++t) core_.members[static_cast<size_t>(t)].store(true);
   core_.told_done.assign(static_cast<size_t>(core_.trainers), false);
+  // A fresh start waits for every trainer to register; a shard initialised mid-run (restored, or
+  // re-initialised by the master) serves the trainers that are there, as before it went.
+  core_.joined.assign(static_cast<size_t>(core_.trainers), request.version() > 0);
   core_.elements = elements;
   core_.version.store(request.version());
   mode_->on_initialized(core_);
@@ -255,6 +262,22 @@ Shard::Shard(ShardOptions options, metrics::RuntimeMetrics* metrics)
 
 Shard::~Shard() { mode_->stop(core_); }
 
+ShardStatus Shard::wait_for_every_trainer(ShardCore::Lock& lock) {
+  const auto mode = core_.options.mode;
+  if (mode != Mode::kSync && mode != Mode::kSsp) return {};  // async modes start with who is there
+  const auto all_joined = [&] { return core_.not_joined().empty() || core_.finished; };
+  if (core_.changed.wait_for(lock, core_.options.timeout, all_joined)) return {};
+  std::string missing;
+  for (const int t : core_.not_joined())
+    missing += (missing.empty() ? "" : ", ") + std::to_string(t);
+  const auto message = "waiting for trainer " + missing +
+                       " to join: a synchronous job takes its first update with every trainer it "
+                       "names";
+  if (!said_waiting_) spdlog::info("{}: {}", core_.name, message);
+  said_waiting_ = true;
+  return ShardStatus::waiting(message);
+}
+
 ShardStatus Shard::push_pull(const Push& push, ParamsSnapshot* reply) {
   if (core_.metrics != nullptr) core_.metrics->record_ps_traffic(push.wire_bytes, 0);
   // A NaN or infinite gradient would poison every trainer's parameters: refused before the lock,
@@ -272,6 +295,7 @@ ShardStatus Shard::push_pull(const Push& push, ParamsSnapshot* reply) {
     core_.note_told(push.trainer, *reply);
     return {};
   }
+  if (auto status = wait_for_every_trainer(lock); !status.ok()) return status;
   return mode_->push_pull(core_, push, lock, reply);
 }
 

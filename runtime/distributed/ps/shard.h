@@ -54,10 +54,14 @@ class Shard {
 
  private:
   [[nodiscard]] ShardStatus check_push(const Push& push) const;
+  // Sync and SSP: holds a push until every trainer has joined, or answers kWaiting after the
+  // timeout (under mu).
+  ShardStatus wait_for_every_trainer(ShardCore::Lock& lock);
 
   std::unique_ptr<ShardMode> mode_;  // first: the core is built knowing whether it is lock-free
   ShardCore core_;
   std::atomic<int64_t> gathered_version_{-1};
+  bool said_waiting_ = false;  // under mu
 };
 
 }  // namespace cifar::ps

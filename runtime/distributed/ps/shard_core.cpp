@@ -24,6 +24,14 @@ int64_t ShardCore::member_count() const {
   return n;
 }
 
+std::vector<int> ShardCore::not_joined() const {
+  std::vector<int> missing;
+  for (int t = 0; t < trainers; ++t) {
+    if (!joined[static_cast<size_t>(t)]) missing.push_back(t);
+  }
+  return missing;
+}
+
 void ShardCore::set_member(int trainer, bool member) {
   members[static_cast<size_t>(trainer)].store(member);
   publish_state();

@@ -87,6 +87,10 @@ struct ShardCore {
   ParamsSnapshot last_snapshot;
   // Membership (read without the lock when lock-free), written under mu.
   std::unique_ptr<std::atomic<bool>[]> members;
+  // Which trainers have registered since a fresh start (all of them when the shard was
+  // initialised mid-run), under mu: a synchronous job takes its first update with all of them.
+  std::vector<bool> joined;
+  [[nodiscard]] std::vector<int> not_joined() const;
   std::vector<bool> told_done;
   Clock::time_point finished_at;
 };

@@ -15,6 +15,7 @@ class ShardStatus {
     kNotInitialized,   // no parameters yet: the master has not initialised this shard
     kRetry,            // the trainer must register or pull again (dropped, or behind a restart)
     kWrongJob,         // the trainer's model layout is not the one this shard holds
+    kWaiting,          // a synchronous job's trainers have not all joined yet: send it again
   };
 
   ShardStatus() = default;
@@ -29,6 +30,7 @@ class ShardStatus {
   static ShardStatus wrong_job(std::string message) {
     return {Code::kWrongJob, std::move(message)};
   }
+  static ShardStatus waiting(std::string message) { return {Code::kWaiting, std::move(message)}; }
 
   [[nodiscard]] bool ok() const { return code_ == Code::kOk; }
   [[nodiscard]] Code code() const { return code_; }

@@ -5,6 +5,21 @@
 #include "proto/ps.pb.h"
 
 namespace cifar::ps {
+namespace {
+
+grpc::Status unavailable_because(proto::ShardError::Reason reason, const std::string& message) {
+  proto::ShardError error;
+  error.set_reason(reason);
+  return {grpc::StatusCode::UNAVAILABLE, message, error.SerializeAsString()};
+}
+
+bool unavailable_because_of(const grpc::Status& status, proto::ShardError::Reason reason) {
+  proto::ShardError error;
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE && !status.error_details().empty() &&
+         error.ParseFromString(status.error_details()) && error.reason() == reason;
+}
+
+}  // namespace
 
 grpc::Status to_grpc(const ShardStatus& status) {
   using Code = ShardStatus::Code;
@@ -13,11 +28,10 @@ grpc::Status to_grpc(const ShardStatus& status) {
       return grpc::Status::OK;
     case Code::kInvalidArgument:
       return {grpc::StatusCode::INVALID_ARGUMENT, status.message()};
-    case Code::kNotInitialized: {
-      proto::ShardError error;
-      error.set_reason(proto::ShardError::NOT_INITIALIZED);
-      return {grpc::StatusCode::UNAVAILABLE, status.message(), error.SerializeAsString()};
-    }
+    case Code::kNotInitialized:
+      return unavailable_because(proto::ShardError::NOT_INITIALIZED, status.message());
+    case Code::kWaiting:
+      return unavailable_because(proto::ShardError::WAITING_FOR_TRAINERS, status.message());
     case Code::kRetry:
       return {grpc::StatusCode::ABORTED, status.message()};
     case Code::kWrongJob:
@@ -52,10 +66,11 @@ std::vector<std::pair<std::string, int>> keepalive_server_args() {
 }
 
 bool is_not_initialized(const grpc::Status& status) {
-  proto::ShardError error;
-  return status.error_code() == grpc::StatusCode::UNAVAILABLE && !status.error_details().empty() &&
-         error.ParseFromString(status.error_details()) &&
-         error.reason() == proto::ShardError::NOT_INITIALIZED;
+  return unavailable_because_of(status, proto::ShardError::NOT_INITIALIZED);
+}
+
+bool is_waiting_for_trainers(const grpc::Status& status) {
+  return unavailable_because_of(status, proto::ShardError::WAITING_FOR_TRAINERS);
 }
 
 }  // namespace cifar::ps

@@ -30,8 +30,10 @@ std::vector<std::pair<std::string, int>> keepalive_server_args();
 
 // kNotInitialized goes out as UNAVAILABLE (the client waits and retries, as for a shard that is
 // down) with a typed proto::ShardError in the status's details, so the chief can tell it from a
-// connection that failed and re-initialise the shard.
+// connection that failed and re-initialise the shard. kWaiting goes out alike: the client sends
+// the same call again for as long as it takes, without the retry limit of a shard that is down.
 grpc::Status to_grpc(const ShardStatus& status);
 bool is_not_initialized(const grpc::Status& status);
+bool is_waiting_for_trainers(const grpc::Status& status);
 
 }  // namespace cifar::ps

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "models/model.h"
@@ -252,6 +253,26 @@ TEST(PsFaults, KilledWorkerIsDroppedTheJobGoesOnAndTheRestartedWorkerRejoins) {
   EXPECT_NE(job.log("ps").find("trainer 2 rejoined"), std::string::npos) << job.log("ps");
   EXPECT_NE(job.log("worker", 1).find(done_at(3)), std::string::npos) << job.log("worker", 1);
   EXPECT_NE(job.log("master").find(done_at(3)), std::string::npos);
+}
+
+// A sync job trains with the world it asked for: a worker that starts long after the PS's timeout
+// is waited for (the master says so and takes no step), not dropped; once it joins, both train.
+TEST(PsFaults, ASyncJobWaitsForAWorkerThatStartsLateInsteadOfDroppingIt) {
+  TempDir work;
+  LocalJob job(work.path(), 1, /*workers=*/1, fault_args());
+  job.start("ps");
+  job.start("master");
+  ASSERT_TRUE(wait_for(
+      [&] { return job.log("master").find("waiting for trainer 1 to join") != std::string::npos; },
+      60s))
+      << job.all_logs();
+  EXPECT_FALSE(std::regex_search(job.log("master"), std::regex(R"(epoch \d+/\d+ step \d+)")))
+      << job.log("master");
+  job.start("worker", 0);
+  job.expect_all_succeed(240s);
+  EXPECT_EQ(job.log("ps").find("dropped"), std::string::npos) << job.log("ps");
+  EXPECT_NE(job.log("worker", 0).find(done_at(2)), std::string::npos) << job.log("worker", 0);
+  EXPECT_NE(job.log("master").find(done_at(2)), std::string::npos) << job.log("master");
 }
 
 TEST(PsFaults, KilledPsRestoresItsShardFromTheLatestCheckpoint) {

@@ -55,9 +55,10 @@ class ServedShard {
     stub_ = proto::ParameterServer::NewStub(channel_);
   }
 
-  grpc::Status initialize(uint64_t fingerprint = kFingerprint,
-                          const std::string& optimizer = "sgd") {
+  grpc::Status initialize(uint64_t fingerprint = kFingerprint, const std::string& optimizer = "sgd",
+                          int64_t version = 0) {
     proto::InitRequest request;
+    request.set_version(version);
     request.mutable_layout()->set_fingerprint(fingerprint);
     request.mutable_layout()->set_pieces(2);
     request.set_trainers(2);
@@ -80,6 +81,14 @@ class ServedShard {
     grpc::ClientContext context;
     name_stripe(context);
     return stub_->Register(&context, request, &reply);
+  }
+
+  // Initialises the shard and registers both of its trainers, as a job whose pods all started.
+  grpc::Status start() {
+    for (auto status : {initialize(), register_trainer(0), register_trainer(1)}) {
+      if (!status.ok()) return status;
+    }
+    return grpc::Status::OK;
   }
 
   static proto::PushRequest push(int trainer, int64_t version, float g0, float g1) {
@@ -326,7 +335,7 @@ TEST(ShardServer, HogwildAppliesWithoutWaiting) {
 
 TEST(ShardServer, SyncAveragesOneGradientFromEveryTrainer) {
   ServedShard shard(Mode::kSync);
-  ASSERT_TRUE(shard.initialize().ok());
+  ASSERT_TRUE(shard.start().ok());
   proto::ParamsReply first;
   auto pending = std::async(std::launch::async,
                             [&] { return shard.push_pull(ServedShard::push(0, 0, 1, 2), &first); });
@@ -342,7 +351,7 @@ TEST(ShardServer, SyncAveragesOneGradientFromEveryTrainer) {
 
 TEST(ShardServer, SyncDropsASilentTrainerAfterTheTimeoutAndLetsItRejoin) {
   ServedShard shard(Mode::kSync, "", 1 << 20, /*timeout=*/400ms);
-  ASSERT_TRUE(shard.initialize().ok());
+  ASSERT_TRUE(shard.start().ok());
   proto::ParamsReply reply;
   const auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(shard.push_pull(ServedShard::push(0, 0, 1, 2), &reply).ok());
@@ -365,9 +374,49 @@ TEST(ShardServer, SyncDropsASilentTrainerAfterTheTimeoutAndLetsItRejoin) {
   EXPECT_EQ(reply.version(), 2);
 }
 
+// A synchronous job trains with the world it asked for: a trainer that never registered (its pod
+// never scheduled) holds the first update; the push is answered "waiting" after the timeout, not
+// applied, and goes through once the last trainer has joined.
+TEST(ShardServer, SyncAndSspTakeNoUpdateBeforeEveryTrainerHasJoined) {
+  for (const auto mode : {Mode::kSync, Mode::kSsp}) {
+    ServedShard shard(mode, "", 1 << 20, /*timeout=*/1s);
+    ASSERT_TRUE(shard.initialize().ok());
+    ASSERT_TRUE(shard.register_trainer(0).ok());
+    proto::ParamsReply reply;
+    const auto waited = shard.push_pull(ServedShard::push(0, 0, 1, 2), &reply);
+    EXPECT_EQ(waited.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_TRUE(is_waiting_for_trainers(waited)) << waited.error_message();
+    EXPECT_NE(waited.error_message().find("waiting for trainer 1 to join"), std::string::npos)
+        << waited.error_message();
+    EXPECT_EQ(shard.state().version(), 0);  // nothing applied, nobody dropped
+
+    auto resent = std::async(std::launch::async, [&] {
+      proto::ParamsReply r;
+      return shard.push_pull(ServedShard::push(0, 0, 1, 2), &r);
+    });
+    std::this_thread::sleep_for(100ms);
+    ASSERT_TRUE(shard.register_trainer(1).ok());  // the last trainer joins
+    if (mode == Mode::kSync) {                    // the round needs trainer 1's gradient too
+      ASSERT_TRUE(shard.push_pull(ServedShard::push(1, 0, 3, 4), &reply).ok());
+    }
+    EXPECT_TRUE(resent.get().ok());
+    EXPECT_GE(shard.state().version(), 1);
+  }
+}
+
+// A shard initialised mid-run (restored from a checkpoint) serves the trainers that are there.
+TEST(ShardServer, AShardRestoredMidRunDoesNotWaitForTrainersToJoinAgain) {
+  ServedShard shard(Mode::kSsp, "", 1 << 20, /*timeout=*/5s, /*staleness=*/10);
+  ASSERT_TRUE(shard.initialize(kFingerprint, "sgd", /*version=*/7).ok());
+  ASSERT_TRUE(shard.register_trainer(0).ok());
+  proto::ParamsReply reply;
+  ASSERT_TRUE(shard.push_pull(ServedShard::push(0, 7, 1, 1), &reply).ok());
+  EXPECT_EQ(reply.version(), 8);
+}
+
 TEST(ShardServer, SspHoldsATrainerThatRunsTooFarAhead) {
   ServedShard shard(Mode::kSsp, "", 1 << 20, 10s, /*staleness=*/1);
-  ASSERT_TRUE(shard.initialize().ok());
+  ASSERT_TRUE(shard.start().ok());
   proto::ParamsReply reply;
   ASSERT_TRUE(shard.push_pull(ServedShard::push(0, 0, 1, 1), &reply).ok());  // 1 ahead: fine
   auto ahead = std::async(std::launch::async, [&] {
