@@ -74,8 +74,9 @@ class PsClient::Connection {
   // called when the shard answers that it has no parameters (restarted without a checkpoint).
   grpc::Status call(const char* what, const std::function<grpc::Status(grpc::ClientContext&)>& rpc,
                     const std::function<void(int)>& lost = {}) {
-    const auto give_up = Clock::now() + std::chrono::milliseconds(
-                                            static_cast<int64_t>(options_.retry_seconds * 1000));
+    const auto retry_for =
+        std::chrono::milliseconds(static_cast<int64_t>(options_.retry_seconds * 1000));
+    auto give_up = Clock::now() + retry_for;
     auto backoff = std::chrono::milliseconds(50);
     bool warned = false;
     bool waiting_said = false;
@@ -101,6 +102,7 @@ class PsClient::Connection {
         // The startup deadline ends a job whose trainer never comes.
         if (!waiting_said) spdlog::info("{}: {}; waiting", name_, status.error_message());
         waiting_said = true;
+        give_up = Clock::now() + retry_for;  // the shard answered: a later outage gets its window
         continue;
       }
       if (Clock::now() > give_up) {
@@ -193,8 +195,9 @@ std::vector<proto::RegisterReply> PsClient::register_trainer(int trainer,
   std::vector<proto::RegisterReply> replies(shards_.size());
   for_each_shard([&](int s) {
     const auto request = register_request(trainer, s);
-    const auto give_up = Clock::now() + std::chrono::milliseconds(
-                                            static_cast<int64_t>(options_.retry_seconds * 1000));
+    const auto retry_for =
+        std::chrono::milliseconds(static_cast<int64_t>(options_.retry_seconds * 1000));
+    auto give_up = Clock::now() + retry_for;
     auto& reply = replies[static_cast<size_t>(s)];
     while (true) {
       reply.Clear();
