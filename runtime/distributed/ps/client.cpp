@@ -27,6 +27,11 @@ std::string describe(const grpc::Status& s) {
   return "[" + std::to_string(static_cast<int>(s.error_code())) + "] " + s.error_message();
 }
 
+// How long a shard that is down, or has no parameters yet, is waited for.
+std::chrono::milliseconds retry_window(const ClientOptions& options) {
+  return std::chrono::milliseconds(static_cast<int64_t>(options.retry_seconds * 1000));
+}
+
 }  // namespace
 
 class PsClient::Connection {
@@ -74,9 +79,7 @@ class PsClient::Connection {
   // called when the shard answers that it has no parameters (restarted without a checkpoint).
   grpc::Status call(const char* what, const std::function<grpc::Status(grpc::ClientContext&)>& rpc,
                     const std::function<void(int)>& lost = {}) {
-    const auto retry_for =
-        std::chrono::milliseconds(static_cast<int64_t>(options_.retry_seconds * 1000));
-    auto give_up = Clock::now() + retry_for;
+    auto give_up = Clock::now() + retry_window(options_);
     auto backoff = std::chrono::milliseconds(50);
     bool warned = false;
     bool waiting_said = false;
@@ -102,7 +105,8 @@ class PsClient::Connection {
         // The startup deadline ends a job whose trainer never comes.
         if (!waiting_said) spdlog::info("{}: {}; waiting", name_, status.error_message());
         waiting_said = true;
-        give_up = Clock::now() + retry_for;  // the shard answered: a later outage gets its window
+        give_up = Clock::now() +
+                  retry_window(options_);  // the shard answered: a later outage gets its window
         continue;
       }
       if (Clock::now() > give_up) {
@@ -195,9 +199,7 @@ std::vector<proto::RegisterReply> PsClient::register_trainer(int trainer,
   std::vector<proto::RegisterReply> replies(shards_.size());
   for_each_shard([&](int s) {
     const auto request = register_request(trainer, s);
-    const auto retry_for =
-        std::chrono::milliseconds(static_cast<int64_t>(options_.retry_seconds * 1000));
-    auto give_up = Clock::now() + retry_for;
+    const auto give_up = Clock::now() + retry_window(options_);
     auto& reply = replies[static_cast<size_t>(s)];
     while (true) {
       reply.Clear();
