@@ -4,7 +4,8 @@ BUILD_DIR ?= build
 JOBS ?= 2
 WERROR ?= ON
 
-.PHONY: all deps configure build control-plane node kueue tools go-parts images cluster cluster-stop test \
+.PHONY: all deps configure build control-plane node kueue tools go-parts go-node go-kueue \
+        images cluster cluster-stop test \
         demo bench format tidy chart-files clean
 
 all: build
@@ -39,9 +40,11 @@ kueue: deps
 # cluster and the tests use them): Helm, Prometheus + promtool, kind (and its config checker), the
 # Prometheus Operator's CRDs.
 TOOLS = helm prometheus kind prometheus-operator-crds
-build_tools = for tool in $(TOOLS); do bash deploy/tools/build.sh $$tool >/dev/null || exit 1; done
-tools: deps
-	$(build_tools)
+TOOL_TARGETS = $(addprefix go-tool-,$(TOOLS))
+.PHONY: $(TOOL_TARGETS)
+tools: $(TOOL_TARGETS)
+$(TOOL_TARGETS): go-tool-%: deps
+	bash deploy/tools/build.sh $* >/dev/null
 
 # The runtime and operator images, from this build's binaries (seconds); `scripts/build-images.sh`
 # without --prebuilt compiles inside the image instead (the Dockerfile's full multi-stage build).
@@ -61,18 +64,22 @@ cluster: images node tools $(if $(filter 1,$(KUEUE)),kueue)
 cluster-stop:
 	bash deploy/local-cluster/stop.sh $(BUILD_DIR)/cluster
 
-# Every Go part the tests use, one after the other: node includes the control plane (whose build
-# shares a staging directory with it), then Kueue, then the tools.
-go-parts: deps
+# Every Go part the tests use, each its own target so that `make -j` builds them side by side:
+# go-node includes the control plane (whose build shares a staging directory with it). Go's module
+# and build caches are safe to share between concurrent builds.
+GO_PARTS = go-node go-kueue $(TOOL_TARGETS)
+go-parts: $(GO_PARTS)
+go-node: deps
 	bash deploy/local-cluster/build.sh node >/dev/null
+go-kueue: deps
 	bash deploy/local-cluster/build-kueue.sh >/dev/null
-	$(build_tools)
 
-# The C++ build and the Go parts side by side: on a cold machine the Go parts spend minutes
-# downloading modules and linking on one core, which the C++ build fills (~6 of ~30 minutes).
-# Then ctest, and each test's wall time (tests/test_times.py: the slowest, every e2e case).
+# The C++ build and every Go part side by side: on a cold machine the Go parts spend minutes
+# downloading modules and linking on one core, which the others fill; built one after the other,
+# the last of them ran on alone for minutes after the C++ build. Then ctest, and each test's wall
+# time (tests/test_times.py: the slowest, every e2e case).
 test: deps
-	$(MAKE) --no-print-directory -j2 build go-parts
+	$(MAKE) --no-print-directory -j$(words build $(GO_PARTS)) build $(GO_PARTS)
 	cd $(BUILD_DIR) && { ctest -j2 --output-on-failure --timeout 900 --output-junit ctest-results.xml; \
 	  status=$$?; python3 $(CURDIR)/tests/test_times.py ctest-results.xml 10 || true; exit $$status; }
 
