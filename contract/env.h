@@ -12,6 +12,11 @@ inline constexpr char kPsToken[] = "CIFAR_PS_TOKEN";
 inline constexpr char kJobName[] = "CIFAR_JOB_NAME";
 inline constexpr char kNamespace[] = "CIFAR_NAMESPACE";
 inline constexpr char kPodName[] = "POD_NAME";
+// The pod's incarnation: a number the operator gives every pod it creates, larger than any it gave
+// before in the job (status.incarnation), so that a replacement outranks a pod of the same role
+// left running on a cut-off node; the run's writers fence their writes with it (train/fence.h).
+// Unset (or 0): no fence.
+inline constexpr char kIncarnation[] = "CIFAR_INCARNATION";
 // All-reduce ranks, as torch.distributed names them (trainers of all-reduce jobs only).
 inline constexpr char kMasterAddr[] = "MASTER_ADDR";
 inline constexpr char kMasterPort[] = "MASTER_PORT";

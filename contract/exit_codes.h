@@ -11,6 +11,9 @@ inline constexpr int kExitUsage = 2;   // arguments or env refused
 // Asked to stop (SIGTERM: a drain, a preemption, a suspend, a deleted job) and stopped at a step
 // boundary with the job's state saved, so that a replacement continues from that step.
 inline constexpr int kExitStopped = 3;
+// A pod of an older incarnation than its replacement (train/fence.h), left running on a cut-off
+// node: it stopped without writing into the run. Its pod object is usually gone already.
+inline constexpr int kExitReplaced = 4;
 inline constexpr int kExitSignalBase = 128;  // 128 + signal: killed, worth a retry
 
 constexpr bool is_retryable_exit(int code) { return code >= kExitSignalBase; }

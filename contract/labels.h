@@ -11,5 +11,7 @@ namespace cifar::contract::label {
 inline constexpr char kJobName[] = "cifartrain.io/job-name";            // <job>
 inline constexpr char kReplicaType[] = "cifartrain.io/replica-type";    // role_name (roles.h)
 inline constexpr char kReplicaIndex[] = "cifartrain.io/replica-index";  // 0, 1, ...
+// An annotation, not a label: the pod's incarnation (env.h, kIncarnation), for people and tools.
+inline constexpr char kIncarnationAnnotation[] = "cifartrain.io/incarnation";
 
 }  // namespace cifar::contract::label

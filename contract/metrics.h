@@ -40,6 +40,14 @@ inline constexpr char kPsSentBytes[] = "cifar_ps_sent_bytes_total";
 inline constexpr char kPsEvictions[] = "cifar_ps_evictions_total";
 inline constexpr char kPsVersion[] = "cifar_ps_version";
 inline constexpr char kPsMembers[] = "cifar_ps_members";
+// Per trainer of the job (label `trainer`: its rank, the master 0, workers after it), from each
+// PS's first shard stripe; the operator reads PS 0's into status.progress.trainers. Training: 1
+// while the trainer takes part (it registered since the PS started, or the PS was restored
+// mid-run, and it was not dropped since), else 0. Dropped at: the PS's version (the job's step)
+// when it last dropped the trainer; no series until it first does.
+inline constexpr char kTrainerLabel[] = "trainer";
+inline constexpr char kPsTrainerTraining[] = "cifar_ps_trainer_training";
+inline constexpr char kPsTrainerDroppedAtStep[] = "cifar_ps_trainer_dropped_at_step";
 
 // All-reduce.
 inline constexpr char kAllReduceBytes[] = "cifar_allreduce_bytes_total";

@@ -15,6 +15,7 @@
 #include "distributed/ps/trainer.h"
 #include "train/error_text.h"
 #include "train/evaluator.h"
+#include "train/fence.h"
 #include "train/graceful_stop.h"
 #include "train/host_memory.h"
 #include "train/local_exchange.h"
@@ -28,6 +29,13 @@ namespace {
 int run(const cifar::train::TrainConfig& config) {
   using cifar::cluster::Role;
   const auto& dist = config.distributed;
+  // The run's writers take their slot of its fence first (train/fence.h): a pod replaced while it
+  // was cut off, restarted in place, stops here, before it rendezvouses or reads the run.
+  if (dist.enabled && dist.job.role == Role::kEvaluator) {
+    cifar::train::claim_fence(config, cifar::train::FenceSlot::kEvaluator);
+  } else if (!dist.enabled || dist.job.is_chief()) {
+    cifar::train::claim_fence(config, cifar::train::FenceSlot::kChief);
+  }
   if (dist.enabled && dist.job.role == Role::kPs) {
     return cifar::ps::run_parameter_server(config);
   }
@@ -84,6 +92,8 @@ int main(int argc, char** argv) {
   try {
     cifar::train::keep_freed_memory_for_reuse();
     return run(*parsed.config);
+  } catch (const cifar::train::Replaced& e) {
+    return fail(e.what(), cifar::contract::kExitReplaced);
   } catch (const cifar::data::DataError& e) {
     return fail(std::string("data: ") + e.what(), cifar::contract::kExitFailed);
   } catch (const std::invalid_argument& e) {

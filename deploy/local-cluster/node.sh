@@ -6,6 +6,10 @@
 #   node.sh kill DIR INDEX      a node death: its network cut, then SIGKILL to its daemons, their
 #                               shims and every process of its pods, nothing cleaned up (as a
 #                               machine that loses power); the control plane finds out by itself
+#   node.sh partition DIR INDEX a network partition: the node's link cut, nothing stopped (its
+#                               kubelet and pods run on, among themselves, unseen by the control
+#                               plane, and keep writing to what they share with other nodes)
+#   node.sh heal DIR INDEX      the partition's end: the link back, and the route to its pods
 #   node.sh import DIR INDEX TAR  an image (docker-archive) into its containerd: one loaded after
 #                               the node started (kueue.sh); its images survive a kill
 #   node.sh name DIR INDEX      its node name
@@ -184,10 +188,7 @@ node_start() {
     if kill -0 "$pid" 2>/dev/null; then echo "node.sh: node $index runs already (kubelet $pid)" >&2; exit 1; fi
   done
   [ -f "$node_dir/kubelet.yaml" ] || node_configure
-  if [ -n "$netns" ]; then  # after a kill: the link up, and the route the link's fall removed
-    ip link set "cifar-v$index" up
-    ip route replace "$pod_cidr" via "$node_ip"
-  fi
+  [ -z "$netns" ] || node_heal  # after a kill: its network back
   spawn "node$index-containerd" "${in_node[@]}" containerd --config "$node_dir/containerd.toml"
   wait_for "node$index-containerd" 30 "${ctr[@]}" version
   # The images, once per node (a registry-less node has only what was imported into it).
@@ -217,8 +218,24 @@ node_pod_processes() {
   find "$hierarchy$cgroup_root" -name cgroup.procs -exec cat {} + 2>/dev/null
 }
 
+require_own_network() {
+  [ "$index" -ge 2 ] || { echo "node.sh: node 1 runs the control plane's network; $command node 2 or later" >&2; exit 1; }
+}
+
+node_partition() {
+  require_own_network
+  ip link set "cifar-v$index" down
+}
+
+# The link up, and the route to the node's pods that the link's fall removed.
+node_heal() {
+  require_own_network
+  ip link set "cifar-v$index" up
+  ip route replace "$pod_cidr" via "$node_ip"
+}
+
 node_kill() {
-  [ "$index" -ge 2 ] || { echo "node.sh: node 1 runs the control plane's network; kill node 2 or later" >&2; exit 1; }
+  require_own_network
   # Its network first: a machine that loses power sends nothing more, not even the FIN of its
   # killed processes' connections (peers find out by their own timeouts).
   ip link set "cifar-v$index" down
@@ -241,7 +258,9 @@ case $command in
   network) node_network ;;
   start) node_start ;;
   kill) node_kill ;;
+  partition) node_partition ;;
+  heal) node_heal ;;
   import) "${ctr[@]}" images import --no-unpack=false "${4:?node.sh import DIR INDEX TAR}" >>"$log_dir/images.log" 2>&1 ;;
   name) cat "$node_dir/name" ;;
-  *) echo "node.sh: network|start|kill|import|name DIR INDEX [TAR]" >&2; exit 2 ;;
+  *) echo "node.sh: network|start|kill|partition|heal|import|name DIR INDEX [TAR]" >&2; exit 2 ;;
 esac

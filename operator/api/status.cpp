@@ -54,9 +54,9 @@ JobCondition condition_from(const json& c) {
   return out;
 }
 
-const std::array<const char*, 10> kKnownFields = {
-    "state",    "conditions", "replicaStatuses", "startTime", "completionTime",
-    "restarts", "progress",   "reason",          "message",   "modelDir"};
+const std::array<const char*, 11> kKnownFields = {
+    "state",    "conditions", "replicaStatuses", "startTime", "completionTime", "restarts",
+    "progress", "reason",     "message",         "modelDir",  "incarnation"};
 
 }  // namespace
 
@@ -78,6 +78,8 @@ std::string_view condition_type_name(ConditionType type) {
       return "Suspended";
     case ConditionType::kPodsNotReady:
       return "PodsNotReady";
+    case ConditionType::kTrainersMissing:
+      return "TrainersMissing";
   }
   return "";
 }
@@ -90,7 +92,8 @@ std::optional<ConditionType> parse_condition_type(std::string_view name) {
 }
 
 bool is_exclusive(ConditionType type) {
-  return type != ConditionType::kCreated && type != ConditionType::kPodsNotReady;
+  return type != ConditionType::kCreated && type != ConditionType::kPodsNotReady &&
+         type != ConditionType::kTrainersMissing;
 }
 
 const JobCondition* JobStatus::condition(ConditionType type) const {
@@ -145,6 +148,8 @@ void JobStatus::summarize() {
     why = condition(*state);
   } else if (is_true(ConditionType::kPodsNotReady)) {
     why = condition(ConditionType::kPodsNotReady);
+  } else if (is_true(ConditionType::kTrainersMissing)) {
+    why = condition(ConditionType::kTrainersMissing);
   }
   if (why == nullptr) {
     summary_reason.reset();
@@ -177,6 +182,7 @@ void from_json(const json& j, JobStatus& status) {
   if (const auto r = j.find("restarts"); r != j.end()) status.restarts = r->get<int64_t>();
   status.progress = j.value("progress", json());
   if (const auto d = j.find("modelDir"); d != j.end()) status.model_dir = d->get<std::string>();
+  if (const auto i = j.find("incarnation"); i != j.end()) status.incarnation = i->get<int64_t>();
   if (const auto r = j.find("reason"); r != j.end()) status.summary_reason = r->get<std::string>();
   if (const auto m = j.find("message"); m != j.end()) {
     status.summary_message = m->get<std::string>();
@@ -209,6 +215,7 @@ void to_json(json& j, const JobStatus& status) {
   if (status.restarts) j["restarts"] = *status.restarts;
   if (!status.progress.is_null()) j["progress"] = status.progress;
   if (status.model_dir) j["modelDir"] = *status.model_dir;
+  if (status.incarnation) j["incarnation"] = *status.incarnation;
   if (status.summary_reason) j["reason"] = *status.summary_reason;
   if (status.summary_message) j["message"] = *status.summary_message;
 }

@@ -27,7 +27,9 @@ namespace cifar::op {
 // PodsNotReady is not a state: it says, beside the state, what the job's pods are waiting for
 // (the scheduler's or the kubelet's reason, a create the API server refused for now, a pod that
 // does not go away). Queued is the state of a job whose pods wait in a queue (Kueue) to be
-// admitted as one group.
+// admitted as one group. TrainersMissing is not a state either: the job trains with fewer
+// trainers than it names (a parameter server dropped one mid-run, or an asynchronous job started
+// without one; trainers.h).
 enum class ConditionType {
   kCreated,
   kQueued,
@@ -36,16 +38,17 @@ enum class ConditionType {
   kSucceeded,
   kFailed,
   kSuspended,
-  kPodsNotReady
+  kPodsNotReady,
+  kTrainersMissing
 };
-inline constexpr std::array<ConditionType, 8> kConditionTypes = {
-    ConditionType::kCreated,    ConditionType::kQueued,      ConditionType::kRunning,
-    ConditionType::kRestarting, ConditionType::kSucceeded,   ConditionType::kFailed,
-    ConditionType::kSuspended,  ConditionType::kPodsNotReady};
+inline constexpr std::array<ConditionType, 9> kConditionTypes = {
+    ConditionType::kCreated,    ConditionType::kQueued,       ConditionType::kRunning,
+    ConditionType::kRestarting, ConditionType::kSucceeded,    ConditionType::kFailed,
+    ConditionType::kSuspended,  ConditionType::kPodsNotReady, ConditionType::kTrainersMissing};
 std::string_view condition_type_name(ConditionType type);  // "Created", ...
 std::optional<ConditionType> parse_condition_type(std::string_view name);
 // Exclusive conditions: one turning True turns the others False. Created is not exclusive: it
-// stays True once the pods were first created; nor is PodsNotReady.
+// stays True once the pods were first created; nor are PodsNotReady and TrainersMissing.
 bool is_exclusive(ConditionType type);
 
 enum class ConditionStatus { kTrue, kFalse, kUnknown };
@@ -95,6 +98,12 @@ inline constexpr std::string_view kNotOwned = "NotOwned";    // a name taken by 
 inline constexpr std::string_view kPodsReady = "PodsReady";  // the condition turned False
 // Failed:
 inline constexpr std::string_view kStartupDeadlineExceeded = "StartupDeadlineExceeded";
+// TrainersMissing: a trainer the parameter server dropped (it went silent past the PS's
+// timeout), one that has not joined (an asynchronous job starts without it), and the condition
+// turned False.
+inline constexpr std::string_view kTrainerDropped = "TrainerDropped";
+inline constexpr std::string_view kTrainerNotJoined = "TrainerNotJoined";
+inline constexpr std::string_view kAllTrainersTraining = "AllTrainersTraining";
 }  // namespace reason
 
 struct JobCondition {
@@ -123,9 +132,14 @@ struct JobStatus {
   std::optional<Time> completion_time;
   std::optional<int64_t> restarts;       // pods recreated after a failure
   std::optional<std::string> model_dir;  // where the run's checkpoints are, as the pods see it
+  // The newest incarnation handed out: the pods of each round that creates any carry the next
+  // number (desired_state.h, stamp_incarnation), recorded with the round's status, so that it
+  // only grows and a replacement always outranks the pod it replaces (the runtime's fence).
+  std::optional<int64_t> incarnation;
   // Why the job is where it is, in a word and a sentence (`kubectl get ctj` shows the reason,
   // `-o wide` the message): the state's condition when the job ended, is suspended or queued,
-  // else what its pods wait for (PodsNotReady); absent when all is well. Set by summarize().
+  // else what its pods wait for (PodsNotReady), else the trainers it trains without
+  // (TrainersMissing); absent when all is well. Set by summarize().
   std::optional<std::string> summary_reason;   // status.reason
   std::optional<std::string> summary_message;  // status.message
   nlohmann::json progress;  // progress.h's object, null when absent; never read here

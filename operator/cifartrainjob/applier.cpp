@@ -85,19 +85,25 @@ Applier::Applier(kube::Client& client, Expectations& expectations, OperatorMetri
 
 void Applier::apply(const json& object, const Job& job, const Plan& plan,
                     const std::map<std::string, std::string>& pod_uids) {
+  int created = 0;
   try {
-    create_objects(job, plan);
+    create_objects(job, plan, created);
+  } catch (CreateBlocked& blocked) {
+    blocked.set_pods_created(created);
+    throw;
   } catch (const kube::ApiError& e) {
     if (!is_refused_for_now(e)) throw;
-    throw CreateBlocked(reason::kFailedCreate,
-                        std::string("the API server refuses for now to create an object of the "
-                                    "job, retrying: ") +
-                            e.what());
+    CreateBlocked blocked(reason::kFailedCreate,
+                          std::string("the API server refuses for now to create an object of the "
+                                      "job, retrying: ") +
+                              e.what());
+    blocked.set_pods_created(created);
+    throw blocked;
   }
   update_status_and_delete(object, job, plan, pod_uids);
 }
 
-void Applier::create_objects(const Job& job, const Plan& plan) {
+void Applier::create_objects(const Job& job, const Plan& plan, int& created) {
   const auto key = job.namespace_ + "/" + job.name;
   if (plan.create_token_secret) {
     create_owned(client_, kube::secrets(job.namespace_), desired_token_secret(job, random_token()),
@@ -110,7 +116,7 @@ void Applier::create_objects(const Job& job, const Plan& plan) {
     create_owned(client_, kube::services(job.namespace_), *plan.create_service, job);
     spdlog::info("{}: created Service {}, its token Secret and NetworkPolicy", key, job.name);
   }
-  int created = 0;
+  created = 0;
   for (const auto& pod : plan.create_pods) {
     const auto name = pod["metadata"]["name"].get<std::string>();
     try {

@@ -35,9 +35,14 @@ class CreateBlocked : public std::runtime_error {
   [[nodiscard]] std::chrono::seconds retry_after() const {
     return std::chrono::seconds(reason_ == reason::kFailedCreate ? 10 : 30);
   }
+  // Pods the round created before it was stopped: none means the incarnation it took for them
+  // was given to no pod, and is not spent.
+  [[nodiscard]] int pods_created() const { return pods_created_; }
+  void set_pods_created(int n) { pods_created_ = n; }
 
  private:
   std::string_view reason_;
+  int pods_created_ = 0;
 };
 
 // A refusal that no retry can change: a 4xx other than conflict (a stale read) and throttling.
@@ -57,7 +62,8 @@ class Applier {
                                 const std::map<std::string, std::string>& pod_uids);
 
  private:
-  void create_objects(const Job& job, const Plan& plan);
+  // Counts the pods it created in `created`, also when it throws.
+  void create_objects(const Job& job, const Plan& plan, int& created);
   void record_event(const nlohmann::json& object, const EventRecord& event);
 
   kube::Client& client_;

@@ -274,6 +274,9 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
                  blocked.retry_after().count());
     auto noted = plan;
     note_blocked_create(noted, blocked.reason(), blocked.what(), Clock::now());
+    // No pod took the round's incarnation: it is not spent (else every retry would change the
+    // status, whose every change is a new round at once).
+    if (blocked.pods_created() == 0) noted.status.incarnation = status.incarnation;
     applier_.update_status_and_delete(*object, job, noted, pod_uids);
     return plan.requeue_after ? std::min(*plan.requeue_after, blocked.retry_after())
                               : blocked.retry_after();

@@ -1,5 +1,6 @@
 #include "cifartrainjob/desired_state.h"
 
+#include <charconv>
 #include <sstream>
 
 #include "api/group_version.h"
@@ -317,6 +318,22 @@ json desired_pod(const Job& job, Role role, int index) {
   if (!spec.contains("volumes")) spec["volumes"] = json::array();
   for (auto& v : volumes) spec["volumes"].push_back(v);
   return pod;
+}
+
+void stamp_incarnation(json& pod, int64_t incarnation) {
+  const auto number = std::to_string(incarnation);
+  pod["metadata"]["annotations"][contract::label::kIncarnationAnnotation] = number;
+  for (auto& container : pod["spec"]["containers"]) {
+    container["env"].push_back(env_var(contract::env::kIncarnation, number));
+  }
+}
+
+int64_t incarnation_of(const json& pod) {
+  const auto annotations = pod["metadata"].value("annotations", json::object());
+  const auto value = annotations.value(contract::label::kIncarnationAnnotation, "");
+  int64_t number = 0;
+  std::from_chars(value.data(), value.data() + value.size(), number);
+  return number;
 }
 
 std::vector<json> desired_pods(const Job& job) {

@@ -56,5 +56,10 @@ nlohmann::json desired_network_policy(const Job& job);
 nlohmann::json desired_pod(const Job& job, Role role, int index);
 // Every replica's pod, PS first, then master, workers, evaluator.
 std::vector<nlohmann::json> desired_pods(const Job& job);
+// Gives `pod` (a desired pod) incarnation `incarnation`: env CIFAR_INCARNATION, and the annotation
+// cifartrain.io/incarnation for whoever reads the pod.
+void stamp_incarnation(nlohmann::json& pod, int64_t incarnation);
+// A pod's incarnation, from its annotation (0: none, or not a number).
+int64_t incarnation_of(const nlohmann::json& pod);
 
 }  // namespace cifar::op

@@ -2,6 +2,7 @@
 
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/progress.h"
+#include "cifartrainjob/trainers.h"
 #include "framework/pod_status.h"
 
 namespace cifar::op {
@@ -31,7 +32,9 @@ void finish(const Job& job, const PodsByName& pods, bool succeeded, std::string_
   plan.create_token_secret = false;
   plan.create_network_policy.reset();
   plan.create_service.reset();
-  status.set_state(succeeded ? ConditionType::kSucceeded : ConditionType::kFailed, reason, message,
+  // A job that ended training with fewer trainers than it names says so.
+  const auto said = message + ended_with_fewer_trainers(job, status.progress);
+  status.set_state(succeeded ? ConditionType::kSucceeded : ConditionType::kFailed, reason, said,
                    to_time(now));
   if (status.is_true(ConditionType::kPodsNotReady)) {
     status.set_condition(ConditionType::kPodsNotReady, false, reason, "the job ended",
@@ -47,7 +50,7 @@ void finish(const Job& job, const PodsByName& pods, bool succeeded, std::string_
                                      : std::string();
   status.progress = final_progress(status.progress, message_of(chief_name(job)), evaluator_message,
                                    succeeded, format_time(now));
-  plan.events.push_back({succeeded ? "Normal" : "Warning", std::string(reason), message});
+  plan.events.push_back({succeeded ? "Normal" : "Warning", std::string(reason), said});
   clean_up(spec, pods, plan);
   if (spec.ttl_seconds_after_finished) {
     plan.requeue_after = std::chrono::seconds(*spec.ttl_seconds_after_finished);

@@ -66,27 +66,106 @@ std::optional<int64_t> remaining_seconds(double step, double total, const json& 
   return std::llround(std::ceil(estimate));
 }
 
-}  // namespace
+// status.progress.trainers from a parameter server's per-trainer series (contract/metrics.h);
+// nullopt when it was not scraped or has none (not initialised yet, or not a PS).
+std::optional<json> trainers_of(const PodMetrics* ps) {
+  if (ps == nullptr) return std::nullopt;
+  std::map<int, const MetricSamples*> by_rank;
+  for (const auto& [rank, samples] : ps->by_trainer) {
+    if (samples.count(metric::kPsTrainerTraining) == 0) continue;
+    try {
+      by_rank[std::stoi(rank)] = &samples;
+    } catch (const std::exception&) {
+      continue;  // not a rank: not ours
+    }
+  }
+  if (by_rank.empty()) return std::nullopt;
+  int training = 0;
+  json missing = json::array();
+  for (const auto& [rank, samples] : by_rank) {
+    if (samples->at(metric::kPsTrainerTraining) > 0) {
+      ++training;
+      continue;
+    }
+    json trainer = {{"trainer", rank}};
+    if (const auto dropped = samples->find(metric::kPsTrainerDroppedAtStep);
+        dropped != samples->end()) {
+      trainer["droppedAtStep"] = std::llround(dropped->second);
+    }
+    missing.push_back(std::move(trainer));
+  }
+  return json{{"expected", static_cast<int>(by_rank.size())},
+              {"training", training},
+              {"missing", std::move(missing)}};
+}
 
-MetricSamples parse_metric_samples(const std::string& exposition) {
-  MetricSamples samples;
+// One sample line of an exposition: `name{labels} value` or `name value`.
+struct SampleLine {
+  std::string name;
+  std::string labels;  // between the braces, as written
+  double value = 0;
+};
+
+// Calls `use` with each sample line whose value is finite (a NaN loss: nothing to report).
+template <typename Use>
+void for_each_sample(const std::string& exposition, Use use) {
   std::istringstream lines(exposition);
   std::string line;
   while (std::getline(lines, line)) {
     if (line.empty() || line[0] == '#') continue;
     const auto name_end = line.find_first_of("{ ");
     if (name_end == std::string::npos || name_end == 0) continue;
-    auto value_start = line[name_end] == '{' ? line.find('}', name_end) : name_end;
+    const bool labelled = line[name_end] == '{';
+    auto value_start = labelled ? line.find('}', name_end) : name_end;
     if (value_start == std::string::npos) continue;
-    value_start = line.find_first_not_of(' ', value_start + (line[name_end] == '{' ? 1 : 0));
+    const auto labels_end = value_start;
+    value_start = line.find_first_not_of(' ', value_start + (labelled ? 1 : 0));
     if (value_start == std::string::npos) continue;
     const char* begin = line.c_str() + value_start;
     char* end = nullptr;
     const double value = std::strtod(begin, &end);
-    if (end == begin || !std::isfinite(value)) continue;  // NaN loss: nothing to report
-    samples.emplace(line.substr(0, name_end), value);     // the first sample wins
+    if (end == begin || !std::isfinite(value)) continue;
+    use(SampleLine{line.substr(0, name_end),
+                   labelled ? line.substr(name_end + 1, labels_end - name_end - 1) : "", value});
   }
+}
+
+// The value of `label` in a series' labels (`a="x",b="y"`), or nullopt. Our series' label values
+// are names and numbers: no escaped quotes to undo.
+std::optional<std::string> label_value(const std::string& labels, const std::string& label) {
+  const auto key = label + "=\"";
+  size_t at = 0;
+  while ((at = labels.find(key, at)) != std::string::npos) {
+    if (at == 0 || labels[at - 1] == ',') {
+      const auto start = at + key.size();
+      const auto stop = labels.find('"', start);
+      if (stop == std::string::npos) return std::nullopt;
+      return labels.substr(start, stop - start);
+    }
+    at += key.size();
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+MetricSamples parse_metric_samples(const std::string& exposition) {
+  MetricSamples samples;
+  for_each_sample(exposition, [&](const SampleLine& sample) {
+    samples.emplace(sample.name, sample.value);  // the first sample wins
+  });
   return samples;
+}
+
+std::map<std::string, MetricSamples> parse_samples_by_label(const std::string& exposition,
+                                                            const std::string& label) {
+  std::map<std::string, MetricSamples> by_value;
+  for_each_sample(exposition, [&](const SampleLine& sample) {
+    if (const auto value = label_value(sample.labels, label)) {
+      by_value[*value].emplace(sample.name, sample.value);
+    }
+  });
+  return by_value;
 }
 
 std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const JobPods& job,
@@ -128,6 +207,11 @@ std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const JobP
   const auto test_accuracy =
       sample(job.has_evaluator ? find(pods, Role::kEvaluator, 0) : chief, metric::kTestAccuracy);
   if (test_accuracy && *test_accuracy > 0) progress["testAccuracy"] = *test_accuracy;
+  if (auto trainers = trainers_of(find(pods, Role::kPs, 0))) {
+    progress["trainers"] = std::move(*trainers);
+  } else if (previous.contains("trainers")) {
+    progress["trainers"] = previous["trainers"];
+  }
   return progress;
 }
 

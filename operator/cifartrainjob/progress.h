@@ -16,12 +16,17 @@ namespace cifar::op {
 // series and unparsable lines are skipped.
 using MetricSamples = std::map<std::string, double>;
 MetricSamples parse_metric_samples(const std::string& exposition);
+// The samples of the series that carry `label`, by its value, then by metric name (a PS's
+// per-trainer series: label "trainer").
+std::map<std::string, MetricSamples> parse_samples_by_label(const std::string& exposition,
+                                                            const std::string& label);
 
 // The scrape of one pod.
 struct PodMetrics {
-  std::string role;  // "master", "worker", "evaluator" (the replica-type label)
+  std::string role;  // "ps", "master", "worker", "evaluator" (the replica-type label)
   int index = 0;
   MetricSamples samples;
+  std::map<std::string, MetricSamples> by_trainer{};  // a PS's per-trainer series, by rank
 };
 
 // Which pods a job has, from the cache (not from which scrapes succeeded): the chief is the
@@ -37,7 +42,10 @@ struct JobPods {
 // stand-in). A test accuracy of 0 means "not evaluated yet" to the runtime and is left out.
 // progressPercentage and estimatedRemainingSeconds (the names of Kubeflow Trainer's KEP-2779)
 // come from the job's step and total, the estimate from the rate since `previous` (the
-// status.progress written last, at its updatedAt); each is absent until known.
+// status.progress written last, at its updatedAt); each is absent until known. A parameter-server
+// job's `trainers` come from PS 0's per-trainer series (contract/metrics.h): {expected, training,
+// missing: [{trainer, droppedAtStep if it was dropped}]}; the previous ones stand while PS 0 was
+// not scraped.
 std::optional<nlohmann::json> job_progress(
     const std::vector<PodMetrics>& scraped, const JobPods& job, const std::string& now,
     const nlohmann::json& previous = nlohmann::json::object());

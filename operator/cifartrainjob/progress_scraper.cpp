@@ -13,6 +13,7 @@
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/progress.h"
 #include "contract/labels.h"
+#include "contract/metrics.h"
 #include "contract/ports.h"
 #include "contract/roles.h"
 #include "framework/clock.h"
@@ -27,10 +28,11 @@ using nlohmann::json;
 
 constexpr auto kScrapeTimeout = std::chrono::seconds(2);
 
-// http://<pod IP>:<metrics port>/metrics of a running trainer or evaluator; "" for other pods.
-std::string metrics_url(const json& pod) {
+// http://<pod IP>:<metrics port>/metrics of a running trainer, evaluator or PS 0 (which tells
+// which trainers take part); "" for other pods.
+std::string metrics_url(const json& pod, int index) {
   const auto role = pod_role(pod);
-  if (!role || *role == contract::Role::kPs) return "";
+  if (!role || (*role == contract::Role::kPs && index != 0)) return "";
   const auto status = pod.value("status", json::object());
   const auto ip = status.value("podIP", "");
   if (pod_phase(pod) != PodPhase::kRunning || ip.empty()) return "";
@@ -93,10 +95,17 @@ void ProgressScraper::run(const std::atomic<bool>& stop) {
 void ProgressScraper::scrape_once() {
   std::map<std::string, json> running;      // job key -> its status
   std::map<std::string, std::string> uids;  // job key -> its UID, whose pods alone are scraped
-  for (const auto& job : jobs_.list([](const json& j) {
-         return j.value("status", json::object()).value("state", "") ==
-                condition_type_name(ConditionType::kRunning);
-       })) {
+  // Jobs whose pods may train: running, or not all created or restarted yet (an asynchronous job
+  // trains with the trainers that are there).
+  const auto may_train = [](const json& j) {
+    const auto state = j.value("status", json::object()).value("state", "");
+    for (const auto type :
+         {ConditionType::kCreated, ConditionType::kRunning, ConditionType::kRestarting}) {
+      if (state == condition_type_name(type)) return true;
+    }
+    return false;
+  };
+  for (const auto& job : jobs_.list(may_train)) {
     running[Informer::key_of(job)] = job["status"];
     uids[Informer::key_of(job)] = job["metadata"].value("uid", "");
   }
@@ -117,8 +126,9 @@ void ProgressScraper::scrape_once() {
       int index = 0;
       const auto parsed =
           std::from_chars(index_label.data(), index_label.data() + index_label.size(), index);
-      auto url = metrics_url(pod);
-      if (!role || url.empty() || parsed.ec != std::errc()) continue;
+      if (!role || parsed.ec != std::errc()) continue;
+      auto url = metrics_url(pod, index);
+      if (url.empty()) continue;
       planned.emplace_back(Target{key, {std::string(role_name(*role)), index, {}}, {}},
                            std::move(url));
     }
@@ -132,7 +142,11 @@ void ProgressScraper::scrape_once() {
   std::map<std::string, std::vector<PodMetrics>> scraped;
   for (auto& target : targets) {
     try {
-      target.pod.samples = parse_metric_samples(target.body.get());
+      const auto body = target.body.get();
+      target.pod.samples = parse_metric_samples(body);
+      if (target.pod.role == contract::role_name(Role::kPs)) {
+        target.pod.by_trainer = parse_samples_by_label(body, contract::metric::kTrainerLabel);
+      }
       scraped[target.job_key].push_back(std::move(target.pod));
     } catch (const std::exception& e) {  // every task is observed, failed or not
       spdlog::debug("progress: {} {}-{}: {}", target.job_key, target.pod.role, target.pod.index,

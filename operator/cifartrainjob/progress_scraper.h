@@ -1,9 +1,9 @@
-// Reads the progress of running jobs: every interval it scrapes the metrics endpoint (the
-// container port named "metrics") of each running master, worker and evaluator pod at its pod
-// IP, concurrently and with a short timeout, and hands a job's new status.progress to `sink` when
-// it differs from the one in the status. It writes nothing itself: the controller's reconcile
-// writes the status (one writer, no conflicting patches). A pod that does not answer is skipped
-// until the next round.
+// Reads the progress of jobs that may train (Created, Running, Restarting): every interval it
+// scrapes the metrics endpoint (the container port named "metrics") of each running master, worker,
+// evaluator and PS 0 pod at its pod IP, concurrently and with a short timeout, and hands a job's
+// new status.progress to `sink` when it differs from the one in the status. It writes nothing
+// itself: the controller's reconcile writes the status (one writer, no conflicting patches). A pod
+// that does not answer is skipped until the next round.
 #pragma once
 
 #include <atomic>

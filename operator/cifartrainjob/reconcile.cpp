@@ -7,6 +7,7 @@
 #include "cifartrainjob/replica_tally.h"
 #include "cifartrainjob/replicas.h"
 #include "cifartrainjob/suspend.h"
+#include "cifartrainjob/trainers.h"
 #include "cifartrainjob/unsaved_stop.h"
 
 namespace cifar::op {
@@ -48,7 +49,10 @@ Plan reconcile(const Job& job_as_given, const JobStatus& status, const Observed&
   }
   Plan plan;
   plan.status = status;
-  if (observed.progress && !status.finished()) plan.status.progress = *observed.progress;
+  if (observed.progress && !status.finished()) {
+    plan.status.progress = *observed.progress;
+    report_missing_trainers(job, now, plan);
+  }
   if (!status.finished()) {
     for (const auto& pod : observed.deleted_pods) {
       if (auto event = unsaved_stop_event(job, pod)) plan.events.push_back(std::move(*event));

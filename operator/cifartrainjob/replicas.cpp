@@ -1,5 +1,7 @@
 #include "cifartrainjob/replicas.h"
 
+#include <algorithm>
+
 #include "cifartrainjob/chief_success.h"
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/failure_wording.h"
@@ -47,6 +49,16 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
       if (foreign.count(pod_name(job, role, index)) == 0) {
         plan.create_pods.push_back(desired_pod(job, role, index));
       }
+    }
+    // This round's pods outrank every pod made before: above the number the status recorded
+    // and any a pod shows (one whose round's status write was refused as stale).
+    int64_t newest = status.incarnation.value_or(0);
+    for (const auto& [name, pod] : pods) newest = std::max(newest, incarnation_of(pod));
+    if (!plan.create_pods.empty()) {
+      status.incarnation = newest + 1;
+      for (auto& pod : plan.create_pods) stamp_incarnation(pod, *status.incarnation);
+    } else if (newest > 0) {
+      status.incarnation = newest;
     }
   }
   for (const auto& name : tally.stopped) {

@@ -2,7 +2,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -369,6 +372,21 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
 
 }  // namespace
 
+// The pod's incarnation from the operator (env CIFAR_INCARNATION; none: 0, no fence); throws
+// std::invalid_argument for anything but a whole number >= 0.
+int64_t incarnation_from_env() {
+  const char* value = std::getenv(contract::env::kIncarnation);
+  if (value == nullptr || *value == '\0') return 0;
+  int64_t number = -1;
+  const auto* end = value + std::strlen(value);
+  const auto [stop, error] = std::from_chars(value, end, number);
+  if (error != std::errc() || stop != end || number < 0) {
+    throw std::invalid_argument(std::string(contract::env::kIncarnation) + "=" + value +
+                                ": not a whole number >= 0");
+  }
+  return number;
+}
+
 ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
   CLI::App app{"cifar-train: trains CIFAR-10/100 (and Fashion-MNIST) image classifiers",
                "cifar-train"};
@@ -393,6 +411,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
   }
   try {
     resolve_distributed(app, distributed, config);
+    config.incarnation = incarnation_from_env();
   } catch (const std::invalid_argument& e) {
     std::cerr << "cifar-train: error: " << e.what() << "\n";
     parsed.exit_code = contract::kExitUsage;

@@ -70,6 +70,9 @@ struct TrainConfig {
   int metrics_port = contract::kMetricsPort.number;  // -1: no endpoint; 0: a free port
   std::string metrics_bind = "0.0.0.0";
   int metrics_linger = 0;  // seconds the endpoint stays up after a divergence, for a last scrape
+  // The pod's incarnation (env CIFAR_INCARNATION; 0: none), which fences the run's writes
+  // against an older pod of the same role (train/fence.h).
+  int64_t incarnation = 0;
   std::string termination_log;    // where the final figures or the error go as it exits ("": none)
   std::string progress = "auto";  // auto | bar | lines | none
   int64_t log_every_steps = 0;    // plain-line progress interval (0 = ~10 lines an epoch)

@@ -80,6 +80,16 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
                           "PS: trainers dropped from a round after --ps-timeout of silence.");
   ps_version_ = gauge(metric::kPsVersion, "PS: updates applied to this shard since the start.");
   ps_members_ = gauge(metric::kPsMembers, "PS: trainers taking part in training.");
+  labels_ = labels;
+  ps_trainer_training_ = &prometheus::BuildGauge()
+                              .Name(metric::kPsTrainerTraining)
+                              .Help("PS: 1 while the trainer (its rank) takes part in training.")
+                              .Register(r);
+  ps_trainer_dropped_at_ =
+      &prometheus::BuildGauge()
+           .Name(metric::kPsTrainerDroppedAtStep)
+           .Help("PS: the version (the job's step) at which the trainer was last dropped.")
+           .Register(r);
   allreduce_bytes_ = counter(metric::kAllReduceBytes, "All-reduce: gradient bytes reduced.");
   allreduce_seconds_ = histogram(
       metric::kAllReduceSeconds,
@@ -169,6 +179,24 @@ void RuntimeMetrics::record_ps_eviction() { ps_evictions_->Increment(); }
 void RuntimeMetrics::set_ps_state(int64_t version, int64_t members) {
   ps_version_->Set(static_cast<double>(version));
   ps_members_->Set(static_cast<double>(members));
+}
+
+namespace {
+
+prometheus::Gauge& trainer_series(prometheus::Family<prometheus::Gauge>& family,
+                                  prometheus::Labels labels, int trainer) {
+  labels[metric::kTrainerLabel] = std::to_string(trainer);
+  return family.Add(labels);  // the series of these labels, made the first time
+}
+
+}  // namespace
+
+void RuntimeMetrics::set_ps_trainer_training(int trainer, bool training) {
+  trainer_series(*ps_trainer_training_, labels_, trainer).Set(training ? 1 : 0);
+}
+
+void RuntimeMetrics::record_ps_trainer_dropped(int trainer, int64_t version) {
+  trainer_series(*ps_trainer_dropped_at_, labels_, trainer).Set(static_cast<double>(version));
 }
 
 prometheus::Registry& RuntimeMetrics::registry() { return *registry_; }

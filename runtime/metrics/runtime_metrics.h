@@ -2,6 +2,9 @@
 // prometheus-cpp.
 #pragma once
 
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -9,7 +12,6 @@
 namespace prometheus {
 class Counter;
 class Exposer;
-class Gauge;
 class Histogram;
 class Registry;
 }  // namespace prometheus
@@ -64,6 +66,10 @@ class RuntimeMetrics {
   // to the last one done, seconds the step waited for them after backward.
   void record_allreduce(int64_t bytes, double seconds, double wait_seconds);
   void set_ps_state(int64_t version, int64_t members);
+  // Whether trainer `trainer` (its rank) takes part in training, and the version at which it was
+  // dropped (contract/metrics.h, kPsTrainer*).
+  void set_ps_trainer_training(int trainer, bool training);
+  void record_ps_trainer_dropped(int trainer, int64_t version);
 
   [[nodiscard]] prometheus::Registry& registry();
 
@@ -95,6 +101,9 @@ class RuntimeMetrics {
   prometheus::Counter* ps_evictions_;
   prometheus::Gauge* ps_version_;
   prometheus::Gauge* ps_members_;
+  prometheus::Labels labels_;  // the identity's, which the per-trainer series extend
+  prometheus::Family<prometheus::Gauge>* ps_trainer_training_;
+  prometheus::Family<prometheus::Gauge>* ps_trainer_dropped_at_;
   prometheus::Counter* allreduce_bytes_;
   prometheus::Histogram* allreduce_seconds_;
   prometheus::Histogram* allreduce_wait_seconds_;

@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "train/error_text.h"
+#include "train/fence.h"
 
 namespace cifar::train {
 namespace fs = std::filesystem;
@@ -92,6 +93,7 @@ TrainState parse_state(torch::serialize::InputArchive& ar) {
   s.epoch_seen = read_int(ar, "state/epoch_seen");
   s.epoch_seconds = read_double(ar, "state/epoch_seconds");
   s.best_test_accuracy = read_double(ar, "state/best_test_accuracy");
+  if (torch::Tensor t; ar.try_read("state/incarnation", t)) s.written_by = t.item<int64_t>();
   return s;
 }
 
@@ -158,6 +160,7 @@ fs::path CheckpointManager::save(const torch::nn::Module& model, const TrainStat
   write_model(archive, model);
   write_extra(archive);
   write_state(archive, state);
+  archive.write("state/incarnation", scalar(fence_incarnation()));
   archive.write("rng/cpu", cpu_rng_state());
 
   // Zero-padded step numbers keep lexical order equal to age.
@@ -168,8 +171,13 @@ fs::path CheckpointManager::save(const torch::nn::Module& model, const TrainStat
   try {
     fs::create_directories(dir_);
     write_synced(temp_path, archive);
+    check_fence();  // a replaced chief commits nothing
     fs::rename(temp_path, final_path);
     sync_path(dir_);
+  } catch (const Replaced&) {
+    std::error_code ignored;
+    fs::remove(temp_path, ignored);
+    throw;
   } catch (const std::exception& e) {
     std::error_code ignored;
     fs::remove(temp_path, ignored);  // never a torn file; the older checkpoints stay
@@ -178,6 +186,7 @@ fs::path CheckpointManager::save(const torch::nn::Module& model, const TrainStat
                                error_text(e));
   }
 
+  check_fence();  // nor deletes what its replacement may have written
   auto existing = list();
   for (size_t i = 0; i + static_cast<size_t>(keep_) < existing.size(); ++i) {
     fs::remove(existing[i]);

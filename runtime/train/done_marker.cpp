@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "train/atomic_file.h"
+#include "train/fence.h"
 
 namespace cifar::train {
 namespace fs = std::filesystem;
@@ -13,6 +14,7 @@ fs::path done_marker_path(const TrainConfig& config) {
 }
 
 void write_done_marker(const TrainConfig& config, int64_t final_step) {
+  check_fence();
   replace_atomically(done_marker_path(config), [&](const fs::path& temp) {
     std::ofstream(temp, std::ios::trunc) << nlohmann::json{{"step", final_step}}.dump() << "\n";
   });

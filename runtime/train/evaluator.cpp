@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -18,6 +19,7 @@
 #include "train/datasets.h"
 #include "train/device.h"
 #include "train/done_marker.h"
+#include "train/fence.h"
 #include "train/loss.h"
 #include "train/metrics_endpoint.h"
 
@@ -48,15 +50,29 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
   EvaluatorResult result;
   // Checkpoints that exist but cannot be read: reported once each, never tried again.
   std::set<fs::path> unreadable;
+  // Checkpoints a replaced chief wrote after its replacement took over (fence.h): passed over.
+  std::set<fs::path> stale;
   spdlog::info("evaluator: watching {} for checkpoints", dir.string());
   while (true) {
-    const auto files = checkpoints.list();
+    auto files = checkpoints.list();
+    files.erase(std::remove_if(files.begin(), files.end(),
+                               [&](const fs::path& f) { return stale.count(f) != 0; }),
+                files.end());
     if (!files.empty() && unreadable.count(files.back()) == 0) {
       const auto& newest = files.back();
       // Only reading the file decides whether it is unreadable; what is done with it after is not.
       std::optional<TrainState> loaded;
       try {
         const auto state = CheckpointManager::read_state(newest);
+        if (is_stale_checkpoint(read_fence(config, FenceSlot::kChief), state.written_by,
+                                state.step)) {
+          stale.insert(newest);
+          spdlog::warn(
+              "evaluator: ignoring {}: written by incarnation {} of the chief after a newer "
+              "one took over",
+              newest.string(), state.written_by);
+          continue;
+        }
         if (state.step > result.last_step) {
           CheckpointManager::load_model(newest, *model);
           loaded = state;
@@ -83,6 +99,7 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
         metrics->set_epoch(state.epoch);
         spdlog::info("evaluator: step {} (epoch {}): test loss {:.4f}, test accuracy {:.2f}%",
                      state.step, state.epoch, evaluation.loss, 100 * evaluation.accuracy);
+        check_fence();  // a replaced evaluator records nothing
         std::ofstream(log_path, std::ios::app)
             << nlohmann::json{{"step", state.step},
                               {"epoch", state.epoch},
@@ -94,9 +111,12 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
           result.best_accuracy = evaluation.accuracy;
           result.best_step = state.step;
           try {
+            check_fence();
             replace_atomically(best_path, [&](const fs::path& temp) {
               fs::copy_file(newest, temp, fs::copy_options::overwrite_existing);
             });
+          } catch (const Replaced&) {
+            throw;
           } catch (const std::exception& e) {  // rotated away meanwhile: the next best is kept
             spdlog::warn("evaluator: could not keep {} as the best: {}", newest.string(), e.what());
           }

@@ -19,6 +19,7 @@
 #include "train/batches.h"
 #include "train/datasets.h"
 #include "train/device.h"
+#include "train/fence.h"
 #include "train/graceful_stop.h"
 #include "train/loss.h"
 #include "train/lr_schedule.h"
@@ -155,6 +156,7 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
   const auto metrics_endpoint = make_runtime_metrics(config);
   auto& metrics = *metrics_endpoint;
   TrainState state = exchange.start(trainable(*model), plan, metrics);
+  if (place.chief) record_resumed_step(state.step);  // its fence's (claimed in main)
   spdlog::info("model {}: {} trainable parameters, {} threads, device {}, {}; {}", config.model,
                models::parameter_count(*model), threads, device.str(),
                contract::name_of(kPrecisionNames, precision), exchange.describe());

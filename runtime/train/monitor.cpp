@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "train/atomic_file.h"
+#include "train/fence.h"
+
 namespace cifar::train {
 
 MonitorLog::MonitorLog(const std::filesystem::path& model_dir)
@@ -25,6 +28,7 @@ void MonitorLog::append(const EpochRecord& r) {
       {"images_per_second", r.images_per_second},
       {"seconds", r.seconds},
   };
+  check_fence();  // a replaced chief records nothing
   out_ << line.dump() << '\n' << std::flush;
 }
 
@@ -39,8 +43,11 @@ void MonitorLog::truncate_after(const std::filesystem::path& model_dir, int64_t 
       if (record.is_object() && record.value("epoch", int64_t{0}) <= epoch) kept.push_back(line);
     }
   }
-  std::ofstream out(path, std::ios::trunc);
-  for (const auto& line : kept) out << line << '\n';
+  check_fence();
+  replace_atomically(path, [&](const std::filesystem::path& temp) {
+    std::ofstream out(temp, std::ios::trunc);
+    for (const auto& line : kept) out << line << '\n';
+  });
 }
 
 }  // namespace cifar::train

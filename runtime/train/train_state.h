@@ -19,6 +19,8 @@ struct TrainState {
   int64_t epoch_seen = 0;
   double epoch_seconds = 0;
   double best_test_accuracy = 0;
+  // Read from a checkpoint: the incarnation of the pod that saved it (fence.h; 0: none).
+  int64_t written_by = 0;
 
   // Adds one training batch to the epoch's running sums.
   void add_batch(double loss, int64_t correct, int64_t images, double seconds);

@@ -26,6 +26,7 @@
 #include "contract/exit_codes.h"
 #include "contract/flags.h"
 #include "contract/labels.h"
+#include "contract/metrics.h"
 #include "contract/ports.h"
 #include "contract/roles.h"
 #include "metrics/runtime_metrics.h"
@@ -258,8 +259,14 @@ TEST(Contract, RoleNamesRoundTripAndChiefIsTheMaster) {
   EXPECT_THROW(cluster::parse_role("boss"), std::invalid_argument);
 }
 
+// A registry serialized as its endpoint serves it.
+std::string exposition(metrics::RuntimeMetrics& m) {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, m.registry().Collect());
+  return out.str();
+}
+
 TEST(Contract, TheMetricsTheRuntimeServesFillTheJobsProgress) {
-  // The chief's and the evaluator's registries, serialized as their endpoints serve them.
   metrics::RuntimeMetrics chief({"mnist", "master", "0"}, "");
   chief.set_epoch(3);
   for (int i = 0; i < 4; ++i) {
@@ -269,11 +276,6 @@ TEST(Contract, TheMetricsTheRuntimeServesFillTheJobsProgress) {
   chief.set_job_position(40, 1000);
   metrics::RuntimeMetrics evaluator({"mnist", "evaluator", "0"}, "");
   evaluator.set_test_accuracy(0.42);
-  auto exposition = [](metrics::RuntimeMetrics& m) {
-    std::ostringstream out;
-    prometheus::TextSerializer().Serialize(out, m.registry().Collect());
-    return out.str();
-  };
   const std::vector<op::PodMetrics> scraped = {
       {"master", 0, op::parse_metric_samples(exposition(chief))},
       {"evaluator", 0, op::parse_metric_samples(exposition(evaluator))}};
@@ -286,6 +288,25 @@ TEST(Contract, TheMetricsTheRuntimeServesFillTheJobsProgress) {
   EXPECT_NEAR((*progress)["trainAccuracy"].get<double>(), 0.4, 1e-9);
   EXPECT_NEAR((*progress)["imagesPerSecond"].get<double>(), 640, 1e-9);
   EXPECT_NEAR((*progress)["testAccuracy"].get<double>(), 0.42, 1e-9);
+}
+
+// A parameter server's word on its trainers reaches status.progress.trainers, ranks and all.
+TEST(Contract, WhatAParameterServerSaysOfItsTrainersFillsTheJobsTrainers) {
+  metrics::RuntimeMetrics chief({"j", "master", "0"}, "");
+  chief.set_job_position(120, 1000);
+  metrics::RuntimeMetrics ps({"j", "ps", "0"}, "");
+  ps.set_ps_trainer_training(0, true);
+  ps.set_ps_trainer_training(1, false);
+  ps.record_ps_trainer_dropped(1, 117);
+  op::PodMetrics ps_scraped{"ps", 0, op::parse_metric_samples(exposition(ps))};
+  ps_scraped.by_trainer =
+      op::parse_samples_by_label(exposition(ps), contract::metric::kTrainerLabel);
+  const auto progress = op::job_progress(
+      {{"master", 0, op::parse_metric_samples(exposition(chief))}, ps_scraped}, {true, false}, "t");
+  ASSERT_TRUE(progress);
+  EXPECT_EQ((*progress)["trainers"],
+            nlohmann::json::parse(R"({"expected": 2, "training": 1, "missing":
+              [{"trainer": 1, "droppedAtStep": 117}]})"));
 }
 
 // A file of the source tree ("" if there is none).

@@ -1,10 +1,11 @@
 // What a job that goes wrong does on the local cluster (reconcile.h's lifecycle rules):
 // pods that can never start are reported and fail the job at its startup deadline (a synchronous
 // job whose worker never starts takes no step meanwhile), a create refused by a quota waits with
-// a reason until the quota allows it, a pod stuck terminating is reported and bounded, a stop cut
-// short by its grace period is reported. Each says why in the job's status (reason, message,
-// `kubectl get ctj`) and a Warning Event. A failing test prints the job's status, Events and
-// pods' logs.
+// a reason until the quota allows it (an asynchronous job trains meanwhile and says with how many
+// trainers), a pod stuck terminating is reported and bounded, a stop cut short by its grace period
+// is reported, a trainer gone for good mid-run is reported as dropped. Each says why in the job's
+// status (reason, message, `kubectl get ctj`) and a Warning Event. A failing test prints the job's
+// status, Events and pods' logs.
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -32,6 +33,38 @@ class WhenAJobGoesWrong : public Cluster {
                     "involvedObject.name=" + job + ",reason=" + reason, "--no-headers"})
         .output;
   }
+
+  void TearDown() override {
+    unlabel_node();
+    Cluster::TearDown();
+  }
+
+  // Puts a label of this case's own on `node` ("<label>=worker"; gone at the end): returns it.
+  std::string label_node(const std::string& node) {
+    labelled_node_ = node;
+    node_label_ = "e2e.cifartrain.io/" + ns_;
+    if (kubectl({"label", "node", node, node_label_ + "=worker"}).exit_code != 0) {
+      ADD_FAILURE() << "could not label node " << node;
+    }
+    return node_label_;
+  }
+  bool unlabel_node() {
+    if (labelled_node_.empty()) return true;
+    const bool done = kubectl({"label", "node", labelled_node_, node_label_ + "-"}).exit_code == 0;
+    labelled_node_.clear();
+    return done;
+  }
+
+  // The job's condition of `type` ({} if it has none).
+  json condition(const std::string& job, const std::string& type) {
+    for (const auto& c : status_of(job).value("conditions", json::array())) {
+      if (c.value("type", "") == type) return c;
+    }
+    return json::object();
+  }
+
+  std::string labelled_node_;
+  std::string node_label_;
 };
 
 TEST_F(WhenAJobGoesWrong, PodsThatCanNeverStartAreReportedAndFailTheJobAtItsStartupDeadline) {
@@ -134,6 +167,15 @@ TEST_F(WhenAJobGoesWrong, ACreateRefusedByAQuotaWaitsWithAReasonAndTheJobRunsOnc
   EXPECT_NE(events("quota", "FailedCreate").find("Warning"), std::string::npos);
   EXPECT_EQ(pods_of("quota").size(), 2U);  // what the quota allows; the rest is retried
   EXPECT_NE(state("quota"), "Failed");
+  // An asynchronous job starts with the trainers that are there, and says so.
+  ASSERT_TRUE(
+      wait_for([&] { return condition("quota", "TrainersMissing").value("status", "") == "True"; },
+               seconds(120)))
+      << status_of("quota").dump();
+  EXPECT_EQ(condition("quota", "TrainersMissing")["reason"], "TrainerNotJoined");
+  EXPECT_EQ(condition("quota", "TrainersMissing")["message"],
+            "quota-worker-0 has not joined; training on with 1 of 2 trainers");
+  EXPECT_NE(events("quota", "TrainerNotJoined").find("Warning"), std::string::npos);
 
   const auto raised = kubectl({"patch", "resourcequota", "pods", "-n", ns_, "--type=merge", "-p",
                                R"({"spec":{"hard":{"pods":"10"}}})"});
@@ -147,6 +189,48 @@ TEST_F(WhenAJobGoesWrong, ACreateRefusedByAQuotaWaitsWithAReasonAndTheJobRunsOnc
       << status_of("quota").dump();
   ASSERT_TRUE(wait_for_state("quota", "Succeeded", seconds(300))) << state("quota");
   EXPECT_EQ(reason_of(status_of("quota")), "JobSucceeded");
+  // The worker joined: said while the job ran, and the end is a whole job's.
+  EXPECT_EQ(condition("quota", "TrainersMissing")["reason"], "AllTrainersTraining")
+      << status_of("quota").dump();
+  EXPECT_EQ(message_of(status_of("quota")), "the chief quota-master-0 succeeded");
+}
+
+// A trainer gone for good mid-run: the worker may run only on a node with a label of this
+// case's own; once the job trains, the label goes and the worker's pod is deleted, so its
+// replacement can never be placed (as if its node were gone, without taking the other cases'
+// pods with it). The PS drops the silent worker after its timeout (30 s) and the master trains
+// on: the job says so while it runs and when it ends.
+TEST_F(WhenAJobGoesWrong, AWorkerGoneForGoodMidRunIsReportedAsDroppedAndTheJobsEndSaysSo) {
+  data_and_checkpoint_volumes();
+  const auto node = kubectl({"get", "nodes", "-o", "jsonpath={.items[0].metadata.name}"}).output;
+  ASSERT_FALSE(node.empty());
+  const auto label = label_node(node);
+  submit("gone", kPsSync,
+         "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker:\n      replicas: 1\n"
+         "      template: {spec: {nodeSelector: {" +
+             label + ": worker}}}\n",
+         "", "cifar10", 2 * kLongEnoughToInterrupt);
+  ASSERT_TRUE(wait_until_training("gone")) << diagnose("gone");
+  ASSERT_TRUE(unlabel_node());
+  ASSERT_EQ(kubectl({"delete", "pod", "gone-worker-0", "-n", ns_, "--wait=false"}).exit_code, 0);
+
+  ASSERT_TRUE(
+      wait_for([&] { return condition("gone", "TrainersMissing").value("status", "") == "True"; },
+               seconds(120)))
+      << diagnose("gone");
+  const auto dropped = condition("gone", "TrainersMissing");
+  EXPECT_EQ(dropped["reason"], "TrainerDropped");
+  const std::regex said(R"(gone-worker-0 dropped at step \d+; training on with 1 of 2 trainers)");
+  EXPECT_TRUE(std::regex_match(dropped["message"].get<std::string>(), said)) << dropped.dump();
+  EXPECT_NE(events("gone", "TrainerDropped").find("Warning"), std::string::npos);
+  EXPECT_EQ(phase("gone-worker-0"), "Pending");  // the replacement, which nothing can place
+
+  ASSERT_TRUE(wait_for_state("gone", "Succeeded", seconds(300))) << diagnose("gone");
+  EXPECT_TRUE(std::regex_search(
+      message_of(status_of("gone")),
+      std::regex(R"(^the chief gone-master-0 succeeded; it ended with 1 of 2 trainers: )"
+                 R"(gone-worker-0 dropped at step \d+$)")))
+      << status_of("gone").dump();
 }
 
 TEST_F(WhenAJobGoesWrong, APodStuckTerminatingIsReportedAndFailsTheJobAfterItsBound) {

@@ -14,38 +14,15 @@
 #include <set>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/second_node.h"
 
 namespace cifar::e2e {
 namespace {
 
 const std::string kAllReduceTimeout20 =
     "  strategy: {type: AllReduce, allReduce: {backend: gloo, timeoutSeconds: 20}}\n";
-constexpr int kSecondNode = 2;
-
-class AcrossNodes : public Cluster {
+class AcrossNodes : public SecondNode {
  protected:
-  void TearDown() override {
-    if (killed_) node("start");  // whatever failed, the next tests need both nodes
-    Cluster::TearDown();
-  }
-
-  // node.sh COMMAND on the cluster's second node (as root, which the e2e tests are).
-  cifar::testing::ProcessResult node(const std::string& command) {
-    return run_process(
-        {(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/local-cluster/node.sh").string(),
-         command, (e2e_dir() / "cluster").string(), std::to_string(kSecondNode)});
-  }
-  std::string second_node() {
-    auto name = node("name").output;
-    while (!name.empty() && name.back() == '\n') name.pop_back();
-    return name;
-  }
-  std::string node_ready(const std::string& name) {
-    return kubectl({"get", "node", name, "-o",
-                    R"(jsonpath={.status.conditions[?(@.type=="Ready")].status})"})
-        .output;
-  }
-
   // What is checked once the dead node is back: that it is Ready, and (kClean) that its kubelet
   // removed what was left of the job there (a minute's wait for the kubelet's housekeeping, the
   // same for any job: one test checks it).
@@ -81,7 +58,7 @@ class AcrossNodes : public Cluster {
 
     const auto died = Steady::now();
     const auto killed = node("kill");
-    killed_ = true;
+    restore_ = "start";
     EXPECT_EQ(killed.exit_code, 0) << killed.output;
     EXPECT_TRUE(wait_for([&] { return node_ready(lost_node) == "Unknown"; }, seconds(90)))
         << node_ready(lost_node);
@@ -118,7 +95,7 @@ class AcrossNodes : public Cluster {
     const auto restarted = Steady::now();
     const auto back = node("start");
     EXPECT_EQ(back.exit_code, 0) << back.output;
-    killed_ = back.exit_code != 0;
+    if (back.exit_code == 0) restore_.clear();
     EXPECT_TRUE(wait_for([&] { return node_ready(lost_node) == "True"; }, seconds(120)));
     std::cerr << "node " << lost_node << ": Ready again " << seconds_since(restarted)
               << " s after its start\n";
@@ -158,8 +135,6 @@ class AcrossNodes : public Cluster {
     }
     return lost;
   }
-
-  bool killed_ = false;
 };
 
 // Enough epochs of async PS on the CIFAR-10 slice for the last epoch's loss to end clearly below

@@ -136,4 +136,44 @@ TEST(Progress, ADoneJobIsAtOneHundredPercentWithNothingToGoAndNoTotalMeansNoPerc
   EXPECT_FALSE(older->contains("estimatedRemainingSeconds"));
 }
 
+// A parameter server's per-trainer series (contract/metrics.h), as PS 0 serves them.
+const char* const kPs = R"(cifar_ps_version{index="0",job="j",role="ps"} 120
+cifar_ps_trainer_training{index="0",job="j",role="ps",trainer="0"} 1
+cifar_ps_trainer_training{index="0",job="j",role="ps",trainer="1"} 0
+cifar_ps_trainer_training{index="0",job="j",role="ps",trainer="2"} 0
+cifar_ps_trainer_dropped_at_step{index="0",job="j",role="ps",trainer="1"} 117
+)";
+
+PodMetrics ps_pod(const std::string& text) {
+  auto ps = pod("ps", 0, text);
+  ps.by_trainer = cifar::op::parse_samples_by_label(text, "trainer");
+  return ps;
+}
+
+TEST(Progress, SamplesByALabelsValue) {
+  const auto by_trainer = cifar::op::parse_samples_by_label(kPs, "trainer");
+  ASSERT_EQ(by_trainer.size(), 3U);
+  EXPECT_EQ(by_trainer.at("1").at("cifar_ps_trainer_training"), 0);
+  EXPECT_EQ(by_trainer.at("1").at("cifar_ps_trainer_dropped_at_step"), 117);
+  EXPECT_EQ(by_trainer.at("0").count("cifar_ps_trainer_dropped_at_step"), 0U);
+  // A label whose name only ends like the one asked for is another label.
+  EXPECT_TRUE(cifar::op::parse_samples_by_label("m{subtrainer=\"1\"} 1\n", "trainer").empty());
+}
+
+TEST(Progress, PsZeroSaysWhichTrainersTrainAndWhenOneWasDropped) {
+  const auto progress =
+      job_progress({pod("master", 0, kJobAt250), ps_pod(kPs)}, JobPods{true, false}, "t");
+  ASSERT_TRUE(progress);
+  EXPECT_EQ((*progress)["trainers"],
+            nlohmann::json::parse(R"({"expected": 3, "training": 1, "missing":
+              [{"trainer": 1, "droppedAtStep": 117}, {"trainer": 2}]})"));
+  // PS 0 not scraped this round: the trainers as they were; a job without a PS has none.
+  const auto next =
+      job_progress({pod("master", 0, kJobAt250)}, JobPods{true, false}, "t", *progress);
+  ASSERT_TRUE(next);
+  EXPECT_EQ((*next)["trainers"], (*progress)["trainers"]);
+  EXPECT_FALSE(
+      job_progress({pod("master", 0, kJobAt250)}, JobPods{true, false}, "t")->contains("trainers"));
+}
+
 }  // namespace

@@ -89,6 +89,50 @@ TEST(Reconcile, AMissingPodIsRecreatedAlone) {
   EXPECT_EQ(plan.create_pods[0]["metadata"]["name"], "j-worker-0");
 }
 
+// The pod's CIFAR_INCARNATION and its annotation, which must agree ("" if absent).
+std::string incarnation_of(const json& pod) {
+  const auto annotation =
+      pod["metadata"].value("annotations", json::object()).value("cifartrain.io/incarnation", "");
+  for (const auto& var : pod["spec"]["containers"][0]["env"]) {
+    if (var["name"] == "CIFAR_INCARNATION") {
+      EXPECT_EQ(var["value"], annotation);
+      return var["value"];
+    }
+  }
+  return "";
+}
+
+// The fence's numbers: every round that creates pods gives them one more than any before, and the
+// status records it, so a replacement outranks the pod it replaces.
+TEST(Reconcile, EveryRoundThatCreatesPodsGivesThemAnIncarnationAboveAllBefore) {
+  const auto job = make_job("OnFailure");
+  const auto first = reconcile(job, JobStatus{}, Observed{}, kT0);
+  EXPECT_EQ(first.status.incarnation, 1);
+  for (const auto& pod : first.create_pods) EXPECT_EQ(incarnation_of(pod), "1");
+
+  auto observed = running(job);
+  const auto unchanged = reconcile(job, first.status, observed, kT0 + seconds(5));
+  EXPECT_EQ(unchanged.status.incarnation, 1);  // nothing created, nothing handed out
+
+  observed.pods.erase(observed.pods.begin() + 1);  // the master, gone with its node
+  const auto replaced = reconcile(job, unchanged.status, observed, kT0 + seconds(10));
+  ASSERT_EQ(replaced.create_pods.size(), 1U);
+  EXPECT_EQ(replaced.create_pods[0]["metadata"]["name"], "j-master-0");
+  EXPECT_EQ(incarnation_of(replaced.create_pods[0]), "2");
+  EXPECT_EQ(replaced.status.incarnation, 2);
+  EXPECT_EQ(json(replaced.status)["incarnation"], 2);
+
+  // A pod shows a number the status lost (its round's status write was refused as stale): the
+  // next round goes above it too.
+  auto shown = running(job);
+  stamp_incarnation(pod_named(shown, "j-ps-0"), 7);
+  shown.pods.erase(shown.pods.begin() + 2);  // worker 0
+  const auto above = reconcile(job, replaced.status, shown, kT0 + seconds(20));
+  ASSERT_EQ(above.create_pods.size(), 1U);
+  EXPECT_EQ(incarnation_of(above.create_pods[0]), "8");
+  EXPECT_EQ(above.status.incarnation, 8);
+}
+
 // The restart-policy x exit-code matrix: {policy, exit code, retried?}.
 struct FailureCase {
   std::string policy;
@@ -311,6 +355,88 @@ TEST(Reconcile, TheMasterDecidesSuccessAndRunningPodsAreCleanedUp) {
   auto deleted = plan.delete_pods;
   std::sort(deleted.begin(), deleted.end());
   EXPECT_EQ(deleted, (std::vector<std::string>{"j-ps-0", "j-worker-1"}));
+}
+
+// What PS 0 says of the trainers (status.progress.trainers, progress.h), at the job's `step`.
+json progress_with(int64_t step, const json& missing, int expected = 3) {
+  return {{"step", step},
+          {"trainers",
+           {{"expected", expected},
+            {"training", expected - static_cast<int>(missing.size())},
+            {"missing", missing}}}};
+}
+
+std::string message_of(const json& status, const std::string& type) {
+  for (const auto& c : status["conditions"]) {
+    if (c["type"] == type) return c["message"];
+  }
+  return "";
+}
+
+TEST(Reconcile, ATrainerDroppedMidRunIsReportedOnceAndTheJobsEndSaysItTrainedWithFewer) {
+  const auto job = make_job("OnFailure");
+  auto observed = running(job);
+  observed.progress = progress_with(40, json::array());
+  auto plan = reconcile(job, testing::running_since(kT0), observed, kT0);
+  EXPECT_EQ(message_of(json(plan.status), "TrainersMissing"), "");  // all train: nothing said
+  EXPECT_TRUE(plan.events.empty());
+
+  observed.progress = progress_with(120, {{{"trainer", 2}, {"droppedAtStep", 117}}});
+  plan = reconcile(job, plan.status, observed, kT0 + seconds(10));
+  EXPECT_EQ(reason_of(plan.status, "TrainersMissing"), "TrainerDropped");
+  const std::string said = "j-worker-1 dropped at step 117; training on with 2 of 3 trainers";
+  EXPECT_EQ(message_of(plan.status, "TrainersMissing"), said);
+  ASSERT_EQ(plan.events.size(), 1U);
+  EXPECT_EQ(plan.events[0].type, "Warning");
+  EXPECT_EQ(plan.events[0].message, said);
+  EXPECT_EQ(json(plan.status)["state"], "Running");          // the job goes on
+  EXPECT_EQ(json(plan.status)["reason"], "TrainerDropped");  // kubectl get ctj's REASON
+
+  observed.progress = progress_with(130, {{{"trainer", 2}, {"droppedAtStep", 117}}});
+  plan = reconcile(job, plan.status, observed, kT0 + seconds(20));
+  EXPECT_TRUE(plan.events.empty());  // not news
+
+  for (const auto* name : {"j-worker-0", "j-worker-1", "j-evaluator-0", "j-master-0"}) {
+    pod_named(observed, name) = with_phase(pod_named(observed, name), "Succeeded", 0);
+  }
+  observed.progress.reset();
+  plan = reconcile(job, plan.status, observed, kT0 + seconds(30));
+  EXPECT_EQ(reason_of(plan.status, "Succeeded"), "JobSucceeded");
+  EXPECT_EQ(json(plan.status)["message"],
+            "the chief j-master-0 succeeded; it ended with 2 of 3 trainers: j-worker-1 dropped at "
+            "step 117");
+  ASSERT_FALSE(plan.events.empty());
+  EXPECT_EQ(plan.events.back().message, json(plan.status)["message"]);
+}
+
+TEST(Reconcile, AnAsyncJobThatStartedWithoutATrainerSaysSoUntilItJoins) {
+  const auto job = make_job("OnFailure");
+  auto observed = running(job);
+  // Nothing before the first step: a synchronous job waits there for every trainer.
+  observed.progress = progress_with(0, {{{"trainer", 1}}});
+  auto plan = reconcile(job, testing::running_since(kT0), observed, kT0);
+  EXPECT_EQ(reason_of(plan.status, "TrainersMissing"), "");
+  EXPECT_TRUE(plan.events.empty());
+
+  observed.progress = progress_with(8, {{{"trainer", 1}}});
+  plan = reconcile(job, plan.status, observed, kT0 + seconds(5));
+  EXPECT_EQ(reason_of(plan.status, "TrainersMissing"), "TrainerNotJoined");
+  EXPECT_EQ(message_of(plan.status, "TrainersMissing"),
+            "j-worker-0 has not joined; training on with 2 of 3 trainers");
+  ASSERT_EQ(plan.events.size(), 1U);
+
+  // A reading without the PS's word changes nothing; the PS's word that all train clears it.
+  observed.progress = json{{"step", 9}};
+  plan = reconcile(job, plan.status, observed, kT0 + seconds(6));
+  EXPECT_EQ(reason_of(plan.status, "TrainersMissing"), "TrainerNotJoined");
+  EXPECT_TRUE(plan.events.empty());
+  observed.progress = progress_with(20, json::array());
+  plan = reconcile(job, plan.status, observed, kT0 + seconds(10));
+  EXPECT_EQ(reason_of(plan.status, "TrainersMissing"), "");
+  EXPECT_EQ(message_of(plan.status, "TrainersMissing"), "every trainer trains again (3 of 3)");
+  ASSERT_EQ(plan.events.size(), 1U);
+  EXPECT_EQ(plan.events[0].type, "Normal");
+  EXPECT_EQ(plan.events[0].reason, "AllTrainersTraining");
 }
 
 TEST(Reconcile, WithoutAMasterWorkerZeroDecides) {

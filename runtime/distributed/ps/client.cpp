@@ -16,6 +16,7 @@
 #include "metrics/runtime_metrics.h"
 #include "metrics/seconds_since.h"
 #include "proto/ps.grpc.pb.h"
+#include "train/fence.h"
 
 namespace cifar::ps {
 namespace {
@@ -90,6 +91,7 @@ class PsClient::Connection {
           std::chrono::milliseconds(static_cast<int64_t>(options_.call_seconds * 1000)));
       if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
       if (options_.stripes > 1) context.AddMetadata(kStripeMetadata, stripe_);
+      if (options_.member) context.AddMetadata(kMemberMetadata, member_metadata(*options_.member));
       auto status = rpc(context);
       const auto code = status.error_code();
       if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED) {
@@ -130,6 +132,10 @@ class PsClient::Connection {
 
   // Throws a clear error for a failed status.
   void check(const grpc::Status& status, const char* what) const {
+    if (is_stale_incarnation(status)) {
+      throw train::Replaced("this pod was replaced by a newer incarnation; stopping (" + name_ +
+                            " refused its " + what + ": " + status.error_message() + ")");
+    }
     if (!status.ok()) {
       throw std::runtime_error(name_ + " " + what + " failed: " + describe(status));
     }

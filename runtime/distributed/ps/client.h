@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "distributed/ps/call_pool.h"
 #include "distributed/ps/layout.h"
+#include "distributed/ps/membership.h"
 #include "proto/ps.pb.h"
 
 namespace grpc {
@@ -35,6 +37,9 @@ struct ClientOptions {
   proto::DType wire_dtype = proto::FLOAT32;
   double retry_seconds = 120;  // give up on a shard unreachable this long
   double call_seconds = 120;   // deadline of one call (a sync round may wait for slow trainers)
+  // Who calls, sent on every call (membership.h): a trainer that a newer incarnation replaced
+  // is refused, and stops with train::Replaced. None: a trainer without an incarnation.
+  std::optional<Member> member;
 };
 
 // What a pull (or push-and-pull) brought back.

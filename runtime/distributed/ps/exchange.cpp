@@ -88,6 +88,9 @@ ClientOptions client_options(const train::TrainConfig& config, int stripes) {
   o.retry_seconds = ps.retry_seconds;
   // A sync round may wait --ps-timeout for a silent trainer before it goes on.
   o.call_seconds = 2 * ps.timeout_seconds + 60;
+  if (config.incarnation > 0) {
+    o.member = Member{config.distributed.job.trainer_rank(), config.incarnation};
+  }
   return o;
 }
 

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "distributed/ps/call_pool.h"
+#include "distributed/ps/membership.h"
 #include "distributed/ps/token_auth.h"
 #include "distributed/ps/transport.h"
 #include "distributed/ps/wire_framing.h"
@@ -99,9 +100,10 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
     return to_grpc(status);
   }
 
-  // Finds the call's stripe. (The job token was checked before the call got here, by the
-  // listening port's credentials: token_auth.h.)
-  [[nodiscard]] grpc::Status admit(const grpc::ServerContextBase& context, Shard** shard) const {
+  // Finds the call's stripe, and refuses a trainer of an older incarnation than one this PS has
+  // served (membership.h). (The job token was checked before the call got here, by the listening
+  // port's credentials: token_auth.h.)
+  [[nodiscard]] grpc::Status admit(const grpc::ServerContextBase& context, Shard** shard) {
     const auto& metadata = context.client_metadata();
     size_t stripe = 0;
     if (const auto it = metadata.find(kStripeMetadata); it != metadata.end()) {
@@ -115,6 +117,15 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
       stripe = *parsed;
     }
     *shard = stripes_[stripe].get();
+    if (const auto it = metadata.find(kMemberMetadata); it != metadata.end()) {
+      const std::string text(it->second.data(), it->second.size());
+      const auto member = parse_member_metadata(text);
+      if (!member) {
+        return {grpc::StatusCode::INVALID_ARGUMENT,
+                "member '" + text + "' is not <trainer>@<incarnation>"};
+      }
+      return membership_.admit(*member);
+    }
     return grpc::Status::OK;
   }
 
@@ -127,6 +138,7 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
   }
 
   std::vector<std::shared_ptr<Shard>> stripes_;
+  Membership membership_;  // one for every stripe: a trainer's incarnation is the process's
   std::atomic<bool> stopping_{false};
   CallPool calls_;
 };

@@ -162,6 +162,7 @@ ShardStatus Shard::initialize(const proto::InitRequest& request, proto::InitRepl
                core_.name, core_.piece_sizes.size(), elements, core_.version.load(),
                core_.total_updates, mode_name(core_.options.mode));
   core_.publish_state();
+  for (int t = 0; t < core_.trainers; ++t) core_.publish_trainer(t);
   reply->set_already_initialized(false);
   reply->set_version(core_.version.load());
   core_.changed.notify_all();

@@ -35,6 +35,13 @@ std::vector<int> ShardCore::not_joined() const {
 void ShardCore::set_member(int trainer, bool member) {
   members[static_cast<size_t>(trainer)].store(member);
   publish_state();
+  publish_trainer(trainer);
+}
+
+void ShardCore::publish_trainer(int trainer) {
+  if (!reports_progress()) return;
+  metrics->set_ps_trainer_training(trainer,
+                                   joined[static_cast<size_t>(trainer)] && is_member(trainer));
 }
 
 void ShardCore::publish_state() {
@@ -45,7 +52,10 @@ void ShardCore::evict(int trainer, const std::string& why) {
   spdlog::warn("{}: trainer {} dropped at version {}: {}; it rejoins when it registers again", name,
                trainer, version.load(), why);
   set_member(trainer, false);
-  if (reports_progress()) metrics->record_ps_eviction();
+  if (reports_progress()) {
+    metrics->record_ps_eviction();
+    metrics->record_ps_trainer_dropped(trainer, version.load());
+  }
 }
 
 void ShardCore::apply(const torch::Tensor& grad, int64_t grad_version, double lr) {

@@ -61,6 +61,8 @@ struct ShardCore {
   // Stripe 0 speaks for its PS in the progress metrics (every stripe counts its traffic).
   [[nodiscard]] bool reports_progress() const { return metrics != nullptr && options.stripe == 0; }
   void publish_state();
+  // Whether `trainer` trains now (joined and a member), for the per-trainer metrics (under mu).
+  void publish_trainer(int trainer);
 
   const ShardOptions options;
   const bool lock_free;

@@ -14,6 +14,9 @@ namespace cifar::ps {
 
 // The metadata key naming the stripe (layout.h) a call is for: "0", "1", ...; none means 0.
 constexpr const char* kStripeMetadata = "cifar-ps-stripe";
+// The metadata key naming the calling trainer and its incarnation, "<rank>@<incarnation>"
+// (membership.h); none: a trainer without an incarnation, served as always.
+constexpr const char* kMemberMetadata = "cifar-member";
 
 // gRPC channel settings for messages of many megabytes, on both ends of a connection.
 std::vector<std::pair<std::string, int>> large_message_channel_args();

@@ -4,16 +4,21 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <prometheus/registry.h>
 #include <torch/torch.h>
 
 #include <cmath>
 #include <future>
 #include <limits>
+#include <optional>
+#include <string>
 #include <thread>
 
+#include "distributed/ps/membership.h"
 #include "distributed/ps/server.h"
 #include "distributed/ps/tensor_codec.h"
 #include "distributed/ps/transport.h"
+#include "metrics/runtime_metrics.h"
 #include "proto/ps.grpc.pb.h"
 
 namespace cifar::ps {
@@ -39,7 +44,7 @@ class ServedShard {
  public:
   explicit ServedShard(Mode mode, std::string token = "", int64_t max_bytes = 1 << 20,
                        std::chrono::milliseconds timeout = 5s, int64_t staleness = 1,
-                       int stripes = 1) {
+                       int stripes = 1, metrics::RuntimeMetrics* metrics = nullptr) {
     std::vector<std::shared_ptr<Shard>> shards;
     for (int stripe = 0; stripe < stripes; ++stripe) {
       ShardOptions options;
@@ -47,7 +52,7 @@ class ServedShard {
       options.stripe = stripe;
       options.timeout = timeout;
       options.staleness = staleness;
-      shards.push_back(std::make_shared<Shard>(options, nullptr));
+      shards.push_back(std::make_shared<Shard>(options, metrics));
     }
     server_ = std::make_unique<ShardServer>(shards, "127.0.0.1:0", std::move(token), max_bytes);
     channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
@@ -120,13 +125,17 @@ class ServedShard {
   std::shared_ptr<grpc::Channel> channel() { return channel_; }
   // Later calls carry this stripe metadata ("" sends none).
   void use_stripe(std::string stripe) { stripe_ = std::move(stripe); }
+  // The "cifar-member" metadata the calls carry from now on ("": none).
+  void call_as(std::string member) { member_ = std::move(member); }
 
  private:
   void name_stripe(grpc::ClientContext& context) const {
     if (!stripe_.empty()) context.AddMetadata(kStripeMetadata, stripe_);
+    if (!member_.empty()) context.AddMetadata(kMemberMetadata, member_);
   }
 
   std::string stripe_;
+  std::string member_;
   std::unique_ptr<ShardServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<proto::ParameterServer::Stub> stub_;
@@ -372,6 +381,93 @@ TEST(ShardServer, SyncDropsASilentTrainerAfterTheTimeoutAndLetsItRejoin) {
   ASSERT_TRUE(shard.push_pull(ServedShard::push(0, 1, 1, 1), &reply).ok());
   ASSERT_TRUE(pending.get().ok());
   EXPECT_EQ(reply.version(), 2);
+}
+
+// A per-trainer gauge of `m` (contract/metrics.h): its value for `trainer`, nullopt if none.
+std::optional<double> trainer_gauge(metrics::RuntimeMetrics& m, const std::string& name,
+                                    int trainer) {
+  for (const auto& family : m.registry().Collect()) {
+    if (family.name != name) continue;
+    for (const auto& series : family.metric) {
+      for (const auto& label : series.label) {
+        if (label.name == "trainer" && label.value == std::to_string(trainer)) {
+          return series.gauge.value;
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// What the operator reports a job's trainers from: which train, and when one was dropped.
+TEST(ShardServer, SaysWhichTrainersTrainAndTheVersionAtWhichItDroppedOne) {
+  metrics::RuntimeMetrics metrics({"j", "ps", "0"}, "");
+  const auto training = [&](int t) {
+    return trainer_gauge(metrics, "cifar_ps_trainer_training", t);
+  };
+  const auto dropped_at = [&](int t) {
+    return trainer_gauge(metrics, "cifar_ps_trainer_dropped_at_step", t);
+  };
+  ServedShard shard(Mode::kSync, "", 1 << 20, /*timeout=*/400ms, 1, 1, &metrics);
+  ASSERT_TRUE(shard.initialize().ok());
+  EXPECT_EQ(training(0), 0);  // not joined yet
+  EXPECT_EQ(training(1), 0);
+  ASSERT_TRUE(shard.register_trainer(0).ok());
+  ASSERT_TRUE(shard.register_trainer(1).ok());
+  EXPECT_EQ(training(0), 1);
+  EXPECT_EQ(training(1), 1);
+  EXPECT_EQ(dropped_at(1), std::nullopt);
+
+  proto::ParamsReply reply;
+  ASSERT_TRUE(shard.push_pull(ServedShard::push(0, 0, 1, 2), &reply).ok());  // 1 goes silent
+  EXPECT_EQ(training(0), 1);
+  EXPECT_EQ(training(1), 0);
+  EXPECT_EQ(dropped_at(1), 0);  // dropped before the update it held up
+  ASSERT_TRUE(shard.register_trainer(1).ok());
+  EXPECT_EQ(training(1), 1);
+  EXPECT_EQ(dropped_at(1), 0);  // when it was last dropped
+}
+
+// The fence at the parameter server (membership.h): once a trainer's newer incarnation has called,
+// the older one is refused on every call, with a reason it can tell; unnamed calls still pass.
+TEST(ShardServer, ATrainerOfAnOlderIncarnationThanOneServedIsRefused) {
+  ServedShard shard(Mode::kAsync);
+  ASSERT_TRUE(shard.initialize().ok());
+  shard.call_as("0@1");
+  ASSERT_TRUE(shard.register_trainer(0).ok());
+  shard.call_as("0@2");  // the replacement
+  ASSERT_TRUE(shard.register_trainer(0).ok());
+  proto::ParamsReply reply;
+  ASSERT_TRUE(shard.push_pull(ServedShard::push(0, 0, 1, 1), &reply).ok());
+
+  shard.call_as("0@1");  // the old one, still running
+  const auto refused = shard.push_pull(ServedShard::push(0, 1, 1, 1), &reply);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(is_stale_incarnation(refused)) << refused.error_message();
+  EXPECT_NE(
+      refused.error_message().find("trainer 0 of incarnation 1 was replaced by incarnation 2"),
+      std::string::npos)
+      << refused.error_message();
+  EXPECT_TRUE(is_stale_incarnation(shard.register_trainer(0)));
+
+  shard.call_as("1@1");  // another trainer's numbers are its own
+  EXPECT_TRUE(shard.register_trainer(1).ok());
+  shard.call_as("");  // a trainer run without an incarnation
+  EXPECT_TRUE(shard.register_trainer(0).ok());
+  EXPECT_EQ(shard.state().version(), 1);  // nothing of the old one applied
+  shard.call_as("zero@one");
+  EXPECT_EQ(shard.register_trainer(0).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST(Membership, MetadataRoundTripsAndMalformedIsRefused) {
+  EXPECT_EQ(member_metadata({3, 12}), "3@12");
+  const auto member = parse_member_metadata("3@12");
+  ASSERT_TRUE(member);
+  EXPECT_EQ(member->trainer, 3);
+  EXPECT_EQ(member->incarnation, 12);
+  for (const auto* bad : {"", "3", "@1", "3@", "3@1x", "-1@2", "3@-2"}) {
+    EXPECT_FALSE(parse_member_metadata(bad)) << bad;
+  }
 }
 
 // A synchronous job trains with the world it asked for: a trainer that never registered (its pod

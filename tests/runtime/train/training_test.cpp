@@ -410,5 +410,52 @@ TEST(Training, MaxStepsStopsEarlyAndCheckpointsWhereItStopped) {
   EXPECT_EQ(state.batch_in_epoch, 7);
 }
 
+// The fence (train/fence.h): a chief of an older incarnation, still running when a newer one
+// takes the run over (a pod left on a cut-off node beside its replacement), stops at its next
+// write instead of writing beside it; one started after the newer one never begins.
+TEST(Training, AChiefOfAnOlderIncarnationStopsOnceANewerOneHasTakenTheRunOver) {
+  TempDir work;
+  const auto dir = work.path() / "run";
+  const auto chief = [&](int incarnation, const std::vector<std::string>& extra) {
+    auto args = train_command(work.path(), "run", extra);
+    args.insert(args.begin(), {"env", "CIFAR_INCARNATION=" + std::to_string(incarnation)});
+    return args;
+  };
+  ChildProcess old(chief(1, {"-e", "50", "--checkpoint-every", "5"}), work.path() / "old.log");
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] { return !CheckpointManager(dir, "simplecnn", 3).list().empty(); },
+      std::chrono::minutes(2)))
+      << cifar::testing::read_file(work.path() / "old.log");
+  ChildProcess replacement(chief(2, {"-e", "6", "--checkpoint-every", "5", "--resume"}),
+                           work.path() / "new.log");
+  const int old_code = old.wait();
+  const auto old_log = cifar::testing::read_file(work.path() / "old.log");
+  EXPECT_EQ(old_code, 4) << old_log;  // contract::kExitReplaced
+  EXPECT_NE(old_log.find("this pod was replaced by incarnation 2; stopping"), std::string::npos)
+      << old_log;
+  ASSERT_EQ(replacement.wait(), 0) << cifar::testing::read_file(work.path() / "new.log");
+
+  // After the takeover every checkpoint is the replacement's, and every epoch is recorded once.
+  std::ifstream fence_file(dir / "simplecnn.chief.fence");
+  const auto fence = nlohmann::json::parse(fence_file);
+  EXPECT_EQ(fence["incarnation"], 2);
+  const auto resumed_at = fence["resumed_step"].get<int64_t>();
+  const auto files = CheckpointManager(dir, "simplecnn", 3).list();
+  ASSERT_FALSE(files.empty());
+  for (const auto& file : files) {
+    const auto state = CheckpointManager::read_state(file);
+    EXPECT_EQ(state.written_by, state.step > resumed_at ? 2 : 1) << file;
+  }
+  std::vector<int64_t> epochs;
+  for (const auto& record : monitor_records(dir)) epochs.push_back(record["epoch"]);
+  EXPECT_EQ(epochs, (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+
+  // A pod of the older incarnation that starts only now never begins.
+  const auto late = run_process(chief(1, {"-e", "6", "--resume"}));
+  EXPECT_EQ(late.exit_code, 4) << late.output;
+  EXPECT_NE(late.output.find("this pod was replaced by incarnation 2; stopping"), std::string::npos)
+      << late.output;
+}
+
 }  // namespace
 }  // namespace cifar::train

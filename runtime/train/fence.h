@@ -1,0 +1,59 @@
+// The run's directory fenced against the job's own stale pods, as HDFS or ZooKeeper fence an old
+// leader with an epoch. The operator gives every pod it creates an incarnation that only grows
+// (env CIFAR_INCARNATION: a replacement outranks the pod it replaces). Each writer of the run, the
+// chief and the evaluator, claims its slot's fence file (<model-dir>/<run>.<slot>.fence) with its
+// number as it starts, and checks it before every commit: a checkpoint's rename and the rotation's
+// deletes, the done marker, a monitor record, the evaluator's records and best model. A pod left
+// running on a cut-off node, whose replacement has claimed the slot since, so stops with Replaced
+// ("this pod was replaced by incarnation N; stopping") instead of writing beside it.
+//
+// Limits: a commit whose check passed just before the newer pod's claim still lands (the window
+// between the check and the rename: one write at most; the evaluator then ignores such a
+// checkpoint, see is_stale_checkpoint); the guarantee needs a file system with atomic rename and
+// read-after-write consistency (local, NFS), and the claim's lock needs flock.
+//
+// One fence a process (the slot it writes); without an incarnation (0: run by hand, or by an
+// operator that gives none) there is none and every check passes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+
+#include "config/train_config.h"
+
+namespace cifar::train {
+
+// This process's pod was replaced: it must write nothing more into the run.
+class Replaced : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class FenceSlot { kChief, kEvaluator };
+
+// What a slot's fence file says: who holds it, and (the chief) the step it resumed at.
+struct FenceRecord {
+  int64_t incarnation = 0;
+  std::optional<int64_t> resumed_step;
+};
+std::optional<FenceRecord> read_fence(const TrainConfig& config, FenceSlot slot);
+
+// Claims `slot` of the run for config.incarnation and makes it this process's fence. Throws
+// Replaced if a newer incarnation holds it already.
+void claim_fence(const TrainConfig& config, FenceSlot slot);
+// The chief's: the step it resumed at (its first checkpoint's step or 0), written to the record.
+void record_resumed_step(int64_t step);
+// Throws Replaced once a newer incarnation has claimed this process's slot.
+void check_fence();
+// This process's incarnation, which its checkpoints carry (0: no fence).
+int64_t fence_incarnation();
+// Forgets this process's fence (a process that runs several runs: tests).
+void release_fence();
+
+// A checkpoint (its writer's incarnation and step) that a replaced chief wrote after its
+// replacement had taken over, through the check-then-rename window: written by an older
+// incarnation than the chief slot's holder, at a step past the one the holder resumed at.
+bool is_stale_checkpoint(const std::optional<FenceRecord>& chief, int64_t written_by, int64_t step);
+
+}  // namespace cifar::train

@@ -1,0 +1,209 @@
+// A node cut off, not dead (node.sh partition: its link down, its kubelet and pods left running):
+// the control plane marks it NotReady and the operator replaces its pods on the live node after
+// runPolicy.nodeFailureGraceSeconds, while the old ones still run beside them, unseen, on a file
+// system both nodes share. The replacements carry a newer incarnation (status.incarnation) and
+// take the run over; the old chief, at its next write, stops ("this pod was replaced by
+// incarnation N") instead of writing beside its replacement (train/fence.h). Shown for a
+// parameter-server job whose PS and master are cut off, and for an all-reduce job whose rank 0 is:
+// checkpoint steps in the order they appeared never go back, and the job ends Succeeded.
+// These cases take the whole cluster (EXCLUSIVE): other cases' pods on the node would be cut off.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <thread>
+
+#include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/second_node.h"
+
+namespace cifar::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The steps of a run's checkpoints in the order they appeared (polled often enough that none is
+// missed between its rename and its rotation), from construction until it is destroyed.
+class CheckpointOrder {
+ public:
+  explicit CheckpointOrder(fs::path dir) : dir_(std::move(dir)), thread_([this] { poll(); }) {}
+  ~CheckpointOrder() {
+    stop_ = true;
+    thread_.join();
+  }
+  CheckpointOrder(const CheckpointOrder&) = delete;
+  CheckpointOrder& operator=(const CheckpointOrder&) = delete;
+
+  std::vector<int64_t> steps() {
+    const std::lock_guard lock(mu_);
+    return steps_;
+  }
+
+ private:
+  void poll() {
+    while (!stop_) {
+      std::error_code error;
+      for (const auto& file : fs::directory_iterator(dir_, error)) {
+        const auto name = file.path().filename().string();
+        const auto at = name.rfind("-step-");
+        if (file.path().extension() != ".pt" || at == std::string::npos || name[0] == '.') continue;
+        const std::lock_guard lock(mu_);
+        if (seen_.insert(name).second) steps_.push_back(std::stoll(name.substr(at + 6)));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  fs::path dir_;
+  std::mutex mu_;
+  std::set<std::string> seen_;
+  std::vector<int64_t> steps_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Placed on the second node by preference (its replacement goes to the live one), or away from it.
+std::string on_node(const std::string& replica, const std::string& node, bool there) {
+  return "    " + replica +
+         ":\n      replicas: 1\n      template:\n        spec:\n          affinity:\n"
+         "            nodeAffinity:\n              "
+         "preferredDuringSchedulingIgnoredDuringExecution:\n"
+         "              - weight: 100\n                preference:\n                  "
+         "matchExpressions:\n"
+         "                  - {key: kubernetes.io/hostname, operator: " +
+         (there ? "In" : "NotIn") + ", values: [" + node + "]}\n";
+}
+
+class Partitions : public SecondNode {
+ protected:
+  // Everything a pod of the second node wrote to its container logs, read where its kubelet keeps
+  // them (the API server cannot reach a cut-off node).
+  std::string logs_on_second_node(const std::string& pod_name, const std::string& uid) {
+    const auto dir = node_dir(second_node()) / "pod-logs" / (ns_ + "_" + pod_name + "_" + uid);
+    std::string all;
+    std::error_code error;
+    for (const auto& file : fs::recursive_directory_iterator(dir, error)) {
+      if (!file.is_regular_file()) continue;
+      std::ifstream in(file.path());
+      all.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    return all;
+  }
+
+  // Cuts the second node off while `job` trains with `chief` (and whatever else prefers it) there
+  // and checkpoints exist; waits for the replacements to run on the live node, for the old chief
+  // to say it stopped because it was replaced, and a minute more; heals the node, and waits for
+  // the job to succeed. Returns the checkpoint steps in the order they appeared.
+  std::vector<int64_t> cut_off_the_second_node_under(const std::string& job,
+                                                     const std::string& chief) {
+    const auto cut_node = second_node();
+    std::map<std::string, std::string> before;
+    EXPECT_TRUE(wait_for(
+        [&] {
+          before = placement(job);
+          return before.size() == pods_of(job).size() && before.count(chief) != 0;
+        },
+        seconds(120)))
+        << diagnose(job);
+    EXPECT_EQ(before[chief], cut_node) << "the chief should prefer the node that is cut off";
+    EXPECT_TRUE(wait_until_training(job)) << diagnose(job);
+    const auto dir = run_dir(job);
+    EXPECT_TRUE(wait_for_checkpoint(dir)) << dir;
+    CheckpointOrder order(dir);
+    const std::string old_uid = pod(chief)["metadata"]["uid"];
+    std::map<std::string, std::string> cut_uids;
+    for (const auto& [pod_name, node_name] : before) {
+      if (node_name == cut_node) cut_uids[pod_name] = pod(pod_name)["metadata"]["uid"];
+    }
+
+    const auto cut = Steady::now();
+    const auto partitioned = node("partition");
+    EXPECT_EQ(partitioned.exit_code, 0) << partitioned.output;
+    restore_ = "heal";
+    EXPECT_TRUE(wait_for([&] { return node_ready(cut_node) == "Unknown"; }, seconds(90)))
+        << node_ready(cut_node);
+    std::cerr << "node " << cut_node << " NotReady " << seconds_since(cut) << " s after the cut\n";
+    EXPECT_TRUE(wait_for(
+        [&] {
+          for (const auto& [pod_name, uid] : cut_uids) {
+            json now;
+            try {
+              now = pod(pod_name);
+            } catch (const cifar::kube::ApiError&) {  // deleted, its replacement not made yet
+              return false;
+            }
+            if (now["metadata"].value("uid", "") == uid ||
+                now.value("status", json::object()).value("phase", "") != "Running") {
+              return false;
+            }
+          }
+          return true;
+        },
+        seconds(180)))
+        << diagnose(job);
+    const auto replaced = Steady::now();
+    std::cerr << "job " << job << ": replacements running " << seconds_since(cut)
+              << " s after the cut, incarnation " << status_of(job).value("incarnation", 0) << "\n";
+    // The old chief runs on, cut off: at its next write it finds the run taken over.
+    std::string old_log;
+    EXPECT_TRUE(wait_for(
+        [&] {
+          old_log = logs_on_second_node(chief, old_uid);
+          return old_log.find("this pod was replaced by incarnation") != std::string::npos;
+        },
+        seconds(150)))
+        << "the old " << chief << " on " << cut_node << ":\n"
+        << old_log;
+    std::cerr << "the old " << chief << " stopped, replaced, " << seconds_since(cut)
+              << " s after the cut\n";
+    std::this_thread::sleep_until(replaced + seconds(60));  // the partition holds a minute more
+
+    const auto healed = node("heal");
+    EXPECT_EQ(healed.exit_code, 0) << healed.output;
+    if (healed.exit_code == 0) restore_.clear();
+    EXPECT_TRUE(wait_for([&] { return node_ready(cut_node) == "True"; }, seconds(120)));
+    EXPECT_TRUE(wait_for_state(job, "Succeeded", seconds(600))) << diagnose(job);
+    std::cerr << "job " << job << ": Succeeded " << seconds_since(cut) << " s after the cut\n";
+    return order.steps();
+  }
+
+  static void expect_never_back(const std::vector<int64_t>& steps) {
+    ASSERT_FALSE(steps.empty());
+    for (size_t i = 1; i < steps.size(); ++i) {
+      EXPECT_GT(steps[i], steps[i - 1]) << "checkpoint " << i << " of " << steps.size()
+                                        << " went back: " << ::testing::PrintToString(steps);
+    }
+  }
+};
+
+TEST_F(Partitions, AParameterServerJobsPsAndMasterCutOffWriteNothingOnceReplaced) {
+  data_and_checkpoint_volumes();
+  const auto cut_node = second_node();
+  submit("pscut", kPsAsync,
+         on_node("PS", cut_node, true) + on_node("Master", cut_node, true) +
+             on_node("Worker", cut_node, false),
+         "  runPolicy:\n    restartPolicy: OnFailure\n    backoffLimit: 10\n"
+         "    nodeFailureGraceSeconds: 5\n    schedulingPolicy: {spreadAcrossNodes: None}\n",
+         "cifar10", 2 * kLongEnoughToInterrupt, kAsyncPsLearningRate);
+  expect_never_back(cut_off_the_second_node_under("pscut", "pscut-master-0"));
+  EXPECT_EQ(recorded_epochs(run_dir("pscut")), every_epoch_once(2 * kLongEnoughToInterrupt));
+}
+
+TEST_F(Partitions, AnAllReduceJobsRankZeroCutOffWritesNothingOnceReplaced) {
+  data_and_checkpoint_volumes();
+  const auto cut_node = second_node();
+  // Rank 1 notices its cut-off peer at the collective timeout: 20 s rather than the default 60.
+  submit("arcut", "  strategy: {type: AllReduce, allReduce: {backend: gloo, timeoutSeconds: 20}}\n",
+         on_node("Master", cut_node, true) + on_node("Worker", cut_node, false),
+         "  runPolicy:\n    restartPolicy: OnFailure\n    backoffLimit: 10\n"
+         "    nodeFailureGraceSeconds: 5\n    schedulingPolicy: {spreadAcrossNodes: None}\n",
+         "cifar10", 2 * kLongEnoughToInterrupt);
+  expect_never_back(cut_off_the_second_node_under("arcut", "arcut-master-0"));
+  EXPECT_EQ(recorded_epochs(run_dir("arcut")), every_epoch_once(2 * kLongEnoughToInterrupt));
+}
+
+}  // namespace
+}  // namespace cifar::e2e

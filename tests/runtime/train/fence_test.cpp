@@ -1,0 +1,96 @@
+// The run's fence (train/fence.h) within one process: the claim, the checks before each write, and
+// which checkpoints the evaluator passes over. Two real processes racing for a run are in
+// training_test.cpp.
+#include "train/fence.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "tests/support/process.h"
+#include "train/monitor.h"
+
+namespace cifar::train {
+namespace {
+
+TrainConfig run_in(const std::filesystem::path& dir, int64_t incarnation) {
+  TrainConfig config;
+  config.model_dir = dir.string();
+  config.name = "r";
+  config.incarnation = incarnation;
+  return config;
+}
+
+// What a newer pod's claim leaves in the run's directory.
+void taken_over_by(const std::filesystem::path& dir, FenceSlot slot, int64_t incarnation) {
+  const auto name = slot == FenceSlot::kChief ? "r.chief.fence" : "r.evaluator.fence";
+  std::ofstream(dir / name) << R"({"incarnation": )" << incarnation << "}\n";
+}
+
+class Fence : public ::testing::Test {
+ protected:
+  void TearDown() override { release_fence(); }
+  testing::TempDir dir_;
+};
+
+TEST_F(Fence, WithoutAnIncarnationThereIsNoneAndEveryWriteGoesThrough) {
+  claim_fence(run_in(dir_.path(), 0), FenceSlot::kChief);
+  EXPECT_EQ(fence_incarnation(), 0);
+  EXPECT_FALSE(read_fence(run_in(dir_.path(), 0), FenceSlot::kChief));
+  taken_over_by(dir_.path(), FenceSlot::kChief, 9);
+  EXPECT_NO_THROW(check_fence());
+}
+
+TEST_F(Fence, AWriterStopsOnceANewerIncarnationOfItsSlotHasClaimedTheRun) {
+  const auto config = run_in(dir_.path(), 3);
+  claim_fence(config, FenceSlot::kChief);
+  EXPECT_EQ(fence_incarnation(), 3);
+  record_resumed_step(40);
+  ASSERT_TRUE(read_fence(config, FenceSlot::kChief));
+  EXPECT_EQ(read_fence(config, FenceSlot::kChief)->incarnation, 3);
+  EXPECT_EQ(read_fence(config, FenceSlot::kChief)->resumed_step, 40);
+  EXPECT_NO_THROW(check_fence());
+  MonitorLog monitor(dir_.path());
+  EXPECT_NO_THROW(monitor.append({}));
+
+  taken_over_by(dir_.path(), FenceSlot::kEvaluator, 7);  // another slot's: not this writer's
+  EXPECT_NO_THROW(check_fence());
+  taken_over_by(dir_.path(), FenceSlot::kChief, 4);
+  try {
+    check_fence();
+    ADD_FAILURE() << "no Replaced";
+  } catch (const Replaced& e) {
+    EXPECT_NE(std::string(e.what()).find("this pod was replaced by incarnation 4; stopping"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(monitor.append({}), Replaced);
+  EXPECT_THROW(MonitorLog::truncate_after(dir_.path(), 0), Replaced);
+  std::ifstream in(dir_.path() / MonitorLog::kFileName);
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line)) ++lines;
+  EXPECT_EQ(lines, 1);  // the record before the takeover, and nothing since
+}
+
+TEST_F(Fence, AnOlderIncarnationCannotClaimAndTheSameOneClaimsAgain) {
+  taken_over_by(dir_.path(), FenceSlot::kEvaluator, 5);
+  EXPECT_THROW(claim_fence(run_in(dir_.path(), 4), FenceSlot::kEvaluator), Replaced);
+  EXPECT_EQ(fence_incarnation(), 0);
+  claim_fence(run_in(dir_.path(), 5), FenceSlot::kEvaluator);  // the same pod, restarted in place
+  EXPECT_EQ(fence_incarnation(), 5);
+  claim_fence(run_in(dir_.path(), 6), FenceSlot::kEvaluator);
+  EXPECT_EQ(read_fence(run_in(dir_.path(), 6), FenceSlot::kEvaluator)->incarnation, 6);
+}
+
+TEST(StaleCheckpoint, OnlyAnOlderChiefsCheckpointPastTheStepItsReplacementResumedAt) {
+  const FenceRecord holder{5, 100};
+  EXPECT_TRUE(is_stale_checkpoint(holder, 4, 101));
+  EXPECT_FALSE(is_stale_checkpoint(holder, 4, 100));  // what the replacement resumed from
+  EXPECT_FALSE(is_stale_checkpoint(holder, 5, 140));  // the replacement's own
+  EXPECT_FALSE(is_stale_checkpoint(FenceRecord{5, std::nullopt}, 4, 101));  // not resumed yet
+  EXPECT_FALSE(is_stale_checkpoint(std::nullopt, 0, 101));                  // no fence
+}
+
+}  // namespace
+}  // namespace cifar::train
