@@ -33,7 +33,7 @@ int run(const cifar::train::TrainConfig& config) {
   // was cut off, restarted in place, stops here, before it rendezvouses or reads the run.
   if (dist.enabled && dist.job.role == Role::kEvaluator) {
     cifar::train::claim_fence(config, cifar::train::FenceSlot::kEvaluator);
-  } else if (!dist.enabled || dist.job.is_chief()) {
+  } else if (dist.chief()) {
     cifar::train::claim_fence(config, cifar::train::FenceSlot::kChief);
   }
   if (dist.enabled && dist.job.role == Role::kPs) {

@@ -31,6 +31,15 @@ struct DistributedOptions {
   bool local = false;  // from the local flags: each process offsets its metrics port
   ps::Options ps;
   allreduce::Options allreduce;
+
+  // Whether this process is the job's chief, which alone writes the run: rank 0 of an all-reduce
+  // job (whatever TF_CONFIG calls it: in a job of workers only, rank 1 is "worker 0" there), the
+  // master of a parameter-server job (or worker 0 without one), a process training alone.
+  [[nodiscard]] bool chief() const {
+    if (!enabled) return true;
+    if (strategy == Strategy::kAllReduce) return job.is_trainer() && allreduce.rank == 0;
+    return job.is_chief();
+  }
 };
 
 struct TrainConfig {

@@ -14,8 +14,13 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/second_node.h"
@@ -93,30 +98,41 @@ class Partitions : public SecondNode {
     return all;
   }
 
-  // Cuts the second node off while `job` trains with `chief` (and whatever else prefers it) there
-  // and checkpoints exist; waits for the replacements to run on the live node, for the old chief
-  // to say it stopped because it was replaced, and a minute more; heals the node, and waits for
-  // the job to succeed. Returns the checkpoint steps in the order they appeared.
-  std::vector<int64_t> cut_off_the_second_node_under(const std::string& job,
-                                                     const std::string& chief) {
+  // A job whose chief is on the second node when it is cut off.
+  struct CutJob {
+    std::string name;
+    std::string chief;
+  };
+
+  // Cuts the second node off while each job trains with its chief (and whatever else prefers the
+  // node) there and checkpoints exist; waits for the replacements to run on the live node, for
+  // each old chief to say it stopped because it was replaced, and a minute more; heals the node,
+  // and waits for the jobs to succeed. Returns each job's checkpoint steps in the order they
+  // appeared. (One partition for all the jobs: a partition's waits are the case's cost.)
+  std::map<std::string, std::vector<int64_t>> cut_off_the_second_node_under(
+      const std::vector<CutJob>& jobs) {
     const auto cut_node = second_node();
-    std::map<std::string, std::string> before;
-    EXPECT_TRUE(wait_for(
-        [&] {
-          before = placement(job);
-          return before.size() == pods_of(job).size() && before.count(chief) != 0;
-        },
-        seconds(120)))
-        << diagnose(job);
-    EXPECT_EQ(before[chief], cut_node) << "the chief should prefer the node that is cut off";
-    EXPECT_TRUE(wait_until_training(job)) << diagnose(job);
-    const auto dir = run_dir(job);
-    EXPECT_TRUE(wait_for_checkpoint(dir)) << dir;
-    CheckpointOrder order(dir);
-    const std::string old_uid = pod(chief)["metadata"]["uid"];
-    std::map<std::string, std::string> cut_uids;
-    for (const auto& [pod_name, node_name] : before) {
-      if (node_name == cut_node) cut_uids[pod_name] = pod(pod_name)["metadata"]["uid"];
+    std::map<std::string, std::unique_ptr<CheckpointOrder>> orders;
+    std::map<std::string, std::string> old_uids;  // the old chiefs'
+    std::map<std::string, std::string> cut_uids;  // every pod on the node
+    for (const auto& [job, chief] : jobs) {
+      std::map<std::string, std::string> before;
+      EXPECT_TRUE(wait_for(
+          [&, &job = job, &chief = chief] {
+            before = placement(job);
+            return before.size() == pods_of(job).size() && before.count(chief) != 0;
+          },
+          seconds(120)))
+          << diagnose(job);
+      EXPECT_EQ(before[chief], cut_node) << chief << " should prefer the node that is cut off";
+      EXPECT_TRUE(wait_until_training(job)) << diagnose(job);
+      const auto dir = run_dir(job);
+      EXPECT_TRUE(wait_for_checkpoint(dir)) << dir;
+      orders[job] = std::make_unique<CheckpointOrder>(dir);
+      old_uids[chief] = pod(chief)["metadata"]["uid"];
+      for (const auto& [pod_name, node_name] : before) {
+        if (node_name == cut_node) cut_uids[pod_name] = pod(pod_name)["metadata"]["uid"];
+      }
     }
 
     const auto cut = Steady::now();
@@ -143,31 +159,40 @@ class Partitions : public SecondNode {
           return true;
         },
         seconds(180)))
-        << diagnose(job);
+        << diagnose(jobs.front().name);
     const auto replaced = Steady::now();
-    std::cerr << "job " << job << ": replacements running " << seconds_since(cut)
-              << " s after the cut, incarnation " << status_of(job).value("incarnation", 0) << "\n";
-    // The old chief runs on, cut off: at its next write it finds the run taken over.
-    std::string old_log;
-    EXPECT_TRUE(wait_for(
-        [&] {
-          old_log = logs_on_second_node(chief, old_uid);
-          return old_log.find("this pod was replaced by incarnation") != std::string::npos;
-        },
-        seconds(150)))
-        << "the old " << chief << " on " << cut_node << ":\n"
-        << old_log;
-    std::cerr << "the old " << chief << " stopped, replaced, " << seconds_since(cut)
-              << " s after the cut\n";
+    for (const auto& [job, chief] : jobs) {
+      std::cerr << "job " << job << ": replacements running " << seconds_since(cut)
+                << " s after the cut, incarnation " << status_of(job).value("incarnation", 0)
+                << "\n";
+    }
+    // The old chiefs run on, cut off: at their next write they find the run taken over.
+    for (const auto& [job, chief] : jobs) {
+      std::string old_log;
+      EXPECT_TRUE(wait_for(
+          [&, &chief = chief] {
+            old_log = logs_on_second_node(chief, old_uids[chief]);
+            return old_log.find("this pod was replaced by incarnation") != std::string::npos;
+          },
+          seconds(150)))
+          << "the old " << chief << " on " << cut_node << ":\n"
+          << old_log;
+      std::cerr << "the old " << chief << " stopped, replaced, " << seconds_since(cut)
+                << " s after the cut\n";
+    }
     std::this_thread::sleep_until(replaced + seconds(60));  // the partition holds a minute more
 
     const auto healed = node("heal");
     EXPECT_EQ(healed.exit_code, 0) << healed.output;
     if (healed.exit_code == 0) restore_.clear();
     EXPECT_TRUE(wait_for([&] { return node_ready(cut_node) == "True"; }, seconds(120)));
-    EXPECT_TRUE(wait_for_state(job, "Succeeded", seconds(600))) << diagnose(job);
-    std::cerr << "job " << job << ": Succeeded " << seconds_since(cut) << " s after the cut\n";
-    return order.steps();
+    std::map<std::string, std::vector<int64_t>> steps;
+    for (const auto& [job, chief] : jobs) {
+      EXPECT_TRUE(wait_for_state(job, "Succeeded", seconds(600))) << diagnose(job);
+      std::cerr << "job " << job << ": Succeeded " << seconds_since(cut) << " s after the cut\n";
+      steps[job] = orders[job]->steps();
+    }
+    return steps;
   }
 
   static void expect_never_back(const std::vector<int64_t>& steps) {
@@ -179,30 +204,32 @@ class Partitions : public SecondNode {
   }
 };
 
-TEST_F(Partitions, AParameterServerJobsPsAndMasterCutOffWriteNothingOnceReplaced) {
+// Both jobs under one partition: a PS job whose PS and master are cut off (they could train on
+// together), and an all-reduce job whose rank 0 is (it restarts in place on the cut-off node once
+// its collective breaks, and stops at once).
+TEST_F(Partitions, JobsWhosePodsAreCutOffWriteNothingIntoTheRunOnceReplaced) {
   data_and_checkpoint_volumes();
   const auto cut_node = second_node();
+  const std::string run_policy =
+      "  runPolicy:\n    restartPolicy: OnFailure\n    backoffLimit: 10\n"
+      "    nodeFailureGraceSeconds: 5\n    schedulingPolicy: {spreadAcrossNodes: None}\n";
+  constexpr int kEpochs = 2 * kLongEnoughToInterrupt;
   submit("pscut", kPsAsync,
          on_node("PS", cut_node, true) + on_node("Master", cut_node, true) +
              on_node("Worker", cut_node, false),
-         "  runPolicy:\n    restartPolicy: OnFailure\n    backoffLimit: 10\n"
-         "    nodeFailureGraceSeconds: 5\n    schedulingPolicy: {spreadAcrossNodes: None}\n",
-         "cifar10", 2 * kLongEnoughToInterrupt, kAsyncPsLearningRate);
-  expect_never_back(cut_off_the_second_node_under("pscut", "pscut-master-0"));
-  EXPECT_EQ(recorded_epochs(run_dir("pscut")), every_epoch_once(2 * kLongEnoughToInterrupt));
-}
-
-TEST_F(Partitions, AnAllReduceJobsRankZeroCutOffWritesNothingOnceReplaced) {
-  data_and_checkpoint_volumes();
-  const auto cut_node = second_node();
+         run_policy, "cifar10", kEpochs, kAsyncPsLearningRate);
   // Rank 1 notices its cut-off peer at the collective timeout: 20 s rather than the default 60.
   submit("arcut", "  strategy: {type: AllReduce, allReduce: {backend: gloo, timeoutSeconds: 20}}\n",
-         on_node("Master", cut_node, true) + on_node("Worker", cut_node, false),
-         "  runPolicy:\n    restartPolicy: OnFailure\n    backoffLimit: 10\n"
-         "    nodeFailureGraceSeconds: 5\n    schedulingPolicy: {spreadAcrossNodes: None}\n",
-         "cifar10", 2 * kLongEnoughToInterrupt);
-  expect_never_back(cut_off_the_second_node_under("arcut", "arcut-master-0"));
-  EXPECT_EQ(recorded_epochs(run_dir("arcut")), every_epoch_once(2 * kLongEnoughToInterrupt));
+         on_node("Master", cut_node, true) + on_node("Worker", cut_node, false), run_policy,
+         "cifar10", kEpochs);
+  const auto steps =
+      cut_off_the_second_node_under({{"pscut", "pscut-master-0"}, {"arcut", "arcut-master-0"}});
+  for (const auto* job : {"pscut", "arcut"}) {
+    SCOPED_TRACE(job);
+    ASSERT_EQ(steps.count(job), 1U);
+    expect_never_back(steps.at(job));
+    EXPECT_EQ(recorded_epochs(run_dir(job)), every_epoch_once(kEpochs));
+  }
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "cli/options.h"
 #include "tests/support/process.h"
@@ -17,6 +20,40 @@ ParsedCommandLine parse(std::vector<std::string> args) {
   argv.reserve(args.size());
   for (const auto& a : args) argv.push_back(a.c_str());
   return parse_command_line(static_cast<int>(argv.size()), argv.data());
+}
+
+// The environment of a test, restored (unset) when it ends.
+class ScopedEnv {
+ public:
+  void set(const char* name, const std::string& value) {
+    ::setenv(name, value.c_str(), 1);
+    names_.push_back(name);
+  }
+  ~ScopedEnv() {
+    for (const auto* name : names_) ::unsetenv(name);
+  }
+
+ private:
+  std::vector<const char*> names_;
+};
+
+// The chief alone writes the run (train/fence.h): in an all-reduce job it is rank 0, also where
+// TF_CONFIG names workers only (there rank 1 is "worker 0", which in a PS job would be the chief).
+TEST(CommandLine, TheChiefOfAnAllReduceJobIsRankZero) {
+  for (const int rank : {0, 1}) {
+    ScopedEnv env;
+    env.set("TF_CONFIG", R"({"cluster": {"worker": ["w0:2222", "w1:2222"]}, "task": )"
+                         R"({"type": "worker", "index": )" +
+                             std::to_string(rank) + "}}");
+    env.set("MASTER_ADDR", "w0");
+    env.set("MASTER_PORT", "29500");
+    env.set("WORLD_SIZE", "2");
+    env.set("RANK", std::to_string(rank));
+    const auto parsed = parse({"--strategy", "allreduce"});
+    ASSERT_TRUE(parsed.config) << rank;
+    EXPECT_EQ(parsed.config->distributed.chief(), rank == 0) << rank;
+  }
+  EXPECT_TRUE(parse({}).config->distributed.chief());  // training alone
 }
 
 TEST(CommandLine, AcceptsTheSeedFlags) {
