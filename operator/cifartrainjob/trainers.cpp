@@ -22,12 +22,13 @@ std::string counted(const MissingTrainers& missing) {
 
 MissingTrainers missing_trainers(const Job& job, const json& progress) {
   MissingTrainers missing;
-  if (!progress.is_object() || progress.value("step", 0) <= 0) return missing;
+  if (!progress.is_object()) return missing;
   const auto trainers = progress.value("trainers", json::object());
   const auto absent = trainers.value("missing", json::array());
-  if (absent.empty()) return missing;
+  missing.all_training = trainers.contains("training") && absent.empty();
   missing.training = trainers.value("training", 0);
   missing.expected = trainers.value("expected", 0);
+  if (progress.value("step", 0) <= 0) return missing;  // a synchronous job waits there for all
   for (const auto& trainer : absent) {
     if (!missing.who.empty()) missing.who += ", ";
     missing.who += trainer_pod(job, trainer.value("trainer", 0));
@@ -46,17 +47,12 @@ void report_missing_trainers(const Job& job, Clock::time_point now, Plan& plan) 
   const auto* current = status.condition(ConditionType::kTrainersMissing);
   const auto missing = missing_trainers(job, status.progress);
   if (missing.who.empty()) {
-    const auto trainers = status.progress.is_object()
-                              ? status.progress.value("trainers", json::object())
-                              : json::object();
     // All back: only on the PS's word that every trainer trains, not for want of a reading.
-    if (current == nullptr || current->status != ConditionStatus::kTrue ||
-        !trainers.value("missing", json::array()).empty() || !trainers.contains("training")) {
+    if (current == nullptr || current->status != ConditionStatus::kTrue || !missing.all_training) {
       return;
     }
-    const auto message = "every trainer trains again (" +
-                         std::to_string(trainers.value("training", 0)) + " of " +
-                         std::to_string(trainers.value("expected", 0)) + ")";
+    const auto message = "every trainer trains again (" + std::to_string(missing.training) +
+                         " of " + std::to_string(missing.expected) + ")";
     status.set_condition(ConditionType::kTrainersMissing, false, reason::kAllTrainersTraining,
                          message, to_time(now));
     plan.events.push_back({"Normal", std::string(reason::kAllTrainersTraining), message});

@@ -16,6 +16,7 @@
 namespace cifar::op {
 
 struct MissingTrainers {
+  bool all_training = false;  // PS 0's word (status.progress.trainers): none is missing
   int training = 0;
   int expected = 0;
   bool any_dropped = false;

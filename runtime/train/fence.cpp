@@ -79,6 +79,20 @@ class ClaimLock {
   int fd_;
 };
 
+// This process's fence, if it holds one.
+std::optional<Held> held_fence() {
+  const std::lock_guard guard(fence_mu);
+  return held;
+}
+
+// Throws Replaced when the slot's file names a newer incarnation than `mine`.
+void check_not_replaced(const Held& mine) {
+  const auto record = read_record(mine.file);
+  if (record && record->incarnation > mine.incarnation) {
+    throw Replaced(replaced_by(record->incarnation, mine.incarnation));
+  }
+}
+
 }  // namespace
 
 std::optional<FenceRecord> read_fence(const TrainConfig& config, FenceSlot slot) {
@@ -102,31 +116,15 @@ void claim_fence(const TrainConfig& config, FenceSlot slot) {
 }
 
 void record_resumed_step(int64_t step) {
-  std::optional<Held> mine;
-  {
-    const std::lock_guard guard(fence_mu);
-    mine = held;
-  }
+  const auto mine = held_fence();
   if (!mine) return;
   const ClaimLock lock(mine->file);
-  const auto record = read_record(mine->file);
-  if (record && record->incarnation > mine->incarnation) {
-    throw Replaced(replaced_by(record->incarnation, mine->incarnation));
-  }
+  check_not_replaced(*mine);
   write_record(mine->file, {mine->incarnation, step});
 }
 
 void check_fence() {
-  std::optional<Held> mine;
-  {
-    const std::lock_guard guard(fence_mu);
-    mine = held;
-  }
-  if (!mine) return;
-  const auto record = read_record(mine->file);
-  if (record && record->incarnation > mine->incarnation) {
-    throw Replaced(replaced_by(record->incarnation, mine->incarnation));
-  }
+  if (const auto mine = held_fence()) check_not_replaced(*mine);
 }
 
 int64_t fence_incarnation() {
