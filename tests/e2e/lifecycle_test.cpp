@@ -209,7 +209,7 @@ TEST_F(WhenAJobGoesWrong, AWorkerGoneForGoodMidRunIsReportedAsDroppedAndTheJobsE
          "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker:\n      replicas: 1\n"
          "      template: {spec: {nodeSelector: {" +
              label + ": worker}}}\n",
-         "", "cifar10", 2 * kLongEnoughToInterrupt);
+         "", "cifar10", kLongEnoughToInterrupt);
   ASSERT_TRUE(wait_until_training("gone")) << diagnose("gone");
   ASSERT_TRUE(unlabel_node());
   ASSERT_EQ(kubectl({"delete", "pod", "gone-worker-0", "-n", ns_, "--wait=false"}).exit_code, 0);

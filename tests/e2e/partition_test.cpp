@@ -106,8 +106,8 @@ class Partitions : public SecondNode {
 
   // Cuts the second node off while each job trains with its chief (and whatever else prefers the
   // node) there and checkpoints exist; waits for the replacements to run on the live node, for
-  // each old chief to say it stopped because it was replaced, and a minute more; heals the node,
-  // and waits for the jobs to succeed. Returns each job's checkpoint steps in the order they
+  // each old chief to say it stopped because it was replaced, and half a minute more; heals the
+  // node, and waits for the jobs to succeed. Returns each job's checkpoint steps in the order they
   // appeared. (One partition for all the jobs: a partition's waits are the case's cost.)
   std::map<std::string, std::vector<int64_t>> cut_off_the_second_node_under(
       const std::vector<CutJob>& jobs) {
@@ -180,7 +180,9 @@ class Partitions : public SecondNode {
       std::cerr << "the old " << chief << " stopped, replaced, " << seconds_since(cut)
                 << " s after the cut\n";
     }
-    std::this_thread::sleep_until(replaced + seconds(60));  // the partition holds a minute more
+    // The partition holds half a minute past the replacements: long enough for the kubelet to
+    // restart an old chief that stopped (its first back-off is 10 s), which is fenced out too.
+    std::this_thread::sleep_until(replaced + seconds(30));
 
     const auto healed = node("heal");
     EXPECT_EQ(healed.exit_code, 0) << healed.output;
