@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "bench/support/loopback_tcp.h"
-#include "distributed/allreduce/process_group.h"
+#include "distributed/allreduce/rendezvous.h"
 #include "train/host_memory.h"
 
 namespace {
@@ -37,7 +37,8 @@ int run_rank(int rank, int world, int port) {
   options.world_size = world;
   options.master_port = port;
   options.timeout_seconds = 120;
-  auto group = cifar::allreduce::make_process_group(options, cifar::allreduce::Backend::kGloo);
+  cifar::allreduce::Rendezvous rendezvous(options, cifar::allreduce::Backend::kGloo);
+  auto group = rendezvous.form([] {});
   for (const auto bytes : kSizes) {
     std::vector<torch::Tensor> buffer{torch::ones({bytes / 4})};
     const int iterations = static_cast<int>(std::max<int64_t>(10, (int64_t{1} << 30) / bytes));

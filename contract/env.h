@@ -17,6 +17,11 @@ inline constexpr char kPodName[] = "POD_NAME";
 // left running on a cut-off node; the run's writers fence their writes with it (train/fence.h).
 // Unset (or 0): no fence.
 inline constexpr char kIncarnation[] = "CIFAR_INCARNATION";
+// The incarnation of the job's chief as this pod is created (its own number when the chief is
+// created in the same round). A parameter server created with its chief claims the run for their
+// incarnation before it restores from the run's checkpoints, so that an old chief left running
+// with an old parameter server on a cut-off node writes nothing after that restore.
+inline constexpr char kChiefIncarnation[] = "CIFAR_CHIEF_INCARNATION";
 // All-reduce ranks, as torch.distributed names them (trainers of all-reduce jobs only).
 inline constexpr char kMasterAddr[] = "MASTER_ADDR";
 inline constexpr char kMasterPort[] = "MASTER_PORT";

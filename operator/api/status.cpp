@@ -54,9 +54,9 @@ JobCondition condition_from(const json& c) {
   return out;
 }
 
-const std::array<const char*, 11> kKnownFields = {
+const std::array<const char*, 12> kKnownFields = {
     "state",    "conditions", "replicaStatuses", "startTime", "completionTime", "restarts",
-    "progress", "reason",     "message",         "modelDir",  "incarnation"};
+    "progress", "reason",     "message",         "modelDir",  "incarnation",    "nodeLoss"};
 
 }  // namespace
 
@@ -183,6 +183,13 @@ void from_json(const json& j, JobStatus& status) {
   status.progress = j.value("progress", json());
   if (const auto d = j.find("modelDir"); d != j.end()) status.model_dir = d->get<std::string>();
   if (const auto i = j.find("incarnation"); i != j.end()) status.incarnation = i->get<int64_t>();
+  if (const auto n = j.find("nodeLoss"); n != j.end() && n->is_object()) {
+    auto& loss = status.node_loss.emplace();
+    loss.node = n->value("node", "");
+    loss.pods = n->value("pods", std::vector<std::string>{});
+    loss.step = n->value("step", int64_t{-1});
+    if (const auto since = time_from(*n, "since")) loss.since = *since;
+  }
   if (const auto r = j.find("reason"); r != j.end()) status.summary_reason = r->get<std::string>();
   if (const auto m = j.find("message"); m != j.end()) {
     status.summary_message = m->get<std::string>();
@@ -216,6 +223,11 @@ void to_json(json& j, const JobStatus& status) {
   if (!status.progress.is_null()) j["progress"] = status.progress;
   if (status.model_dir) j["modelDir"] = *status.model_dir;
   if (status.incarnation) j["incarnation"] = *status.incarnation;
+  if (status.node_loss) {
+    const auto& loss = *status.node_loss;
+    j["nodeLoss"] = {{"node", loss.node}, {"pods", loss.pods}, {"step", loss.step}};
+    write_time(j["nodeLoss"], "since", loss.since);
+  }
   if (status.summary_reason) j["reason"] = *status.summary_reason;
   if (status.summary_message) j["message"] = *status.summary_message;
 }

@@ -123,6 +123,19 @@ struct ReplicaStatus {
   int failed = 0;
 };
 
+// Pods replaced because their node was lost, kept until the job trains again (its step,
+// status.progress.step, moves from where it stood): PodsNotReady says NodeLost meanwhile, so that
+// REASON says why the job does not train while the replacements start and the ranks left wait.
+struct NodeLoss {
+  std::string node;
+  std::vector<std::string> pods;
+  int64_t step = -1;  // status.progress.step when they were replaced (-1: none reported yet)
+  Time since;         // when the first was replaced
+  bool operator==(const NodeLoss& other) const {
+    return node == other.node && pods == other.pods && step == other.step && since == other.since;
+  }
+};
+
 struct JobStatus {
   std::optional<ConditionType> state;
   std::optional<std::vector<JobCondition>> conditions;
@@ -136,6 +149,7 @@ struct JobStatus {
   // number (desired_state.h, stamp_incarnation), recorded with the round's status, so that it
   // only grows and a replacement always outranks the pod it replaces (the runtime's fence).
   std::optional<int64_t> incarnation;
+  std::optional<NodeLoss> node_loss;
   // Why the job is where it is, in a word and a sentence (`kubectl get ctj` shows the reason,
   // `-o wide` the message): the state's condition when the job ended, is suspended or queued,
   // else what its pods wait for (PodsNotReady), else the trainers it trains without

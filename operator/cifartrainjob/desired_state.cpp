@@ -328,6 +328,13 @@ void stamp_incarnation(json& pod, int64_t incarnation) {
   }
 }
 
+void stamp_chief_incarnation(json& pod, int64_t chief_incarnation) {
+  for (auto& container : pod["spec"]["containers"]) {
+    container["env"].push_back(
+        env_var(contract::env::kChiefIncarnation, std::to_string(chief_incarnation)));
+  }
+}
+
 int64_t incarnation_of(const json& pod) {
   const auto annotations = pod["metadata"].value("annotations", json::object());
   const auto value = annotations.value(contract::label::kIncarnationAnnotation, "");

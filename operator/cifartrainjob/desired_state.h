@@ -59,6 +59,8 @@ std::vector<nlohmann::json> desired_pods(const Job& job);
 // Gives `pod` (a desired pod) incarnation `incarnation`: env CIFAR_INCARNATION, and the annotation
 // cifartrain.io/incarnation for whoever reads the pod.
 void stamp_incarnation(nlohmann::json& pod, int64_t incarnation);
+// Tells `pod` (a desired pod) the chief's incarnation: env CIFAR_CHIEF_INCARNATION.
+void stamp_chief_incarnation(nlohmann::json& pod, int64_t chief_incarnation);
 // A pod's incarnation, from its annotation (0: none, or not a number).
 int64_t incarnation_of(const nlohmann::json& pod);
 

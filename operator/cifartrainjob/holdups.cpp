@@ -152,7 +152,11 @@ void report_holdups(const Job& job, const PodsByName& pods,
   const auto shown = std::find_if(holdups.begin(), holdups.end(), reportable);
   const auto* current = status.condition(ConditionType::kPodsNotReady);
   const bool held = current != nullptr && current->status == ConditionStatus::kTrue;
-  if (shown != holdups.end()) {
+  // A replacement of a lost node's pod on its way is part of the node loss, still reported.
+  const bool replacement_starting =
+      shown != holdups.end() && status.node_loss && listed(status.node_loss->pods, shown->pod) &&
+      (shown->reason == "ContainerCreating" || shown->reason == "PodInitializing");
+  if (shown != holdups.end() && !replacement_starting) {
     const auto message = shown->describe(now);
     // An Event when the reason or the pod changes, not with every refresh of the message.
     const bool news = !held || current->reason != shown->reason ||
@@ -160,6 +164,12 @@ void report_holdups(const Job& job, const PodsByName& pods,
     status.set_condition(ConditionType::kPodsNotReady, true, shown->reason, message, to_time(now));
     if (news) plan.events.push_back({"Warning", shown->reason, message});
     look_again_in(plan, seconds(30));  // a pod's reason changes without an event of ours
+  } else if (status.node_loss) {
+    // The replacements run, and the job has not trained since: the ranks left wait for them,
+    // the parameter servers restore their shards. Its NodeLost Event was said at the replacement.
+    status.set_condition(ConditionType::kPodsNotReady, true, reason::kNodeLost,
+                         describe_node_loss(*status.node_loss, now), to_time(now));
+    look_again_in(plan, seconds(10));
   } else if (held &&
              !((current->reason == reason::kFailedCreate || current->reason == reason::kNotOwned) &&
                (!plan.create_pods.empty() || plan.create_service))) {

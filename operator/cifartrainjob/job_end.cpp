@@ -41,6 +41,7 @@ void finish(const Job& job, const PodsByName& pods, bool succeeded, std::string_
                          to_time(now));
   }
   status.completion_time = to_time(now);
+  status.node_loss.reset();
   const auto message_of = [&](const std::string& name) {
     const auto* pod = find_pod(pods, name);
     return pod == nullptr ? std::string() : pod_termination_message(*pod);

@@ -55,4 +55,45 @@ std::set<std::string> replace_pods_on_lost_nodes(const Job& job, const PodsByNam
   return replaced;
 }
 
+namespace {
+
+int64_t progress_step(const JobStatus& status) {
+  return status.progress.is_object() ? status.progress.value("step", int64_t{-1}) : -1;
+}
+
+}  // namespace
+
+void note_node_loss(const PodsByName& pods, const std::set<std::string>& replaced,
+                    Clock::time_point now, JobStatus& status) {
+  if (replaced.empty()) return;
+  if (!status.node_loss) {
+    auto& loss = status.node_loss.emplace();
+    loss.step = progress_step(status);
+    loss.since = to_time(now);
+  }
+  auto& loss = *status.node_loss;
+  for (const auto& name : replaced) {
+    if (std::find(loss.pods.begin(), loss.pods.end(), name) == loss.pods.end()) {
+      loss.pods.push_back(name);
+    }
+    if (const auto* pod = find_pod(pods, name)) loss.node = pod_node(*pod);
+  }
+}
+
+void forget_node_loss_once_training(JobStatus& status) {
+  if (status.node_loss && progress_step(status) != status.node_loss->step) status.node_loss.reset();
+}
+
+std::string describe_node_loss(const NodeLoss& loss, Clock::time_point now) {
+  std::string pods;
+  for (const auto& name : loss.pods) pods += (pods.empty() ? "" : ", ") + name;
+  const auto ago =
+      std::max<int64_t>(0, std::chrono::duration_cast<seconds>(now - loss.since).count());
+  std::string text = (loss.pods.size() == 1 ? "pod " + pods + " was" : "pods " + pods + " were") +
+                     " replaced " + std::to_string(ago) + " s ago, after node " + loss.node +
+                     " was lost; the job has not trained since";
+  if (loss.step >= 0) text += " (step " + std::to_string(loss.step) + ")";
+  return text;
+}
+
 }  // namespace cifar::op

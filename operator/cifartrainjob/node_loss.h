@@ -2,7 +2,8 @@
 // (its kubelet stopped answering, or it is tainted out of service) can never confirm its pods'
 // end, so they would stay Terminating for good: they are deleted for good once the node has been
 // lost runPolicy.nodeFailureGraceSeconds (at once if out of service) and created again on a live
-// node. Not counted against backoffLimit: a node failure is not the job's fault.
+// node. Not counted against backoffLimit: a node failure is not the job's fault. Until the job
+// trains again, status.nodeLoss keeps the job's REASON at NodeLost (holdups.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -30,5 +31,17 @@ std::string describe_trouble(const std::string& node, const NodeTrouble& trouble
 std::set<std::string> replace_pods_on_lost_nodes(const Job& job, const PodsByName& pods,
                                                  const NodeTroubles& troubled,
                                                  Clock::time_point now, Plan& plan);
+
+// Records this round's `replaced` pods in status.node_loss: their node, and the step the job
+// stood at (status.progress.step), both kept from the first replacement until it trains again.
+void note_node_loss(const PodsByName& pods, const std::set<std::string>& replaced,
+                    Clock::time_point now, JobStatus& status);
+
+// Clears status.node_loss once the job trains again: its step moved from where it stood.
+void forget_node_loss_once_training(JobStatus& status);
+
+// "pod j-worker-1 was replaced 12 s ago, after node b was lost; the job has not trained since
+// (step 140)"
+std::string describe_node_loss(const NodeLoss& loss, Clock::time_point now);
 
 }  // namespace cifar::op

@@ -40,7 +40,9 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
   if (!replaced.empty()) {
     tally = tally_replicas(job, pods, replaced);
     status.replica_statuses = tally.statuses;
+    note_node_loss(pods, replaced, now, status);
   }
+  forget_node_loss_once_training(status);
   if (queued && queued->blocks_creates) {
     delete_ended_workload(job, observed, plan);
   } else {
@@ -56,7 +58,20 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
     for (const auto& [name, pod] : pods) newest = std::max(newest, incarnation_of(pod));
     if (!plan.create_pods.empty()) {
       status.incarnation = newest + 1;
-      for (auto& pod : plan.create_pods) stamp_incarnation(pod, *status.incarnation);
+      // The chief's number after this round: its running pod's, or this round's if it is
+      // created now (a parameter server created with it claims the run first: train/fence.h).
+      const auto chief = chief_name(job);
+      const auto* chief_pod = find_pod(pods, chief);
+      const bool chief_created =
+          std::any_of(plan.create_pods.begin(), plan.create_pods.end(),
+                      [&](const nlohmann::json& pod) { return pod["metadata"]["name"] == chief; });
+      const int64_t chief_incarnation = chief_pod != nullptr && !chief_created
+                                            ? incarnation_of(*chief_pod)
+                                            : *status.incarnation;
+      for (auto& pod : plan.create_pods) {
+        stamp_incarnation(pod, *status.incarnation);
+        stamp_chief_incarnation(pod, chief_incarnation);
+      }
     } else if (newest > 0) {
       status.incarnation = newest;
     }

@@ -133,7 +133,13 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
                "All-reduce the gradients after backward instead of during it")
       ->group(ar_group);
   app.add_option(cli_names(flag::kDistTimeout), ar.timeout_seconds,
-                 "Seconds a collective may wait for the other ranks before the job fails")
+                 "Seconds a collective may wait for the other ranks before they count as lost")
+      ->check(CLI::PositiveNumber)
+      ->group(ar_group)
+      ->capture_default_str();
+  app.add_option("--rendezvous-timeout", ar.rendezvous_timeout_seconds,
+                 "Seconds a rank waits for every rank to join its group: at the start, and for a "
+                 "lost rank's replacement (then the job fails)")
       ->check(CLI::PositiveNumber)
       ->group(ar_group)
       ->capture_default_str();
@@ -372,17 +378,16 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
 
 }  // namespace
 
-// The pod's incarnation from the operator (env CIFAR_INCARNATION; none: 0, no fence); throws
-// std::invalid_argument for anything but a whole number >= 0.
-int64_t incarnation_from_env() {
-  const char* value = std::getenv(contract::env::kIncarnation);
+// An incarnation from the operator (env CIFAR_INCARNATION, CIFAR_CHIEF_INCARNATION; none: 0, no
+// fence); throws std::invalid_argument for anything but a whole number >= 0.
+int64_t incarnation_from_env(const char* name) {
+  const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return 0;
   int64_t number = -1;
   const auto* end = value + std::strlen(value);
   const auto [stop, error] = std::from_chars(value, end, number);
   if (error != std::errc() || stop != end || number < 0) {
-    throw std::invalid_argument(std::string(contract::env::kIncarnation) + "=" + value +
-                                ": not a whole number >= 0");
+    throw std::invalid_argument(std::string(name) + "=" + value + ": not a whole number >= 0");
   }
   return number;
 }
@@ -411,7 +416,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
   }
   try {
     resolve_distributed(app, distributed, config);
-    config.incarnation = incarnation_from_env();
+    config.incarnation = incarnation_from_env(contract::env::kIncarnation);
+    config.chief_incarnation = incarnation_from_env(contract::env::kChiefIncarnation);
   } catch (const std::invalid_argument& e) {
     std::cerr << "cifar-train: error: " << e.what() << "\n";
     parsed.exit_code = contract::kExitUsage;

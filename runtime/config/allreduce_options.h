@@ -25,9 +25,12 @@ struct Options {
   int master_port = contract::kC10dStorePort.number;
   Backend backend = Backend::kAuto;
   double bucket_cap_mb = 25;
-  double first_bucket_mb = 1;         // small, so the first all-reduce starts early in backward
-  bool overlap = true;                // all-reduce buckets during backward (false: after it)
-  double timeout_seconds = 60;        // a collective waiting longer fails: a rank died or hangs
+  double first_bucket_mb = 1;   // small, so the first all-reduce starts early in backward
+  bool overlap = true;          // all-reduce buckets during backward (false: after it)
+  double timeout_seconds = 60;  // a collective waiting longer fails: a rank died or hangs
+  // How long a rank waits for every rank to join its group: at the start, and after a peer was
+  // lost, for the lost rank's replacement (rendezvous.h).
+  double rendezvous_timeout_seconds = 300;
   int64_t verify_replicas_every = 0;  // steps between bitwise checks that ranks agree (0: never)
 };
 

@@ -82,6 +82,9 @@ struct TrainConfig {
   // The pod's incarnation (env CIFAR_INCARNATION; 0: none), which fences the run's writes
   // against an older pod of the same role (train/fence.h).
   int64_t incarnation = 0;
+  // The chief's incarnation as this pod was created (env CIFAR_CHIEF_INCARNATION; 0: unknown): a
+  // parameter server created with its chief claims the run for them before it restores.
+  int64_t chief_incarnation = 0;
   std::string termination_log;    // where the final figures or the error go as it exits ("": none)
   std::string progress = "auto";  // auto | bar | lines | none
   int64_t log_every_steps = 0;    // plain-line progress interval (0 = ~10 lines an epoch)

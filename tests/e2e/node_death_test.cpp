@@ -110,17 +110,51 @@ class AcrossNodes : public SecondNode {
     EXPECT_TRUE(wait_for([&] { return node_ready(lost_node) == "True"; }, seconds(120)));
     std::cerr << "node " << lost_node << ": Ready again " << seconds_since(restarted)
               << " s after its start\n";
+    // Training again: each chief's step (status.progress) moves on from where it stood, the jobs
+    // watched side by side. Until then REASON says the node was lost (status.nodeLoss), not what
+    // the pods went through.
+    std::map<std::string, int64_t> stood;
+    std::map<std::string, std::set<std::string>> reasons;
+    std::map<std::string, double> again;
+    EXPECT_TRUE(wait_for(
+        [&] {
+          for (const auto& job : jobs) {
+            if (again.count(job) != 0) continue;
+            const auto status = status_of(job);
+            const auto step = status.value("progress", json::object()).value("step", int64_t{-1});
+            if (stood.count(job) == 0) stood[job] = step;
+            if (step != stood[job] || status.value("state", "") == "Succeeded") {
+              again[job] = seconds_since(died);
+              continue;
+            }
+            reasons[job].insert(status.value("reason", ""));
+          }
+          return again.size() == jobs.size();
+        },
+        seconds(240)))
+        << diagnose(jobs.front());
     for (const auto& job : jobs) {
-      // Training again: the chief's step (status.progress) moves on from where it stood.
-      const auto step = [&] {
-        return status_of(job).value("progress", json::object()).value("step", int64_t{-1});
-      };
-      const auto stood = step();
-      EXPECT_TRUE(
-          wait_for([&] { return step() != stood || state(job) == "Succeeded"; }, seconds(240)))
-          << diagnose(job);
-      std::cerr << "job " << job << ": training again " << seconds_since(died)
-                << " s after the node's death\n";
+      std::cerr << "job " << job << ": training again " << again[job]
+                << " s after the node's death; REASON meanwhile:";
+      for (const auto& reason : reasons[job]) std::cerr << " '" << reason << "'";
+      std::cerr << "\n";
+      reasons[job].erase("");
+      reasons[job].erase("NodeLost");
+      EXPECT_TRUE(reasons[job].empty()) << job << ": " << ::testing::PrintToString(reasons[job]);
+      // The pods left on the live node did not restart: they waited for the replacements.
+      for (const auto& [pod_name, node_name] : before[job]) {
+        if (lost[job].count(pod_name) != 0) continue;
+        json left;
+        try {
+          left = pod(pod_name);
+        } catch (const cifar::kube::ApiError&) {  // the job ended, and cleanPodPolicy took it
+          continue;
+        }
+        const auto statuses =
+            left.value("status", json::object()).value("containerStatuses", json::array());
+        const int restarts = statuses.empty() ? 0 : statuses[0].value("restartCount", 0);
+        EXPECT_EQ(restarts, 0) << pod_name << "\n" << diagnose(job);
+      }
     }
     for (const auto& job : jobs) {
       EXPECT_TRUE(wait_for_state(job, "Succeeded", seconds(600))) << diagnose(job);

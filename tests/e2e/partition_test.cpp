@@ -207,8 +207,8 @@ class Partitions : public SecondNode {
 };
 
 // Both jobs under one partition: a PS job whose PS and master are cut off (they could train on
-// together), and an all-reduce job whose rank 0 is (it restarts in place on the cut-off node once
-// its collective breaks, and stops at once).
+// together), and an all-reduce job whose rank 0 is (its collective breaks, and while it waits for
+// the group to form again it finds its replacement's fence and stops).
 TEST_F(Partitions, JobsWhosePodsAreCutOffWriteNothingIntoTheRunOnceReplaced) {
   data_and_checkpoint_volumes();
   const auto cut_node = second_node();

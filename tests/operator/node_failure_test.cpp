@@ -148,6 +148,49 @@ TEST(NodeFailure, AfterTheGraceThePodIsDeletedForGoodAndRecreatedUncounted) {
   EXPECT_EQ(next.status.restarts, 0);
 }
 
+// After the replacement, until the job trains again (the ranks left wait for it, a parameter
+// server restores its shard): PodsNotReady, the job's REASON, stays NodeLost, saying what was
+// replaced and the step the job stood at; once the chief's step moves, that is over.
+TEST(NodeFailure, TheJobSaysNodeLostUntilItTrainsAgainAfterTheReplacement) {
+  const auto job = make_job(json{{"nodeFailureGraceSeconds", 30}});
+  auto observed = running(job);
+  observed.troubled_nodes["b"] = unreachable_since(kT0);
+  auto status = testing::running_since(kT0);
+  status.progress = {{"step", 140}};
+  const auto replaced_at = kT0 + seconds(31);
+  const auto replacing = reconcile(job, status, observed, replaced_at);
+  ASSERT_TRUE(replacing.status.node_loss);
+  EXPECT_EQ(replacing.status.node_loss->pods, std::vector<std::string>{"j-worker-1"});
+  EXPECT_EQ(replacing.status.node_loss->node, "b");
+  EXPECT_EQ(replacing.status.node_loss->step, 140);
+
+  // Its replacement runs on node a; the job stands where it stood.
+  auto replaced = running(job);
+  replaced.pods[1]["spec"]["nodeName"] = "a";
+  replaced.pods[1]["metadata"]["uid"] = "uid-new";
+  replaced.troubled_nodes["b"] = unreachable_since(kT0);
+  const auto waiting = reconcile(job, replacing.status, replaced, replaced_at + seconds(12));
+  const auto* held = waiting.status.condition(ConditionType::kPodsNotReady);
+  ASSERT_NE(held, nullptr);
+  EXPECT_EQ(held->status, ConditionStatus::kTrue);
+  EXPECT_EQ(held->reason, reason::kNodeLost);
+  EXPECT_EQ(held->message,
+            "pod j-worker-1 was replaced 12 s ago, after node b was lost; the job has not trained "
+            "since (step 140)");
+  EXPECT_EQ(waiting.status.summary_reason, std::string(reason::kNodeLost));
+  EXPECT_TRUE(waiting.requeue_after);
+
+  // The chief's step moves: it trains again.
+  auto moved = waiting.status;
+  moved.progress = {{"step", 141}};
+  const auto training = reconcile(job, moved, replaced, replaced_at + seconds(20));
+  EXPECT_FALSE(training.status.node_loss);
+  const auto* after = training.status.condition(ConditionType::kPodsNotReady);
+  ASSERT_NE(after, nullptr);
+  EXPECT_EQ(after->status, ConditionStatus::kFalse);
+  EXPECT_FALSE(training.status.summary_reason);
+}
+
 TEST(NodeFailure, AStuckTerminatingPodOnALostNodeIsReplacedNotFatal) {
   const auto job = make_job(json{{"terminatingDeadlineSeconds", 10}});
   auto observed = running(job);

@@ -102,13 +102,24 @@ std::string incarnation_of(const json& pod) {
   return "";
 }
 
+// The pod's CIFAR_CHIEF_INCARNATION ("" if absent).
+std::string chief_incarnation_of(const json& pod) {
+  for (const auto& var : pod["spec"]["containers"][0]["env"]) {
+    if (var["name"] == "CIFAR_CHIEF_INCARNATION") return var["value"];
+  }
+  return "";
+}
+
 // The fence's numbers: every round that creates pods gives them one more than any before, and the
 // status records it, so a replacement outranks the pod it replaces.
 TEST(Reconcile, EveryRoundThatCreatesPodsGivesThemAnIncarnationAboveAllBefore) {
   const auto job = make_job("OnFailure");
   const auto first = reconcile(job, JobStatus{}, Observed{}, kT0);
   EXPECT_EQ(first.status.incarnation, 1);
-  for (const auto& pod : first.create_pods) EXPECT_EQ(incarnation_of(pod), "1");
+  for (const auto& pod : first.create_pods) {
+    EXPECT_EQ(incarnation_of(pod), "1");
+    EXPECT_EQ(chief_incarnation_of(pod), "1");  // created with the chief
+  }
 
   auto observed = running(job);
   const auto unchanged = reconcile(job, first.status, observed, kT0 + seconds(5));
@@ -119,6 +130,7 @@ TEST(Reconcile, EveryRoundThatCreatesPodsGivesThemAnIncarnationAboveAllBefore) {
   ASSERT_EQ(replaced.create_pods.size(), 1U);
   EXPECT_EQ(replaced.create_pods[0]["metadata"]["name"], "j-master-0");
   EXPECT_EQ(incarnation_of(replaced.create_pods[0]), "2");
+  EXPECT_EQ(chief_incarnation_of(replaced.create_pods[0]), "2");
   EXPECT_EQ(replaced.status.incarnation, 2);
   EXPECT_EQ(json(replaced.status)["incarnation"], 2);
 
@@ -131,6 +143,11 @@ TEST(Reconcile, EveryRoundThatCreatesPodsGivesThemAnIncarnationAboveAllBefore) {
   ASSERT_EQ(above.create_pods.size(), 1U);
   EXPECT_EQ(incarnation_of(above.create_pods[0]), "8");
   EXPECT_EQ(above.status.incarnation, 8);
+  // A worker created alone learns the running chief's number, not its own.
+  stamp_incarnation(pod_named(shown, "j-master-0"), 2);
+  const auto beside = reconcile(job, replaced.status, shown, kT0 + seconds(20));
+  ASSERT_EQ(beside.create_pods.size(), 1U);
+  EXPECT_EQ(chief_incarnation_of(beside.create_pods[0]), "2");
 }
 
 // The restart-policy x exit-code matrix: {policy, exit code, retried?}.

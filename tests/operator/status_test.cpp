@@ -31,6 +31,8 @@ json full_status() {
                         "Worker": {"active": 2, "ready": 1, "succeeded": 0, "failed": 1}},
     "startTime": "2026-11-22T12:00:00Z",
     "restarts": 1,
+    "nodeLoss": {"node": "n2", "pods": ["j-worker-1"], "step": 1180,
+                 "since": "2026-11-22T12:00:00Z"},
     "progress": {"epoch": 3, "step": 1200, "loss": 0.75, "trainAccuracy": 0.7,
                  "imagesPerSecond": 812.5, "updatedAt": "2026-11-22T12:05:00Z"}})");
 }
@@ -48,6 +50,10 @@ TEST(JobStatus, WritesBackWhatItRead) {
   EXPECT_FALSE(status.is_true(ConditionType::kRestarting));
   EXPECT_FALSE(status.finished());
   EXPECT_EQ(status.progress["step"], 1200);
+  ASSERT_TRUE(status.node_loss);
+  EXPECT_EQ(status.node_loss->pods, std::vector<std::string>{"j-worker-1"});
+  EXPECT_EQ(status.node_loss->step, 1180);
+  EXPECT_EQ(status.node_loss->since, kT0);
 }
 
 TEST(JobStatus, AbsentFieldsStayAbsentAndEmptyOnesStayEmpty) {

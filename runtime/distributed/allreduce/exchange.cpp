@@ -10,6 +10,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <utility>
 
+#include "distributed/allreduce/peer_lost.h"
 #include "distributed/allreduce/replicas.h"
 #include "metrics/seconds_since.h"
 #include "train/done_marker.h"
@@ -104,9 +105,9 @@ bool AllReduceExchange::agree_to_stop(bool asked) {
   try {
     group_->allreduce(flag, options)->wait(options_.timeout);
   } catch (const std::exception& e) {
-    throw std::runtime_error("stop-request all-reduce failed (rank " + std::to_string(rank()) +
-                             " of " + std::to_string(group_->getSize()) +
-                             "): another rank died or did not answer: " + e.what());
+    throw PeerLost("stop-request all-reduce failed (rank " + std::to_string(rank()) + " of " +
+                   std::to_string(group_->getSize()) +
+                   "): another rank died or did not answer: " + e.what());
   }
   const bool stop = flag[0].item<int32_t>() != 0;
   stop_agreement_seconds_ += seconds_since(start);

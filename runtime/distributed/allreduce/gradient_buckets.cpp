@@ -8,6 +8,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <utility>
 
+#include "distributed/allreduce/peer_lost.h"
 #include "metrics/runtime_metrics.h"
 #include "metrics/seconds_since.h"
 
@@ -143,10 +144,10 @@ void GradientBuckets::end_backward() {
     try {
       bucket.work->wait(options_.timeout);
     } catch (const std::exception& e) {
-      throw std::runtime_error(
-          "gradient all-reduce failed (rank " + std::to_string(group_->getRank()) + " of " +
-          std::to_string(group_->getSize()) + "): another rank died or did not answer within " +
-          std::to_string(options_.timeout.count() / 1000.0) + " s: " + e.what());
+      throw PeerLost("gradient all-reduce failed (rank " + std::to_string(group_->getRank()) +
+                     " of " + std::to_string(group_->getSize()) +
+                     "): another rank died or did not answer within " +
+                     std::to_string(options_.timeout.count() / 1000.0) + " s: " + e.what());
     }
   }
   const double wait = seconds_since(backward_done);

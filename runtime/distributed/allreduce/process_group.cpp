@@ -7,7 +7,6 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #ifdef CIFAR_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -70,25 +69,11 @@ Backend resolve_backend(Backend requested, const std::string& device) {
   return backend;
 }
 
-c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const Options& options, Backend backend) {
+c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(
+    const c10::intrusive_ptr<c10d::Store>& store, const Options& options,
+    [[maybe_unused]] Backend backend) {  // (unused where LibTorch 1.x has no NCCL)
   const auto timeout =
       std::chrono::milliseconds(static_cast<int64_t>(options.timeout_seconds * 1000));
-  c10d::TCPStoreOptions store_options;
-  store_options.port = static_cast<uint16_t>(options.master_port);
-  store_options.isServer = options.rank == 0;
-  store_options.numWorkers = static_cast<size_t>(options.world_size);
-  store_options.waitWorkers = true;
-  store_options.timeout = timeout;
-  const auto where = options.master_addr + ":" + std::to_string(options.master_port);
-  c10::intrusive_ptr<c10d::Store> store;
-  try {
-    store = c10::make_intrusive<c10d::TCPStore>(options.master_addr, store_options);
-  } catch (const std::exception& e) {
-    throw std::runtime_error("rank " + std::to_string(options.rank) + " of " +
-                             std::to_string(options.world_size) +
-                             ": rendezvous at the c10d store " + where + " failed within " +
-                             std::to_string(options.timeout_seconds) + " s: " + e.what());
-  }
   const auto make_gloo = [&](const c10::intrusive_ptr<c10d::Store>& gloo_store) {
     auto gloo_options = c10d::ProcessGroupGloo::Options::create(timeout);
     // A job on one machine talks over loopback; across machines over the interface of this
@@ -104,8 +89,6 @@ c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const Options& options
     return c10::make_intrusive<c10d::ProcessGroupGloo>(gloo_store, options.rank, options.world_size,
                                                        gloo_options);
   };
-  spdlog::info("rank {} of {}: {} process group via the c10d store at {}", options.rank,
-               options.world_size, contract::name_of(kBackendNames, backend), where);
 #if TORCH_VERSION_MAJOR >= 2
   using Group = c10d::ProcessGroup;
   auto group = make_group<Group>(store, options.rank, options.world_size,

@@ -1,4 +1,4 @@
-// A c10d process group for this rank: rendezvous through the TCPStore on rank 0's host, then
+// A c10d process group for this rank on a store every rank shares (a round of rendezvous.h):
 // ProcessGroupGloo (CPU tensors) or ProcessGroupNCCL (CUDA tensors, when LibTorch has it).
 #pragma once
 
@@ -10,7 +10,8 @@
 
 namespace c10d {
 class ProcessGroup;
-}
+class Store;
+}  // namespace c10d
 
 namespace cifar::allreduce {
 
@@ -18,8 +19,9 @@ namespace cifar::allreduce {
 // CUDA (or a LibTorch built without it).
 Backend resolve_backend(Backend requested, const std::string& device);
 
-// Blocks until every rank has joined (up to options.timeout_seconds); throws std::runtime_error
-// naming the store's address when they do not.
-c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(const Options& options, Backend backend);
+// Blocks until every rank's backend has connected to every other's (up to the store's timeout);
+// throws when one does not.
+c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(
+    const c10::intrusive_ptr<c10d::Store>& store, const Options& options, Backend backend);
 
 }  // namespace cifar::allreduce

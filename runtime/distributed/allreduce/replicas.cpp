@@ -11,12 +11,26 @@
 #include <string_view>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
+#include "distributed/allreduce/peer_lost.h"
+
 namespace cifar::allreduce {
 namespace {
 
 // boost::hash_combine's mixing, widened to 64 bits.
 uint64_t combine(uint64_t seed, uint64_t value) {
   return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6U) + (seed >> 2U));
+}
+
+// Waits for a collective; its failure means a peer was lost.
+void wait_for_peers(const c10d::ProcessGroup& group, const c10::intrusive_ptr<c10d::Work>& work,
+                    std::chrono::milliseconds timeout, const char* what) {
+  try {
+    work->wait(timeout);
+  } catch (const std::exception& e) {
+    throw PeerLost(std::string(what) + " failed (rank " + std::to_string(group.getRank()) + " of " +
+                   std::to_string(group.getSize()) +
+                   "): another rank died or did not answer: " + e.what());
+  }
 }
 
 }  // namespace
@@ -30,7 +44,7 @@ void broadcast_coalesced(c10d::ProcessGroup& group, const std::vector<torch::Ten
     std::vector<torch::Tensor> flat{torch::utils::flatten_dense_tensors(same_dtype)};
     c10d::BroadcastOptions options;
     options.timeout = timeout;
-    group.broadcast(flat, options)->wait(timeout);
+    wait_for_peers(group, group.broadcast(flat, options), timeout, "broadcast");
     const auto received = torch::utils::unflatten_dense_tensors(flat[0], same_dtype);
     for (size_t i = 0; i < same_dtype.size(); ++i) same_dtype[i].copy_(received[i]);
   }
@@ -70,7 +84,7 @@ void verify_replicas(c10d::ProcessGroup& group, const std::vector<torch::Tensor>
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
   options.timeout = timeout;
-  group.allreduce(buffer, options)->wait(timeout);
+  wait_for_peers(group, group.allreduce(buffer, options), timeout, "replica check");
   const auto highest = extremes[0].item<int64_t>();
   const auto lowest = ~extremes[1].item<int64_t>();
   if (highest != lowest) {

@@ -17,6 +17,7 @@
 #include "distributed/ps/server.h"
 #include "metrics/runtime_metrics.h"
 #include "train/checkpoint.h"
+#include "train/fence.h"
 #include "train/graceful_stop.h"
 #include "train/metrics_endpoint.h"
 
@@ -96,6 +97,12 @@ int run_parameter_server(const train::TrainConfig& config) {
     stripes.push_back(std::make_shared<Shard>(options, metrics.get()));
   }
 
+  // Created with its chief (both replaced: their node was lost or cut off), it claims the run for
+  // their incarnation before it reads the checkpoints, so that the old chief, which may still be
+  // training with the old PS, writes none after the one restored here (train/fence.h).
+  if (config.incarnation > 0 && config.chief_incarnation == config.incarnation) {
+    train::claim_fence(config, train::FenceSlot::kChief);
+  }
   // A restarted PS takes its stripes from the newest checkpoint; a fresh one waits for the master.
   const train::CheckpointManager checkpoints(config.model_dir, train::run_name(config),
                                              config.keep_checkpoints);

@@ -1,5 +1,6 @@
 // Test scaffold of the all-reduce unit tests: the ranks of one real Gloo group as threads of this
-// process, each with its own TCPStore client and Gloo context over loopback.
+// process, each with its own TCPStore client and Gloo context over loopback, met as pods meet
+// (rendezvous.h).
 #pragma once
 
 #include <c10/util/intrusive_ptr.h>
@@ -8,7 +9,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <vector>
 
-#include "distributed/allreduce/process_group.h"
+#include "distributed/allreduce/rendezvous.h"
 #include "tests/support/process.h"
 
 namespace cifar::testing {
@@ -28,8 +29,8 @@ void on_gloo_ranks(int world, Body body) {
     ranks.emplace_back([&, r] {
       auto rank_options = options;
       rank_options.rank = r;
-      const RankGroup group =
-          allreduce::make_process_group(rank_options, allreduce::Backend::kGloo);
+      allreduce::Rendezvous rendezvous(rank_options, allreduce::Backend::kGloo);
+      const RankGroup group = rendezvous.form([] {});
       body(r, group);
     });
   }

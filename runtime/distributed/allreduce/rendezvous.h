@@ -1,0 +1,60 @@
+// How the ranks of an all-reduce job find each other, and find each other again after one was
+// lost: rounds in the c10d TCPStore that rank 0 hosts (MASTER_ADDR:MASTER_PORT), as torchrun's
+// elastic agent forms its groups.
+//
+// Every rank joins the store's current round and waits there until all the ranks have; their
+// group is then built under that round's prefix. When a group breaks (PeerLost: a rank died or
+// was cut off), the ranks left move to the next round and wait for the lost rank's replacement
+// inside the process, for up to --rendezvous-timeout, instead of exiting into the kubelet's
+// restart back-off. A replacement that arrives before its peers found the old group broken joins
+// that round, finds it full, and moves everyone on. When rank 0 itself is replaced, its store is
+// a new one (another id), whose rounds the ranks left join from the start.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "distributed/allreduce/process_group.h"  // the groups it forms, c10d's declarations
+
+namespace cifar::allreduce {
+
+class Rendezvous {
+ public:
+  Rendezvous(Options options, Backend backend);
+  Rendezvous(const Rendezvous&) = delete;
+  Rendezvous& operator=(const Rendezvous&) = delete;
+  ~Rendezvous();
+
+  // A group with every rank in it: the first, or, after broken(), the next. `between_tries` runs
+  // while it waits (the fence: a rank replaced meanwhile stops instead of waiting on). Throws
+  // std::runtime_error when none formed within the rendezvous timeout.
+  c10::intrusive_ptr<c10d::ProcessGroup> form(const std::function<void()>& between_tries);
+
+  // The group form() returned last is broken: the next form() joins a later round.
+  void broken();
+
+  // The round of the group form() returned last (-1 before the first).
+  [[nodiscard]] int64_t round() const { return current_ ? current_->number : -1; }
+
+ private:
+  struct Round {
+    std::string store_id;
+    int64_t number = 0;
+  };
+  c10::intrusive_ptr<c10d::Store> connect(std::chrono::milliseconds timeout);
+  c10::intrusive_ptr<c10d::ProcessGroup> try_round(std::chrono::steady_clock::time_point deadline,
+                                                   const std::function<void()>& between_tries);
+
+  Options options_;
+  Backend backend_;
+  c10::intrusive_ptr<c10d::Store> server_;  // rank 0's store, for as long as the process lives
+  std::optional<Round> current_;            // the round of the group form() returned last
+  c10::intrusive_ptr<c10d::ProcessGroup> current_group_;
+  std::optional<Round> broken_;  // a round whose group broke: the next is wanted
+  std::vector<c10::intrusive_ptr<c10d::ProcessGroup>> broken_groups_;
+};
+
+}  // namespace cifar::allreduce

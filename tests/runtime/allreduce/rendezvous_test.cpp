@@ -1,0 +1,124 @@
+// The rendezvous rounds (rendezvous.h) with real TCPStores and Gloo groups whose ranks are
+// threads of this process: a rank left after a loss and the lost rank's replacement form the next
+// round's group, whichever of them comes first, and a rank that waits in vain says how many came.
+#include "distributed/allreduce/rendezvous.h"
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <future>
+#include <stdexcept>
+#include <string>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
+#include "tests/support/process.h"
+
+namespace cifar::allreduce {
+namespace {
+
+using Group = c10::intrusive_ptr<c10d::ProcessGroup>;
+
+Options rank_of_two(int rank, int port, double rendezvous_timeout = 60) {
+  Options options;
+  options.rank = rank;
+  options.world_size = 2;
+  options.master_port = port;
+  options.timeout_seconds = 30;
+  options.rendezvous_timeout_seconds = rendezvous_timeout;
+  return options;
+}
+
+// The group's ranks summed with an all-reduce: every rank of a working group gets 0 + 1.
+int64_t sum_of_ranks(const Group& group) {
+  std::vector<torch::Tensor> value{torch::tensor({int64_t{group->getRank()}})};
+  group->allreduce(value)->wait();
+  return value[0].item<int64_t>();
+}
+
+// Forms a group on another thread (the ranks of one group must form it side by side).
+std::future<Group> form_async(Rendezvous& rendezvous) {
+  return std::async(std::launch::async, [&] { return rendezvous.form([] {}); });
+}
+
+// Both ranks' groups are one working group of round `round`.
+void expect_one_group(const Rendezvous& rank0, const Group& a, const Rendezvous& rank1,
+                      const Group& b, int64_t round) {
+  EXPECT_EQ(rank0.round(), round);
+  EXPECT_EQ(rank1.round(), round);
+  auto sum = std::async(std::launch::async, [&] { return sum_of_ranks(a); });
+  EXPECT_EQ(sum_of_ranks(b), 1);
+  EXPECT_EQ(sum.get(), 1);
+}
+
+// Rank 0 forms the first round's group with a rank 1 that is then lost (its process gone).
+void form_and_lose_rank1(Rendezvous& rank0, int port) {
+  Rendezvous lost(rank_of_two(1, port), Backend::kGloo);
+  auto group0 = form_async(rank0);
+  lost.form([] {});
+  group0.get();
+}
+
+TEST(Rendezvous, TwoRanksFormTheFirstRoundsGroup) {
+  const int port = cifar::testing::free_port();
+  Rendezvous rank0(rank_of_two(0, port), Backend::kGloo);
+  Rendezvous rank1(rank_of_two(1, port), Backend::kGloo);
+  auto group0 = form_async(rank0);
+  auto group1 = form_async(rank1);
+  const auto a = group0.get();
+  expect_one_group(rank0, a, rank1, group1.get(), 0);
+}
+
+// Rank 1 lost; rank 0 finds its group broken first, then rank 1's replacement comes.
+TEST(Rendezvous, TheRankLeftWaitsInTheNextRoundForTheReplacement) {
+  const int port = cifar::testing::free_port();
+  Rendezvous rank0(rank_of_two(0, port), Backend::kGloo);
+  form_and_lose_rank1(rank0, port);
+  rank0.broken();
+  auto again = form_async(rank0);
+  Rendezvous replacement(rank_of_two(1, port), Backend::kGloo);
+  const auto b = replacement.form([] {});
+  expect_one_group(rank0, again.get(), replacement, b, 1);
+}
+
+// The replacement comes before rank 0 has found its group broken: it joins the old round, finds
+// it full, and moves everyone on to the next, where rank 0 meets it.
+TEST(Rendezvous, AReplacementThatComesFirstMovesEveryoneOnToTheNextRound) {
+  const int port = cifar::testing::free_port();
+  Rendezvous rank0(rank_of_two(0, port), Backend::kGloo);
+  form_and_lose_rank1(rank0, port);
+  Rendezvous replacement(rank_of_two(1, port), Backend::kGloo);
+  auto replaced = form_async(replacement);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // it waits in round 1
+  rank0.broken();
+  const auto a = rank0.form([] {});
+  expect_one_group(rank0, a, replacement, replaced.get(), 1);
+}
+
+TEST(Rendezvous, ARankThatWaitsInVainSaysHowManyCame) {
+  Rendezvous alone(rank_of_two(0, cifar::testing::free_port(), /*rendezvous_timeout=*/1),
+                   Backend::kGloo);
+  try {
+    alone.form([] {});
+    FAIL() << "formed a group of two alone";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("no group formed"), std::string::npos) << what;
+    EXPECT_NE(what.find("within 1 s (--rendezvous-timeout): 1 of 2 ranks joined round 0"),
+              std::string::npos)
+        << what;
+  }
+}
+
+// What the fence throws while a rank waits (an older incarnation replaced meanwhile) ends the wait.
+TEST(Rendezvous, WhatTheCheckBetweenTriesThrowsEndsTheWait) {
+  Rendezvous alone(rank_of_two(0, cifar::testing::free_port()), Backend::kGloo);
+  int checks = 0;
+  EXPECT_THROW(alone.form([&] {
+    if (++checks == 5) throw std::logic_error("replaced");
+  }),
+               std::logic_error);
+  EXPECT_EQ(checks, 5);
+}
+
+}  // namespace
+}  // namespace cifar::allreduce
