@@ -73,9 +73,7 @@ void note_node_loss(const PodsByName& pods, const std::set<std::string>& replace
   }
   auto& loss = *status.node_loss;
   for (const auto& name : replaced) {
-    if (std::find(loss.pods.begin(), loss.pods.end(), name) == loss.pods.end()) {
-      loss.pods.push_back(name);
-    }
+    if (!listed(loss.pods, name)) loss.pods.push_back(name);
     if (const auto* pod = find_pod(pods, name)) loss.node = pod_node(*pod);
   }
 }
