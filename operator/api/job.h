@@ -126,8 +126,9 @@ struct JobSpec {
   // A deleted pod still there this long after its grace period fails the job (0: wait forever).
   int64_t terminating_deadline_seconds = 300;
   // A pod whose node has not been Ready this long is deleted for good (its node cannot confirm)
-  // and created again on a live node; not counted against backoffLimit (0: at once).
-  int64_t node_failure_grace_seconds = 60;
+  // and created again on a live node; not counted against backoffLimit (0: at once). Short, since
+  // a pod replaced wrongly (its node was cut off, not dead) is fenced out of the run (train/fence.h).
+  int64_t node_failure_grace_seconds = 30;
   std::string scheduler_name;
   std::string priority_class;
   // A Kueue LocalQueue of the job's namespace: the job's pods wait there, gated, until Kueue admits

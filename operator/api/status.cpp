@@ -54,9 +54,10 @@ JobCondition condition_from(const json& c) {
   return out;
 }
 
-const std::array<const char*, 12> kKnownFields = {
-    "state",    "conditions", "replicaStatuses", "startTime", "completionTime", "restarts",
-    "progress", "reason",     "message",         "modelDir",  "incarnation",    "nodeLoss"};
+const std::array<const char*, 13> kKnownFields = {
+    "state",    "conditions",  "replicaStatuses", "startTime", "completionTime",
+    "restarts", "podRestarts", "progress",        "reason",    "message",
+    "modelDir", "incarnation", "nodeLoss"};
 
 }  // namespace
 
@@ -180,6 +181,9 @@ void from_json(const json& j, JobStatus& status) {
   status.start_time = time_from(j, "startTime");
   status.completion_time = time_from(j, "completionTime");
   if (const auto r = j.find("restarts"); r != j.end()) status.restarts = r->get<int64_t>();
+  if (const auto r = j.find("podRestarts"); r != j.end() && r->is_object()) {
+    status.pod_restarts = r->get<std::map<std::string, int64_t>>();
+  }
   status.progress = j.value("progress", json());
   if (const auto d = j.find("modelDir"); d != j.end()) status.model_dir = d->get<std::string>();
   if (const auto i = j.find("incarnation"); i != j.end()) status.incarnation = i->get<int64_t>();
@@ -220,6 +224,7 @@ void to_json(json& j, const JobStatus& status) {
   write_time(j, "startTime", status.start_time);
   write_time(j, "completionTime", status.completion_time);
   if (status.restarts) j["restarts"] = *status.restarts;
+  if (status.pod_restarts) j["podRestarts"] = *status.pod_restarts;
   if (!status.progress.is_null()) j["progress"] = status.progress;
   if (status.model_dir) j["modelDir"] = *status.model_dir;
   if (status.incarnation) j["incarnation"] = *status.incarnation;

@@ -143,7 +143,11 @@ struct JobStatus {
   std::optional<std::map<std::string, ReplicaStatus>> replica_statuses;
   std::optional<Time> start_time;
   std::optional<Time> completion_time;
-  std::optional<int64_t> restarts;       // pods recreated after a failure
+  // The restarts backoffLimit counts (cifartrainjob/restart_count.h): the sum of pod_restarts.
+  std::optional<int64_t> restarts;
+  // Charged to each pod, by UID: its in-place restarts, plus one if it was recreated after a
+  // failure; kept once the pod is gone.
+  std::optional<std::map<std::string, int64_t>> pod_restarts;
   std::optional<std::string> model_dir;  // where the run's checkpoints are, as the pods see it
   // The newest incarnation handed out: the pods of each round that creates any carry the next
   // number (desired_state.h, stamp_incarnation), recorded with the round's status, so that it

@@ -3,12 +3,13 @@
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/failure_wording.h"
 #include "cifartrainjob/job_end.h"
+#include "cifartrainjob/restart_count.h"
 #include "framework/pod_status.h"
 
 namespace cifar::op {
 
-PhaseResult succeed_with_chief(const Job& job, const PodsByName& pods, const ReplicaTally& tally,
-                               Clock::time_point now, Plan& plan) {
+PhaseResult succeed_with_chief(const Job& job, const PodsByName& pods, Clock::time_point now,
+                               Plan& plan) {
   const auto& spec = job.spec;
   auto& status = plan.status;
   const auto chief = chief_name(job);
@@ -16,7 +17,7 @@ PhaseResult succeed_with_chief(const Job& job, const PodsByName& pods, const Rep
   if (chief_pod == nullptr || pod_phase(*chief_pod) != PodPhase::kSucceeded) {
     return PhaseResult::kContinue;
   }
-  plan.restarts = status.restarts.value_or(0) + tally.in_place_restarts;
+  plan.restarts = count_restarts(pods, status);
   const auto* evaluator = spec.count(Role::kEvaluator) > 0
                               ? find_pod(pods, pod_name(job, Role::kEvaluator, 0))
                               : nullptr;

@@ -7,7 +7,6 @@
 
 #include "api/job.h"
 #include "cifartrainjob/plan.h"
-#include "cifartrainjob/replica_tally.h"
 #include "framework/clock.h"
 
 namespace cifar::op {
@@ -18,8 +17,7 @@ inline constexpr std::chrono::seconds kFinalEvaluationWait{300};
 
 // If the chief succeeded: the job waits for its running evaluator's final evaluation (state
 // Running, reason FinalEvaluation) or succeeds, and the round ends (kDone); else kContinue.
-// `tally`: the pods' in-place restarts, for plan.restarts.
-PhaseResult succeed_with_chief(const Job& job, const PodsByName& pods, const ReplicaTally& tally,
-                               Clock::time_point now, Plan& plan);
+PhaseResult succeed_with_chief(const Job& job, const PodsByName& pods, Clock::time_point now,
+                               Plan& plan);
 
 }  // namespace cifar::op

@@ -65,8 +65,8 @@ struct Plan {
   // pods ended): deleted before the pods are created again, which then queue as a new group.
   std::optional<std::string> delete_workload;
   JobStatus status;  // the job's whole new status
-  // The restarts backoffLimit counts: status.restarts plus the in-place restarts of the pods that
-  // exist (for the operator's metrics; a job that cannot run has its status.restarts).
+  // The restarts backoffLimit counts, status.restarts as this round leaves it (restart_count.h),
+  // for the operator's metrics.
   int64_t restarts = 0;
   bool delete_job = false;  // ttlSecondsAfterFinished has passed
   std::optional<std::chrono::seconds> requeue_after;

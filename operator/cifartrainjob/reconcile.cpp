@@ -4,8 +4,8 @@
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/job_end.h"
 #include "cifartrainjob/kueue_integration.h"
-#include "cifartrainjob/replica_tally.h"
 #include "cifartrainjob/replicas.h"
+#include "cifartrainjob/restart_count.h"
 #include "cifartrainjob/suspend.h"
 #include "cifartrainjob/trainers.h"
 #include "cifartrainjob/unsaved_stop.h"
@@ -64,9 +64,8 @@ Plan reconcile(const Job& job_as_given, const JobStatus& status, const Observed&
   if (reconcile_finished(job.spec, pods, now, plan) == PhaseResult::kDone ||
       reconcile_suspended(job.spec, pods, now, plan) == PhaseResult::kDone ||
       reconcile_deadline(job, pods, now, plan, queued.has_value()) == PhaseResult::kDone) {
-    // The replicas phase, which counts the restarts, did not run: the same count, from the pods
-    // as they are (a finished job's pods keep their in-place restarts until they are deleted).
-    plan.restarts = plan.status.restarts.value_or(0) + tally_replicas(job, pods).in_place_restarts;
+    // The replicas phase, which counts the restarts, did not run: the pods as they are.
+    plan.restarts = count_restarts(pods, plan.status);
   } else {
     reconcile_replicas(job, pods, observed, now, plan, queued);
   }

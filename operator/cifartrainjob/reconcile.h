@@ -8,8 +8,9 @@
 //   in place (their restartCount is counted); a pod that fails anyway (evicted) is recreated.
 //   ExitCode: exit codes >= 128 (signals, OOM kills) are retryable and the pod is recreated,
 //   1-127 are permanent and fail the job.
-// - backoffLimit bounds status.restarts (pods recreated, kept in the status, so a recreated pod
-//   still counts) plus the in-place restarts of the pods that exist.
+// - backoffLimit bounds status.restarts: the in-place restarts of the job's pods and their
+//   recreations after failures, charged to each pod in the status so that they still count once
+//   the pod is gone (restart_count.h).
 // - The job succeeds when its chief succeeds: the master, or worker 0 without a master. The
 //   evaluator never decides success; a failed PS is handled like any other replica.
 // - activeDeadlineSeconds from status.startTime fails the job (a requeue fires at the deadline);
@@ -27,8 +28,8 @@
 //   would stay Terminating for good; or it is tainted out-of-service), the pod is deleted for good
 //   once the node has been so runPolicy.nodeFailureGraceSeconds (at once if out of service) and
 //   created again on a live node, while the job runs (not while it is suspended or finished).
-//   Not counted against backoffLimit: a node failure is not the job's fault (peers whose
-//   collective broke with it restart in place, and those restarts count). A Succeeded pod stays.
+//   Not counted against backoffLimit: a node failure is not the job's fault (the in-place
+//   restarts the pod had before are kept). A Succeeded pod stays.
 // - A round that ends the job creates nothing.
 // - A job with a queue (runPolicy.schedulingPolicy.queue) is a Kueue pod group: its pods are made
 //   as always, Kueue's webhook gates them, and Kueue admits them all at once when its quota

@@ -36,7 +36,6 @@ ReplicaTally tally_replicas(const Job& job, const PodsByName& pods,
         tally.all_exist = false;  // recreated once it is gone
         continue;
       }
-      tally.in_place_restarts += pod_restarts(pod);
       const auto phase = pod_phase(pod);
       if (phase == PodPhase::kSucceeded) {
         ++counts.succeeded;

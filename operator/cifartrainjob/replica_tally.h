@@ -35,7 +35,6 @@ struct ReplicaTally {
   std::vector<FailedPod> retryable;               // failed pods to recreate
   std::vector<std::string> stopped;    // stopped on request, state saved: recreated, not charged
   std::optional<FailedPod> permanent;  // the failure that fails the job
-  int64_t in_place_restarts = 0;       // of the pods that exist
   bool all_exist = true;               // every replica's pod, none terminating
   bool any_running = false;
 };

@@ -10,6 +10,7 @@
 #include "cifartrainjob/job_state.h"
 #include "cifartrainjob/node_loss.h"
 #include "cifartrainjob/replica_tally.h"
+#include "cifartrainjob/restart_count.h"
 
 namespace cifar::op {
 namespace {
@@ -33,7 +34,7 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
   status.model_dir = model_dir(job);
   auto tally = tally_replicas(job, pods);
   status.replica_statuses = tally.statuses;
-  if (succeed_with_chief(job, pods, tally, now, plan) == PhaseResult::kDone) return;
+  if (succeed_with_chief(job, pods, now, plan) == PhaseResult::kDone) return;
 
   // Pods on a lost node: deleted for good, and counted as leaving until the cache shows them gone.
   const auto replaced = replace_pods_on_lost_nodes(job, pods, observed.troubled_nodes, now, plan);
@@ -65,9 +66,8 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
       const bool chief_created =
           std::any_of(plan.create_pods.begin(), plan.create_pods.end(),
                       [&](const nlohmann::json& pod) { return pod["metadata"]["name"] == chief; });
-      const int64_t chief_incarnation = chief_pod != nullptr && !chief_created
-                                            ? incarnation_of(*chief_pod)
-                                            : *status.incarnation;
+      const int64_t chief_incarnation =
+          chief_pod != nullptr && !chief_created ? incarnation_of(*chief_pod) : *status.incarnation;
       for (auto& pod : plan.create_pods) {
         stamp_incarnation(pod, *status.incarnation);
         stamp_chief_incarnation(pod, chief_incarnation);
@@ -83,17 +83,17 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
                                " stopped on request with the job's state saved; recreating it "
                                "(not a restart: backoffLimit is not charged)"});
   }
-  int64_t restarts = status.restarts.value_or(0);
+  count_restarts(pods, status);
   for (const auto& failed : tally.retryable) {
     plan.delete_pods.push_back(failed.name);
-    restarts += 1;
+    const auto* pod = find_pod(pods, failed.name);
+    const auto restarts = charge_recreation(*pod, status);
     plan.events.push_back({"Warning", std::string(reason::kPodRestarting),
                            "pod " + failed.name + " failed with " +
-                               describe_exit(failed.exit_code) +
-                               failure_detail(find_pod(pods, failed.name)) +
+                               describe_exit(failed.exit_code) + failure_detail(pod) +
                                "; recreating it (restart " + std::to_string(restarts) + ")"});
   }
-  plan.restarts = restarts + tally.in_place_restarts;
+  plan.restarts = status.restarts.value_or(0);
   if (tally.permanent) {
     const auto policy =
         name_of(kRestartPolicyNames, spec.restart_policy) +
@@ -105,8 +105,6 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
            now, plan);
     return;
   }
-  status.restarts = restarts;
-
   if (plan.restarts > spec.backoff_limit) {
     plan.delete_pods.clear();
     finish(job, pods, false, reason::kBackoffLimitExceeded,

@@ -267,6 +267,13 @@ class Cluster : public ::testing::Test {
   }
 
   json pod(const std::string& name) { return client_.get(cifar::kube::pods(ns_).named(name)); }
+  // The in-place restarts of a pod's (first) container, as its status shows them.
+  static int restart_count_of(const json& pod) {
+    const auto statuses =
+        pod.value("status", json::object()).value("containerStatuses", json::array());
+    return statuses.empty() ? 0 : statuses[0].value("restartCount", 0);
+  }
+  int restart_count(const std::string& name) { return restart_count_of(pod(name)); }
   bool pod_exists(const std::string& name) {
     try {
       pod(name);
@@ -421,9 +428,7 @@ class Cluster : public ::testing::Test {
       out += "---- logs of " + pod_name + ":\n" +
              kubectl({"logs", pod_name, "-n", ns_, "--tail=40"}).output;
       // A crash loop's cause is in the container that ended, not in the one now starting.
-      const auto statuses =
-          p.value("status", json::object()).value("containerStatuses", json::array());
-      if (!statuses.empty() && statuses[0].value("restartCount", 0) > 0) {
+      if (restart_count_of(p) > 0) {
         out += "---- logs of " + pod_name + "'s previous container:\n" +
                kubectl({"logs", pod_name, "-n", ns_, "--previous", "--tail=40"}).output;
       }

@@ -68,15 +68,27 @@ TEST_F(Drains, ADrainOfAParameterServerJobsMasterNodeLosesAtMostAStep) {
 TEST_F(Drains, ADrainOfAnAllReduceJobsRank1NodeLosesAtMostAStep) {
   data_and_checkpoint_volumes();
   checkpoint_every_steps_ = 0;
-  submit("ardrain", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10",
-         kLongEnoughToInterrupt);
+  // cleanPodPolicy None: rank 1's replacement, which says where it resumed, may still be running
+  // when rank 0 ends the job (the default, Running, would delete it then).
+  submit("ardrain", kAllReduce, "    Worker: {replicas: 2}\n",
+         "  runPolicy: {cleanPodPolicy: None}\n", "cifar10", kLongEnoughToInterrupt);
   ASSERT_TRUE(wait_until_training("ardrain")) << diagnose("ardrain");
-  // Rank 0 stops with rank 1 (the stop rides on the next step's all-reduce) and saves the step.
+  // Rank 0 stops with rank 1 (the stop rides on the next step's all-reduce) and saves the step,
+  // then waits inside its process for rank 1's replacement, which resumes there with it.
   const auto [drain, come_back] = drain_and_return("ardrain", "ardrain-worker-1");
   const auto cost = interrupt_and_finish(
-      "ardrain", "ardrain-worker-0",
+      "ardrain", "ardrain-worker-1",
       "kubectl drain of the node of rank 1 of a 2-rank all-reduce job", drain, come_back);
   EXPECT_LE(cost.resumed_from, cost.stopped_after);  // ranks that stop together saved that step
+  const auto rank0 = kubectl({"logs", "ardrain-worker-0", "-n", ns_}).output;
+  EXPECT_NE(rank0.find("the ranks stopped after step " + std::to_string(cost.stopped_after) +
+                       " with it saved"),
+            std::string::npos)
+      << rank0;
+  EXPECT_NE(rank0.find("resumed at step " + std::to_string(cost.stopped_after)), std::string::npos)
+      << rank0;
+  EXPECT_EQ(restart_count("ardrain-worker-0"), 0) << diagnose("ardrain");  // it waited
+  EXPECT_EQ(status_of("ardrain").value("restarts", -1), 0);  // an eviction is not a failure
 }
 
 }  // namespace

@@ -287,9 +287,9 @@ TEST_F(WhenAJobGoesWrong, AnAllReduceJobContinuesFromItsCheckpointAfterALostRank
   ASSERT_TRUE(wait_for_checkpoint(dir)) << dir;
   const auto lost = kubectl({"delete", "pod", "ar-worker-1", "-n", ns_, "--wait=false"});
   ASSERT_EQ(lost.exit_code, 0) << lost.output;
-  // Both ranks train again (rank 0 restarted in place when its peer went), from the checkpoint:
-  // rank 0, which steps with rank 1, has trained a step since it resumed. (The job's progress is
-  // no sign: it still holds the step before the loss.)
+  // Both ranks train again from the checkpoint (rank 0 waited for its peer's replacement inside
+  // its process): rank 0, which steps with rank 1, has trained a step since it resumed. (The
+  // job's progress is no sign: it still holds the step before the loss.)
   ASSERT_TRUE(wait_for(
       [&] {
         return kubectl({"logs", "ar-worker-1", "-n", ns_}).output.find("resumed at step") !=
@@ -298,6 +298,10 @@ TEST_F(WhenAJobGoesWrong, AnAllReduceJobContinuesFromItsCheckpointAfterALostRank
       },
       seconds(180)))
       << diagnose("ar");
+  // The lost rank cost its own pod and nothing else: rank 0 never restarted, and the pod deleted
+  // from outside is not charged (status.restarts, which the backoffLimit counts, says 0).
+  EXPECT_EQ(restart_count("ar-worker-0"), 0) << diagnose("ar");
+  EXPECT_EQ(status_of("ar").value("restarts", -1), 0) << diagnose("ar");
   const auto [interrupt, resume] = suspension("ar");
   const auto cost = interrupt_and_finish("ar", "ar-worker-0", "suspend of a 2-rank all-reduce job",
                                          interrupt, resume);

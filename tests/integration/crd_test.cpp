@@ -90,7 +90,7 @@ TEST_F(CifarTrainJobCrd, ExamplesAreStoredWithTheSchemaDefaults) {
   EXPECT_EQ(ps["spec"]["training"]["precision"], "auto");
   EXPECT_EQ(ps["spec"]["runPolicy"]["restartPolicy"], "OnFailure");
   EXPECT_EQ(ps["spec"]["runPolicy"]["backoffLimit"], 3);
-  EXPECT_EQ(ps["spec"]["runPolicy"]["nodeFailureGraceSeconds"], 60);
+  EXPECT_EQ(ps["spec"]["runPolicy"]["nodeFailureGraceSeconds"], 30);
   EXPECT_EQ(ps["spec"]["checkpoint"]["keep"], 3);
   EXPECT_EQ(ps["spec"]["strategy"]["parameterServer"]["mode"], "sync");
   // the image scripts/build-images.sh makes

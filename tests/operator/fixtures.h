@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "api/status.h"
 #include "cifartrainjob/plan.h"
@@ -21,9 +22,18 @@ inline Observed no_pods() {
   return observed;
 }
 
-// `pod` (a desired pod) as the API server shows it once created at `created` and running.
-inline nlohmann::json running_pod(nlohmann::json pod, Clock::time_point created) {
-  pod["metadata"]["creationTimestamp"] = format_time(created);
+// `pod` (a desired pod) with a UID of its own, as the API server gives every pod it creates.
+inline nlohmann::json created(nlohmann::json pod) {
+  static int created_pods = 0;
+  pod["metadata"]["uid"] = "uid-" + std::to_string(++created_pods);
+  return pod;
+}
+
+// `pod` (a desired pod) as the API server shows it once created at `created_at` and running
+// (with a new UID unless it has one).
+inline nlohmann::json running_pod(nlohmann::json pod, Clock::time_point created_at) {
+  if (!pod["metadata"].contains("uid")) pod = created(std::move(pod));
+  pod["metadata"]["creationTimestamp"] = format_time(created_at);
   pod["status"] = {
       {"phase", "Running"},
       {"containerStatuses",

@@ -105,18 +105,18 @@ TEST(NodeFailure, APodOnALostNodeIsReportedUntilTheGraceEnds) {
   const auto job = make_job();
   auto observed = running(job);
   observed.troubled_nodes["b"] = unreachable_since(kT0);
-  const auto plan = reconcile(job, testing::running_since(kT0), observed, kT0 + seconds(20));
+  const auto plan = reconcile(job, testing::running_since(kT0), observed, kT0 + seconds(12));
   EXPECT_TRUE(plan.force_delete_pods.empty());
   EXPECT_TRUE(plan.create_pods.empty());
   const auto* held = plan.status.condition(ConditionType::kPodsNotReady);
   ASSERT_NE(held, nullptr);
   EXPECT_EQ(held->reason, reason::kNodeLost);
   EXPECT_EQ(held->message,
-            "pod j-worker-1 is on node b, not Ready for 20 s (NodeStatusUnknown: Kubelet stopped "
-            "posting node status.); it is replaced once the node has been lost 60 s "
+            "pod j-worker-1 is on node b, not Ready for 12 s (NodeStatusUnknown: Kubelet stopped "
+            "posting node status.); it is replaced once the node has been lost 30 s "
             "(runPolicy.nodeFailureGraceSeconds)");
   ASSERT_TRUE(plan.requeue_after);
-  EXPECT_LE(*plan.requeue_after, seconds(41));  // at the end of the grace
+  EXPECT_LE(*plan.requeue_after, seconds(19));  // at the end of the grace
   EXPECT_EQ(plan.status.state, ConditionType::kRunning);
 }
 

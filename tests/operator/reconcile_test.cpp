@@ -44,7 +44,8 @@ json with_phase(json pod, const std::string& phase, std::optional<int> code = st
 // Every desired pod Running, the Service there.
 Observed running(const Job& job) {
   auto o = testing::no_pods();
-  for (const auto& p : desired_pods(job)) o.pods.push_back(with_phase(p, "Running"));
+  for (const auto& p : desired_pods(job))
+    o.pods.push_back(testing::created(with_phase(p, "Running")));
   return o;
 }
 
@@ -334,27 +335,68 @@ TEST(Reconcile, InPlaceRestartsCountTowardsTheLimit) {
             "exit code 1: PS shard 0 unreachable");
 }
 
-TEST(Reconcile, PlanRestartsIsTheCountTheBackoffLimitSees) {
+TEST(Reconcile, PlanRestartsIsTheCountTheBackoffLimitSeesAndTheStatusSays) {
   const auto job = make_job("OnFailure", 3);
   JobStatus status;
-  status.restarts = 1;  // a pod recreated before
+  status.pod_restarts = {{"uid-of-a-pod-recreated-before", 1}};
   auto observed = running(job);
   EXPECT_EQ(reconcile(job, status, observed, kT0).restarts, 1);
   pod_named(observed, "j-worker-0") =
       with_phase(pod_named(observed, "j-worker-0"), "Running", {}, 2);
   const auto running_plan = reconcile(job, status, observed, kT0);
   EXPECT_EQ(running_plan.restarts, 3);
+  EXPECT_EQ(json(running_plan.status)["restarts"], 3);
   EXPECT_EQ(json(running_plan.status)["state"], "Running");
   pod_named(observed, "j-ps-0") = with_phase(pod_named(observed, "j-ps-0"), "Running", {}, 1);
-  const auto failed = reconcile(job, status, observed, kT0);
+  const auto failed = reconcile(job, running_plan.status, observed, kT0);
   EXPECT_EQ(failed.restarts, 4);
+  EXPECT_EQ(json(failed.status)["restarts"], 4);
   EXPECT_EQ(reason_of(failed.status, "Failed"), "BackoffLimitExceeded");
-  // The rounds after it: a finished job's count, from the pods still there.
+  EXPECT_NE(json(failed.status)["message"].get<std::string>().find("restarted 4 times"),
+            std::string::npos);
+  // The rounds after it: the same count, with the pods there and once they are gone.
   EXPECT_EQ(reconcile(job, failed.status, observed, kT0 + seconds(1)).restarts, 4);
-  EXPECT_EQ(reconcile(job, failed.status, Observed{}, kT0 + seconds(2)).restarts, 1);
+  EXPECT_EQ(reconcile(job, failed.status, Observed{}, kT0 + seconds(2)).restarts, 4);
   // A job that cannot run: its status's count.
-  EXPECT_EQ(reconcile_failed(status, "InvalidSpec", "x", kT0).restarts, 1);
+  EXPECT_EQ(reconcile_failed(failed.status, "InvalidSpec", "x", kT0).restarts, 4);
   EXPECT_EQ(reconcile_failed(JobStatus{}, "InvalidSpec", "x", kT0).restarts, 0);
+}
+
+// kubeflow: a rank-1 pod restarted in place and then recreated took its in-place restarts with
+// it, so status.restarts (0) disagreed with the message that failed the job (4).
+TEST(Reconcile, APodsRestartsStillCountOnceTheOperatorHasRecreatedIt) {
+  const auto job = make_job("OnFailure", 3);
+  auto observed = running(job);
+  // Restarted in place twice, then failed for good (evicted): recreated, a third restart.
+  pod_named(observed, "j-worker-1") = with_phase(pod_named(observed, "j-worker-1"), "Failed", 1, 2);
+  const auto recreated = reconcile(job, JobStatus{}, observed, kT0);
+  ASSERT_TRUE(has(recreated.delete_pods, "j-worker-1"));
+  EXPECT_EQ(recreated.restarts, 3);
+  EXPECT_EQ(json(recreated.status)["restarts"], 3);
+  // The same pod seen failed again before its deletion shows: charged once.
+  EXPECT_EQ(reconcile(job, recreated.status, observed, kT0 + seconds(1)).restarts, 3);
+  // Its replacement, a new pod under the name, restarts once more: past the limit.
+  auto after = running(job);
+  pod_named(after, "j-worker-1") = with_phase(pod_named(after, "j-worker-1"), "Running", {}, 1);
+  const auto failed = reconcile(job, recreated.status, after, kT0 + seconds(2));
+  EXPECT_EQ(reason_of(failed.status, "Failed"), "BackoffLimitExceeded");
+  EXPECT_EQ(json(failed.status)["restarts"], 4);
+  EXPECT_NE(json(failed.status)["message"].get<std::string>().find("restarted 4 times"),
+            std::string::npos)
+      << json(failed.status)["message"];
+}
+
+// An operator upgraded under a job whose status counted recreations only (no podRestarts).
+TEST(Reconcile, AStatusFromBeforePodRestartsKeepsItsCount) {
+  const auto job = make_job("OnFailure", 3);
+  JobStatus status;
+  status.restarts = 2;
+  auto observed = running(job);
+  pod_named(observed, "j-worker-0") =
+      with_phase(pod_named(observed, "j-worker-0"), "Running", {}, 1);
+  const auto plan = reconcile(job, status, observed, kT0);
+  EXPECT_EQ(plan.restarts, 3);
+  EXPECT_EQ(json(plan.status)["podRestarts"]["earlier"], 2);
 }
 
 TEST(Reconcile, TheMasterDecidesSuccessAndRunningPodsAreCleanedUp) {

@@ -31,6 +31,7 @@ json full_status() {
                         "Worker": {"active": 2, "ready": 1, "succeeded": 0, "failed": 1}},
     "startTime": "2026-11-22T12:00:00Z",
     "restarts": 1,
+    "podRestarts": {"3f2a-worker-1-uid": 1},
     "nodeLoss": {"node": "n2", "pods": ["j-worker-1"], "step": 1180,
                  "since": "2026-11-22T12:00:00Z"},
     "progress": {"epoch": 3, "step": 1200, "loss": 0.75, "trainAccuracy": 0.7,
@@ -43,6 +44,7 @@ TEST(JobStatus, WritesBackWhatItRead) {
   EXPECT_EQ(json(status), read);
   EXPECT_EQ(status.state, ConditionType::kRunning);
   EXPECT_EQ(status.restarts, 1);
+  EXPECT_EQ(status.pod_restarts->at("3f2a-worker-1-uid"), 1);
   EXPECT_EQ(status.start_time, kT0);
   EXPECT_FALSE(status.completion_time);
   EXPECT_EQ(status.replica_statuses->at("Worker").failed, 1);

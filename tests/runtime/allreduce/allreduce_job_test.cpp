@@ -139,6 +139,7 @@ struct TwoRanks {
   TwoRanks(const fs::path& work, std::vector<std::string> extra)
       : work_(work),
         port_(cifar::testing::free_port()),
+        extra_(extra),
         rank0(args(0, extra), work / "rank0.log"),
         rank1(args(1, extra), work / "rank1.log") {}
   // Until rank 0 trains, and a moment more: mid-training.
@@ -148,6 +149,10 @@ struct TwoRanks {
     std::this_thread::sleep_for(2s);
     return training;
   }
+  // Rank r's replacement, as a new pod runs it.
+  [[nodiscard]] ChildProcess replacement(int r, const fs::path& log) const {
+    return ChildProcess(args(r, extra_), log);
+  }
 
  private:
   std::vector<std::string> args(int r, std::vector<std::string> extra) const {
@@ -156,6 +161,7 @@ struct TwoRanks {
   }
   fs::path work_;
   int port_;
+  std::vector<std::string> extra_;
 
  public:
   ChildProcess rank0;
@@ -192,26 +198,69 @@ int64_t stopped_after_step(const std::string& log) {
   return std::stoll(log.substr(steps));
 }
 
+// The step a rank says it resumed at after it waited for the group (-1 when it says nothing).
+int64_t resumed_after_wait(const std::string& log) {
+  const auto waited = log.find("for the group to form again");
+  if (waited == std::string::npos) return -1;
+  const auto at = log.find("resumed at step ", waited);
+  return at == std::string::npos ? -1 : std::stoll(log.substr(at + 16));
+}
+
 // A drain evicts one rank's pod: that rank's SIGTERM reaches the other through the next step's
-// stop-request all-reduce, both stop after the same step, and rank 0 saves it.
-TEST(AllReduceJob, ASigtermToOneRankStopsEveryRankAfterTheSameStepWithItSaved) {
+// stop-request all-reduce, both stop after the same step, and rank 0 saves it. The rank left
+// does not exit (the kubelet would restart it in place, a restart charged to the job): it waits
+// for the stopped rank's replacement and goes on with it from that step. Asked to stop itself
+// while it waits, it exits at once, the state being saved.
+TEST(AllReduceJob, ASigtermToOneRankStopsEveryRankAfterTheSameStepWithItSavedAndTheRestWait) {
   TempDir work;
   TwoRanks ranks(work.path(), {});
   ASSERT_TRUE(ranks.wait_until_training()) << read_file(work.path() / "rank0.log");
   auto& rank0 = ranks.rank0;
-  auto& rank1 = ranks.rank1;
-  rank1.send(SIGTERM);
-  const int code1 = rank1.wait();
-  const int code0 = rank0.wait();
-  const auto log0 = read_file(work.path() / "rank0.log");
+  ranks.rank1.send(SIGTERM);
+  const int code1 = ranks.rank1.wait();
   const auto log1 = read_file(work.path() / "rank1.log");
-  EXPECT_EQ(code0, 3) << log0;  // contract::kExitStopped
-  EXPECT_EQ(code1, 3) << log1;
-  const auto step = stopped_after_step(log0);
-  ASSERT_GT(step, 0) << log0;
-  EXPECT_EQ(stopped_after_step(log1), step) << log1;
+  EXPECT_EQ(code1, 3) << log1;  // contract::kExitStopped
+  const auto step = stopped_after_step(log1);
+  ASSERT_GT(step, 0) << log1;
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] { return read_file(work.path() / "rank0.log").find("form again") != std::string::npos; },
+      30s))
+      << read_file(work.path() / "rank0.log");
+  auto log0 = read_file(work.path() / "rank0.log");
   EXPECT_NE(log0.find("another rank was asked to stop"), std::string::npos) << log0;
+  EXPECT_NE(log0.find("stopped after step " + std::to_string(step) + " with it saved"),
+            std::string::npos)
+      << log0;
   EXPECT_TRUE(fs::exists(step_checkpoint(work.path() / "model", static_cast<int>(step)))) << log0;
+
+  // The replacement joins, and both go on from the saved step.
+  auto replacement = ranks.replacement(1, work.path() / "replacement1.log");
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] { return resumed_after_wait(read_file(work.path() / "rank0.log")) >= 0; }, 60s))
+      << read_file(work.path() / "rank0.log");
+  log0 = read_file(work.path() / "rank0.log");
+  EXPECT_EQ(resumed_after_wait(log0), step) << log0;
+
+  // Stopped again through the replacement: rank 0 waits again, and a SIGTERM ends its wait.
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] {
+        return read_file(work.path() / "replacement1.log").find("buckets") != std::string::npos;
+      },
+      30s));
+  replacement.send(SIGTERM);
+  EXPECT_EQ(replacement.wait(), 3) << read_file(work.path() / "replacement1.log");
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] {
+        const auto log = read_file(work.path() / "rank0.log");
+        return log.find("form again", log.find("form again") + 1) != std::string::npos;
+      },
+      30s))
+      << read_file(work.path() / "rank0.log");
+  rank0.send(SIGTERM);
+  EXPECT_EQ(rank0.wait(), 3) << read_file(work.path() / "rank0.log");
+  EXPECT_NE(read_file(work.path() / "rank0.log").find("asked to stop while it waited"),
+            std::string::npos)
+      << read_file(work.path() / "rank0.log");
 }
 
 TEST(AllReduceJob, ResumedJobEndsWhereAnUninterruptedOneDoes) {
@@ -283,12 +332,6 @@ TEST(AllReduceJob, ALostRanksReplacementJoinsTheRankLeftInsideItsProcess) {
   // The ranks left waited in their process, and went on from a checkpoint with their peer.
   const auto log0 = read_file(work.path() / "rank0.log");
   const auto log1 = read_file(work.path() / "replacement1.log");
-  const auto resumed_after_wait = [](const std::string& log) {
-    const auto waited = log.find("for the group to form again");
-    if (waited == std::string::npos) return -1;
-    const auto at = log.find("resumed at step ", waited);
-    return at == std::string::npos ? -1 : std::stoi(log.substr(at + 16));
-  };
   EXPECT_GE(resumed_after_wait(log0), 4) << log0;
   EXPECT_GE(resumed_after_wait(log1), 36) << log1;
   EXPECT_NE(log1.find("of round 0 via"), std::string::npos) << log1;  // the new store's first
