@@ -5,7 +5,7 @@
 
 #include <stdexcept>
 
-namespace cifar::op {
+namespace cifar::op::clock_test {
 namespace {
 
 using std::chrono::seconds;
@@ -30,4 +30,4 @@ TEST(Clock, MicroTimeIsUtcWithSixFractionalDigits) {
 }
 
 }  // namespace
-}  // namespace cifar::op
+}  // namespace cifar::op::clock_test

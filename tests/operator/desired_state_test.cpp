@@ -9,7 +9,7 @@
 #include "cluster/cluster.h"
 #include "contract/labels.h"
 
-namespace cifar::op {
+namespace cifar::op::desired_state_test {
 namespace {
 
 using nlohmann::json;
@@ -198,4 +198,4 @@ TEST(DesiredState, TheNetworkPolicyAdmitsTheJobsPodsAndScrapesOfMetrics) {
 }
 
 }  // namespace
-}  // namespace cifar::op
+}  // namespace cifar::op::desired_state_test

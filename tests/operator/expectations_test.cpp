@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+namespace expectations_test {
 namespace {
 
 using cifar::op::Expectations;
@@ -61,3 +62,4 @@ TEST(Expectations, ForgetDropsAJobsExpectations) {
 }
 
 }  // namespace
+}  // namespace expectations_test

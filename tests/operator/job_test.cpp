@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace cifar::op {
+namespace cifar::op::job_test {
 namespace {
 
 using nlohmann::json;
@@ -250,4 +250,4 @@ TEST(ParseSpec, TheEnumFieldsNamesAndDefaultsAreTheCrds) {
 }
 
 }  // namespace
-}  // namespace cifar::op
+}  // namespace cifar::op::job_test

@@ -10,6 +10,7 @@
 #include "kube/client.h"
 #include "tests/support/process.h"
 
+namespace leader_election_test {
 namespace {
 
 using cifar::op::ElectionConfig;
@@ -74,7 +75,9 @@ TEST(LeaderElection, AReleasedLeaseIsFreeAtOnce) {
 }
 
 }  // namespace
+}  // namespace leader_election_test
 
+namespace leader_election_test {
 namespace {
 
 // Regression: a candidate whose first rounds get no answer (in a pod, before kube-proxy has
@@ -103,3 +106,4 @@ TEST(LeaderElection, AnApiServerThatDoesNotAnswerYetIsWaitedFor) {
 }
 
 }  // namespace
+}  // namespace leader_election_test

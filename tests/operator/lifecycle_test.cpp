@@ -10,7 +10,7 @@
 #include "cifartrainjob/reconcile.h"
 #include "tests/operator/fixtures.h"
 
-namespace cifar::op {
+namespace cifar::op::lifecycle_test {
 namespace {
 
 using nlohmann::json;
@@ -387,4 +387,4 @@ TEST(FinalProgress, KeepsWhereAFailedJobStoppedAndIgnoresMessagesThatAreNotFigur
 }
 
 }  // namespace
-}  // namespace cifar::op
+}  // namespace cifar::op::lifecycle_test

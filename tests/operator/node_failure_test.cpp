@@ -10,7 +10,7 @@
 #include "framework/node_status.h"
 #include "tests/operator/fixtures.h"
 
-namespace cifar::op {
+namespace cifar::op::node_failure_test {
 namespace {
 
 using nlohmann::json;
@@ -279,4 +279,4 @@ TEST(NodeSpread, APodTemplatesOwnConstraintsWin) {
 }
 
 }  // namespace
-}  // namespace cifar::op
+}  // namespace cifar::op::node_failure_test

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace cifar::op {
+namespace cifar::op::pod_status_test {
 namespace {
 
 using nlohmann::json;
@@ -39,4 +39,4 @@ TEST(PodPhase, ReadFromThePod) {
 }
 
 }  // namespace
-}  // namespace cifar::op
+}  // namespace cifar::op::pod_status_test

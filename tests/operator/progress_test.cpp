@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+namespace progress_test {
 namespace {
 
 using cifar::op::job_progress;
@@ -177,3 +178,4 @@ TEST(Progress, PsZeroSaysWhichTrainersTrainAndWhenOneWasDropped) {
 }
 
 }  // namespace
+}  // namespace progress_test

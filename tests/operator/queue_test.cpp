@@ -14,7 +14,7 @@
 #include "framework/kueue.h"
 #include "tests/operator/fixtures.h"
 
-namespace cifar::op {
+namespace cifar::op::queue_test {
 namespace {
 
 using nlohmann::json;
@@ -413,4 +413,4 @@ TEST(QueuedJob, PodsKueueDidNotTakeAreSaidOnce) {
 }
 
 }  // namespace
-}  // namespace cifar::op
+}  // namespace cifar::op::queue_test

@@ -11,7 +11,7 @@
 #include "cifartrainjob/suspend.h"
 #include "tests/operator/fixtures.h"
 
-namespace cifar::op {
+namespace cifar::op::reconcile_phases_test {
 namespace {
 
 using nlohmann::json;
@@ -198,4 +198,4 @@ TEST(ReplicasPhase, TheChiefsSuccessEndsTheJob) {
 }
 
 }  // namespace
-}  // namespace cifar::op
+}  // namespace cifar::op::reconcile_phases_test

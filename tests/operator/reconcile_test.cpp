@@ -11,7 +11,7 @@
 #include "contract/exit_codes.h"
 #include "tests/operator/fixtures.h"
 
-namespace cifar::op {
+namespace cifar::op::reconcile_test {
 namespace {
 
 using nlohmann::json;
@@ -581,4 +581,4 @@ TEST(Reconcile, AnInvalidSpecFailsTheJobAndCreatesNothing) {
 }
 
 }  // namespace
-}  // namespace cifar::op
+}  // namespace cifar::op::reconcile_test

@@ -7,7 +7,7 @@
 
 #include "framework/merge_patch.h"
 
-namespace cifar::op {
+namespace cifar::op::status_test {
 namespace {
 
 using nlohmann::json;
@@ -146,4 +146,4 @@ TEST(StatusPatch, RemovesWhatANestedObjectLacks) {
 }
 
 }  // namespace
-}  // namespace cifar::op
+}  // namespace cifar::op::status_test

@@ -5,7 +5,7 @@
 
 #include <thread>
 
-namespace cifar::op {
+namespace cifar::op::work_queue_test {
 namespace {
 
 using std::chrono::milliseconds;
@@ -95,4 +95,4 @@ TEST(WorkQueue, ShutDownWakesBlockedWorkers) {
 }
 
 }  // namespace
-}  // namespace cifar::op
+}  // namespace cifar::op::work_queue_test
