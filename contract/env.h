@@ -22,6 +22,10 @@ inline constexpr char kIncarnation[] = "CIFAR_INCARNATION";
 // incarnation before it restores from the run's checkpoints, so that an old chief left running
 // with an old parameter server on a cut-off node writes nothing after that restore.
 inline constexpr char kChiefIncarnation[] = "CIFAR_CHIEF_INCARNATION";
+// The incarnations of the job's parameter servers as this trainer is created, comma-separated by
+// PS index ("3,2"): the trainer refuses to train against an older PS (one left running on a
+// cut-off node while its replacement serves). Trainers of parameter-server jobs only.
+inline constexpr char kPsIncarnations[] = "CIFAR_PS_INCARNATIONS";
 // All-reduce ranks, as torch.distributed names them (trainers of all-reduce jobs only).
 inline constexpr char kMasterAddr[] = "MASTER_ADDR";
 inline constexpr char kMasterPort[] = "MASTER_PORT";

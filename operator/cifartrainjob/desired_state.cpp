@@ -335,6 +335,16 @@ void stamp_chief_incarnation(json& pod, int64_t chief_incarnation) {
   }
 }
 
+void stamp_ps_incarnations(json& pod, const std::vector<int64_t>& incarnations) {
+  std::string list;
+  for (const auto number : incarnations) {
+    list += (list.empty() ? "" : ",") + std::to_string(number);
+  }
+  for (auto& container : pod["spec"]["containers"]) {
+    container["env"].push_back(env_var(contract::env::kPsIncarnations, list));
+  }
+}
+
 int64_t incarnation_of(const json& pod) {
   const auto annotations = pod["metadata"].value("annotations", json::object());
   const auto value = annotations.value(contract::label::kIncarnationAnnotation, "");

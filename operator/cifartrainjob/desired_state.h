@@ -61,6 +61,9 @@ std::vector<nlohmann::json> desired_pods(const Job& job);
 void stamp_incarnation(nlohmann::json& pod, int64_t incarnation);
 // Tells `pod` (a desired pod) the chief's incarnation: env CIFAR_CHIEF_INCARNATION.
 void stamp_chief_incarnation(nlohmann::json& pod, int64_t chief_incarnation);
+// Tells `pod` (a desired trainer of a PS job) the parameter servers' incarnations, by index: env
+// CIFAR_PS_INCARNATIONS ("3,2").
+void stamp_ps_incarnations(nlohmann::json& pod, const std::vector<int64_t>& incarnations);
 // A pod's incarnation, from its annotation (0: none, or not a number).
 int64_t incarnation_of(const nlohmann::json& pod);
 

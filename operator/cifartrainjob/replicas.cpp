@@ -1,6 +1,8 @@
 #include "cifartrainjob/replicas.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "cifartrainjob/chief_success.h"
 #include "cifartrainjob/desired_state.h"
@@ -21,6 +23,43 @@ void create_job_objects(const Job& job, bool service_exists, Plan& plan) {
   plan.create_token_secret = true;
   plan.create_network_policy = desired_network_policy(job);
   plan.create_service = desired_service(job);
+}
+
+// Numbers this round's pods: they outrank every pod made before, above the number the status
+// recorded and any a pod shows (one whose round's status write was refused as stale). Each also
+// learns the chief's number after this round (a parameter server created with it claims the run
+// first: train/fence.h) and a trainer the parameter servers' (it trains against none older).
+void number_new_pods(const Job& job, const PodsByName& pods, Plan& plan) {
+  auto& status = plan.status;
+  int64_t newest = status.incarnation.value_or(0);
+  for (const auto& [name, pod] : pods) newest = std::max(newest, incarnation_of(pod));
+  if (plan.create_pods.empty()) {
+    if (newest > 0) status.incarnation = newest;
+    return;
+  }
+  const int64_t round = newest + 1;
+  status.incarnation = round;
+  // A pod's number after this round: its pod's, or this round's if it is created now.
+  const auto after_this_round = [&](const std::string& name) {
+    const auto* pod = find_pod(pods, name);
+    const bool created =
+        std::any_of(plan.create_pods.begin(), plan.create_pods.end(),
+                    [&](const nlohmann::json& made) { return made["metadata"]["name"] == name; });
+    return pod != nullptr && !created ? incarnation_of(*pod) : round;
+  };
+  const int64_t chief_incarnation = after_this_round(chief_name(job));
+  std::vector<int64_t> ps_incarnations;
+  for (int i = 0; i < job.spec.count(Role::kPs); ++i) {
+    ps_incarnations.push_back(after_this_round(pod_name(job, Role::kPs, i)));
+  }
+  for (auto& pod : plan.create_pods) {
+    stamp_incarnation(pod, round);
+    stamp_chief_incarnation(pod, chief_incarnation);
+    const auto role = pod_role(pod);
+    if (!ps_incarnations.empty() && (role == Role::kMaster || role == Role::kWorker)) {
+      stamp_ps_incarnations(pod, ps_incarnations);
+    }
+  }
 }
 
 }  // namespace
@@ -53,28 +92,7 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
         plan.create_pods.push_back(desired_pod(job, role, index));
       }
     }
-    // This round's pods outrank every pod made before: above the number the status recorded
-    // and any a pod shows (one whose round's status write was refused as stale).
-    int64_t newest = status.incarnation.value_or(0);
-    for (const auto& [name, pod] : pods) newest = std::max(newest, incarnation_of(pod));
-    if (!plan.create_pods.empty()) {
-      status.incarnation = newest + 1;
-      // The chief's number after this round: its running pod's, or this round's if it is
-      // created now (a parameter server created with it claims the run first: train/fence.h).
-      const auto chief = chief_name(job);
-      const auto* chief_pod = find_pod(pods, chief);
-      const bool chief_created =
-          std::any_of(plan.create_pods.begin(), plan.create_pods.end(),
-                      [&](const nlohmann::json& pod) { return pod["metadata"]["name"] == chief; });
-      const int64_t chief_incarnation =
-          chief_pod != nullptr && !chief_created ? incarnation_of(*chief_pod) : *status.incarnation;
-      for (auto& pod : plan.create_pods) {
-        stamp_incarnation(pod, *status.incarnation);
-        stamp_chief_incarnation(pod, chief_incarnation);
-      }
-    } else if (newest > 0) {
-      status.incarnation = newest;
-    }
+    number_new_pods(job, pods, plan);
   }
   for (const auto& name : tally.stopped) {
     plan.delete_pods.push_back(name);

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cluster/cluster.h"
@@ -392,6 +393,30 @@ int64_t incarnation_from_env(const char* name) {
   return number;
 }
 
+// The parameter servers' incarnations (env CIFAR_PS_INCARNATIONS, "3,2"; none: empty); throws
+// std::invalid_argument for anything but whole numbers >= 0 separated by commas.
+std::vector<int64_t> incarnations_from_env(const char* name) {
+  const char* value = std::getenv(name);
+  std::vector<int64_t> numbers;
+  if (value == nullptr || *value == '\0') return numbers;
+  const std::string_view text(value);
+  size_t start = 0;
+  while (true) {
+    const auto comma = text.find(',', start);
+    const auto part =
+        text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
+    int64_t number = -1;
+    const auto [stop, error] = std::from_chars(part.data(), part.data() + part.size(), number);
+    if (part.empty() || error != std::errc() || stop != part.data() + part.size() || number < 0) {
+      throw std::invalid_argument(std::string(name) + "=" + value +
+                                  ": not whole numbers >= 0 separated by commas");
+    }
+    numbers.push_back(number);
+    if (comma == std::string_view::npos) return numbers;
+    start = comma + 1;
+  }
+}
+
 ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
   CLI::App app{"cifar-train: trains CIFAR-10/100 (and Fashion-MNIST) image classifiers",
                "cifar-train"};
@@ -418,6 +443,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
     resolve_distributed(app, distributed, config);
     config.incarnation = incarnation_from_env(contract::env::kIncarnation);
     config.chief_incarnation = incarnation_from_env(contract::env::kChiefIncarnation);
+    config.ps_incarnations = incarnations_from_env(contract::env::kPsIncarnations);
   } catch (const std::invalid_argument& e) {
     std::cerr << "cifar-train: error: " << e.what() << "\n";
     parsed.exit_code = contract::kExitUsage;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cluster/cluster.h"
 #include "config/allreduce_options.h"
@@ -85,6 +86,10 @@ struct TrainConfig {
   // The chief's incarnation as this pod was created (env CIFAR_CHIEF_INCARNATION; 0: unknown): a
   // parameter server created with its chief claims the run for them before it restores.
   int64_t chief_incarnation = 0;
+  // The parameter servers' incarnations as this trainer was created, by PS index (env
+  // CIFAR_PS_INCARNATIONS; empty: unknown): it trains against none older
+  // (distributed/ps/membership.h).
+  std::vector<int64_t> ps_incarnations;
   std::string termination_log;    // where the final figures or the error go as it exits ("": none)
   std::string progress = "auto";  // auto | bar | lines | none
   int64_t log_every_steps = 0;    // plain-line progress interval (0 = ~10 lines an epoch)

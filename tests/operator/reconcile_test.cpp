@@ -103,13 +103,14 @@ std::string incarnation_of(const json& pod) {
   return "";
 }
 
-// The pod's CIFAR_CHIEF_INCARNATION ("" if absent).
-std::string chief_incarnation_of(const json& pod) {
+// The value of the pod's env var `name` ("" if absent).
+std::string env_of(const json& pod, const std::string& name) {
   for (const auto& var : pod["spec"]["containers"][0]["env"]) {
-    if (var["name"] == "CIFAR_CHIEF_INCARNATION") return var["value"];
+    if (var["name"] == name) return var["value"];
   }
   return "";
 }
+std::string chief_incarnation_of(const json& pod) { return env_of(pod, "CIFAR_CHIEF_INCARNATION"); }
 
 // The fence's numbers: every round that creates pods gives them one more than any before, and the
 // status records it, so a replacement outranks the pod it replaces.
@@ -120,6 +121,11 @@ TEST(Reconcile, EveryRoundThatCreatesPodsGivesThemAnIncarnationAboveAllBefore) {
   for (const auto& pod : first.create_pods) {
     EXPECT_EQ(incarnation_of(pod), "1");
     EXPECT_EQ(chief_incarnation_of(pod), "1");  // created with the chief
+    // Trainers learn the parameter servers' numbers; the PS and the evaluator need none.
+    const bool trainer =
+        pod["metadata"]["name"] == "j-master-0" ||
+        pod["metadata"]["name"].get<std::string>().find("-worker-") != std::string::npos;
+    EXPECT_EQ(env_of(pod, "CIFAR_PS_INCARNATIONS"), trainer ? "1" : "") << pod["metadata"]["name"];
   }
 
   auto observed = running(job);
@@ -149,6 +155,15 @@ TEST(Reconcile, EveryRoundThatCreatesPodsGivesThemAnIncarnationAboveAllBefore) {
   const auto beside = reconcile(job, replaced.status, shown, kT0 + seconds(20));
   ASSERT_EQ(beside.create_pods.size(), 1U);
   EXPECT_EQ(chief_incarnation_of(beside.create_pods[0]), "2");
+  // ... and the running PS's, so that it never trains against an older one.
+  EXPECT_EQ(env_of(beside.create_pods[0], "CIFAR_PS_INCARNATIONS"), "7");
+  // A PS and a worker created together: the worker expects the new PS.
+  auto both_gone = running(job);
+  both_gone.pods.erase(both_gone.pods.begin() + 2);  // worker 0
+  both_gone.pods.erase(both_gone.pods.begin());      // the PS
+  const auto together = reconcile(job, replaced.status, both_gone, kT0 + seconds(30));
+  ASSERT_EQ(together.create_pods.size(), 2U);
+  EXPECT_EQ(env_of(together.create_pods[1], "CIFAR_PS_INCARNATIONS"), "3");
 }
 
 // The restart-policy x exit-code matrix: {policy, exit code, retried?}.

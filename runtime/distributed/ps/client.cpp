@@ -45,7 +45,10 @@ class PsClient::Connection {
         name_("PS shard " + std::to_string(index) + " (" + address_ +
               (options.stripes > 1 ? ", stripe " + stripe_ : "") + ")"),
         options_(options),
-        metrics_(metrics) {
+        metrics_(metrics),
+        expected_incarnation_(static_cast<size_t>(index) < options.ps_incarnations.size()
+                                  ? options.ps_incarnations[static_cast<size_t>(index)]
+                                  : 0) {
     grpc::ChannelArguments args;
     // A TCP connection of its own (channels to one address would share one): the point of stripes.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
@@ -92,9 +95,17 @@ class PsClient::Connection {
       if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
       if (options_.stripes > 1) context.AddMetadata(kStripeMetadata, stripe_);
       if (options_.member) context.AddMetadata(kMemberMetadata, member_metadata(*options_.member));
+      if (expected_incarnation_ > 0) {
+        context.AddMetadata(kPsIncarnationMetadata, std::to_string(expected_incarnation_));
+      }
       auto status = rpc(context);
       const auto code = status.error_code();
-      if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      // An older PS than expected (its node cut off, the DNS name not yet its replacement's) is
+      // waited out like a PS that is down, and so is a call the PS cancelled as it shut down
+      // (this client cancels none).
+      const bool stale_ps = is_stale_parameter_server(status);
+      if (!stale_ps && code != grpc::StatusCode::UNAVAILABLE &&
+          code != grpc::StatusCode::DEADLINE_EXCEEDED && code != grpc::StatusCode::CANCELLED) {
         if (warned) spdlog::info("{} is back", name_);
         return status;
       }
@@ -112,13 +123,15 @@ class PsClient::Connection {
         continue;
       }
       if (Clock::now() > give_up) {
-        throw std::runtime_error(name_ + " unreachable for " +
-                                 std::to_string(options_.retry_seconds) + " s during " + what +
-                                 ": " + describe(status));
+        throw std::runtime_error(
+            name_ + (stale_ps ? " older than expected for " : " unreachable for ") +
+            std::to_string(options_.retry_seconds) + " s during " + what + ": " + describe(status));
       }
       if (!warned) {
         spdlog::warn("{} {}: {}; retrying for up to {} s", name_,
-                     is_not_initialized(status) ? "has no parameters yet" : "unreachable",
+                     stale_ps                     ? "is an older incarnation than expected"
+                     : is_not_initialized(status) ? "has no parameters yet"
+                                                  : "unreachable",
                      status.error_message(), options_.retry_seconds);
         warned = true;
       }
@@ -151,6 +164,7 @@ class PsClient::Connection {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<Stub> stub_;
   std::unique_ptr<grpc::GenericStub> generic_;
+  int64_t expected_incarnation_;  // of this PS, at least (0: any)
 };
 
 PsClient::PsClient(ClientOptions options, ShardLayout layout, metrics::RuntimeMetrics* metrics)

@@ -40,6 +40,9 @@ struct ClientOptions {
   // Who calls, sent on every call (membership.h): a trainer that a newer incarnation replaced
   // is refused, and stops with train::Replaced. None: a trainer without an incarnation.
   std::optional<Member> member;
+  // The incarnation expected of each PS, by index (membership.h; missing or 0: any): an older PS
+  // is waited out as one that is down, for retry_seconds.
+  std::vector<int64_t> ps_incarnations;
 };
 
 // What a pull (or push-and-pull) brought back.

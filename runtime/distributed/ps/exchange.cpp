@@ -91,6 +91,7 @@ ClientOptions client_options(const train::TrainConfig& config, int stripes) {
   if (config.incarnation > 0) {
     o.member = Member{config.distributed.job.trainer_rank(), config.incarnation};
   }
+  o.ps_incarnations = config.ps_incarnations;
   return o;
 }
 

@@ -41,11 +41,49 @@ grpc::Status Membership::admit(const Member& member) {
   return grpc::Status::OK;
 }
 
-bool is_stale_incarnation(const grpc::Status& status) {
+namespace {
+
+bool refused_for(const grpc::Status& status, proto::ShardError::Reason reason) {
   proto::ShardError error;
   return status.error_code() == grpc::StatusCode::FAILED_PRECONDITION &&
          !status.error_details().empty() && error.ParseFromString(status.error_details()) &&
-         error.reason() == proto::ShardError::STALE_INCARNATION;
+         error.reason() == reason;
+}
+
+}  // namespace
+
+bool is_stale_incarnation(const grpc::Status& status) {
+  return refused_for(status, proto::ShardError::STALE_INCARNATION);
+}
+
+grpc::Status PsIncarnation::admit(std::string_view expected) {
+  int64_t number = -1;
+  const auto [end, error] =
+      std::from_chars(expected.data(), expected.data() + expected.size(), number);
+  if (error != std::errc() || end != expected.data() + expected.size() || number < 0) {
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            "PS incarnation '" + std::string(expected) + "' is not a whole number >= 0"};
+  }
+  if (own_ == 0 || number <= own_) return grpc::Status::OK;
+  int64_t seen = replaced_by_.load();
+  while (seen < number && !replaced_by_.compare_exchange_weak(seen, number)) {
+  }
+  proto::ShardError refusal;
+  refusal.set_reason(proto::ShardError::STALE_PARAMETER_SERVER);
+  return {grpc::StatusCode::FAILED_PRECONDITION,
+          "this parameter server, of incarnation " + std::to_string(own_) +
+              ", was replaced by incarnation " + std::to_string(number) +
+              ": the trainer may not train against it",
+          refusal.SerializeAsString()};
+}
+
+std::optional<int64_t> PsIncarnation::replaced_by() const {
+  const auto by = replaced_by_.load();
+  return by > 0 ? std::optional<int64_t>(by) : std::nullopt;
+}
+
+bool is_stale_parameter_server(const grpc::Status& status) {
+  return refused_for(status, proto::ShardError::STALE_PARAMETER_SERVER);
 }
 
 }  // namespace cifar::ps

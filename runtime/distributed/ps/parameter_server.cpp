@@ -27,11 +27,16 @@ namespace {
 
 constexpr auto kPollPeriod = std::chrono::milliseconds(20);
 
-// Whether the master finished the job (true) before this PS was asked to stop (false).
-bool wait_for_finish_or_stop(const Shard& first) {
+// Whether the master finished the job (true) before this PS was asked to stop (false). Throws
+// train::Replaced once a trainer's call said that a newer incarnation replaced this PS.
+bool wait_for_finish_or_stop(const Shard& first, const ShardServer& server) {
   const train::StopWindow stop_window;
   while (!first.finished()) {
     if (train::stop_requested()) return false;
+    if (const auto by = server.replaced_by()) {
+      throw train::Replaced("this pod was replaced by incarnation " + std::to_string(*by) +
+                            " (a trainer expects it); stopping");
+    }
     std::this_thread::sleep_for(kPollPeriod);
   }
   return true;
@@ -117,13 +122,14 @@ int run_parameter_server(const train::TrainConfig& config) {
   }
 
   const auto address = listen_address(job.cluster.ps.at(static_cast<size_t>(job.index)));
-  ShardServer server(stripes, address, dist.ps.token, dist.ps.max_message_mb << 20);
+  ShardServer server(stripes, address, dist.ps.token, dist.ps.max_message_mb << 20,
+                     config.incarnation);
   spdlog::info("ps {}: serving shard {} of {} on {} (mode {})", job.index, job.index, servers,
                address, mode_name(dist.ps.mode));
   // Stripe 0 is always used; by the time the master finishes it, every other stripe it uses has
   // been initialised (before training) and is finished too. Each stripe is waited for once.
   auto& first = *stripes.front();
-  if (!wait_for_finish_or_stop(first)) {
+  if (!wait_for_finish_or_stop(first, server)) {
     serve_until_state_gathered(server, stripes, job.index);
     return contract::kExitStopped;
   }

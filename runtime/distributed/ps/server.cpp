@@ -27,10 +27,11 @@ namespace cifar::ps {
 class ParameterServerService final : public proto::ParameterServer::WithRawCallbackMethod_PushPull<
                                          proto::ParameterServer::Service> {
  public:
-  explicit ParameterServerService(std::vector<std::shared_ptr<Shard>> stripes)
-      : stripes_(std::move(stripes)) {}
+  ParameterServerService(std::vector<std::shared_ptr<Shard>> stripes, int64_t incarnation)
+      : stripes_(std::move(stripes)), incarnation_(incarnation) {}
 
   void announce_stop() { stopping_.store(true); }
+  [[nodiscard]] std::optional<int64_t> replaced_by() const { return incarnation_.replaced_by(); }
 
   grpc::Status Register(grpc::ServerContext* context, const proto::RegisterRequest* request,
                         proto::RegisterReply* reply) override {
@@ -101,8 +102,8 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
   }
 
   // Finds the call's stripe, and refuses a trainer of an older incarnation than one this PS has
-  // served (membership.h). (The job token was checked before the call got here, by the listening
-  // port's credentials: token_auth.h.)
+  // served, or one that expects a newer PS than this (membership.h). (The job token was checked
+  // before the call got here, by the listening port's credentials: token_auth.h.)
   [[nodiscard]] grpc::Status admit(const grpc::ServerContextBase& context, Shard** shard) {
     const auto& metadata = context.client_metadata();
     size_t stripe = 0;
@@ -117,6 +118,10 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
       stripe = *parsed;
     }
     *shard = stripes_[stripe].get();
+    if (const auto it = metadata.find(kPsIncarnationMetadata); it != metadata.end()) {
+      auto status = incarnation_.admit(std::string_view(it->second.data(), it->second.size()));
+      if (!status.ok()) return status;
+    }
     if (const auto it = metadata.find(kMemberMetadata); it != metadata.end()) {
       const std::string text(it->second.data(), it->second.size());
       const auto member = parse_member_metadata(text);
@@ -139,6 +144,7 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
 
   std::vector<std::shared_ptr<Shard>> stripes_;
   Membership membership_;  // one for every stripe: a trainer's incarnation is the process's
+  PsIncarnation incarnation_;
   std::atomic<bool> stopping_{false};
   CallPool calls_;
 };
@@ -149,8 +155,9 @@ ShardServer::ShardServer(std::shared_ptr<Shard> shard, const std::string& addres
                   max_message_bytes) {}
 
 ShardServer::ShardServer(std::vector<std::shared_ptr<Shard>> stripes, const std::string& address,
-                         std::string token, int64_t max_message_bytes)
-    : stripes_(std::move(stripes)), service_(std::make_unique<ParameterServerService>(stripes_)) {
+                         std::string token, int64_t max_message_bytes, int64_t incarnation)
+    : stripes_(std::move(stripes)),
+      service_(std::make_unique<ParameterServerService>(stripes_, incarnation)) {
   if (stripes_.empty()) throw std::invalid_argument("a PS serves at least one stripe");
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, token_checking_credentials(std::move(token)), &port_);
@@ -169,6 +176,8 @@ ShardServer::ShardServer(std::vector<std::shared_ptr<Shard>> stripes, const std:
 }
 
 void ShardServer::announce_stop() { service_->announce_stop(); }
+
+std::optional<int64_t> ShardServer::replaced_by() const { return service_->replaced_by(); }
 
 ShardServer::~ShardServer() {
   // Let calls in flight finish for a moment, then cancel the rest.

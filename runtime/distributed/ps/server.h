@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,11 +20,11 @@ class ParameterServerService;
 
 // A PS's stripes served on `address` ("host:port", port 0 picks one). `token`, when set, must come
 // with every call as "authorization: Bearer <token>". Messages over `max_message_bytes` are
-// refused.
+// refused. `incarnation`: this PS's (membership.h; 0: none), which calls may expect newer.
 class ShardServer {
  public:
   ShardServer(std::vector<std::shared_ptr<Shard>> stripes, const std::string& address,
-              std::string token, int64_t max_message_bytes);
+              std::string token, int64_t max_message_bytes, int64_t incarnation = 0);
   // One stripe.
   ShardServer(std::shared_ptr<Shard> shard, const std::string& address, std::string token,
               int64_t max_message_bytes);
@@ -36,6 +37,8 @@ class ShardServer {
   // From now on every reply to a push or pull says that this PS is stopping, so that the master
   // checkpoints the shards' state before it goes (parameter_server.h).
   void announce_stop();
+  // The incarnation that replaced this PS, as a trainer's call said; nullopt: none.
+  [[nodiscard]] std::optional<int64_t> replaced_by() const;
 
  private:
   std::vector<std::shared_ptr<Shard>> stripes_;

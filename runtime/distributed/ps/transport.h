@@ -17,6 +17,9 @@ constexpr const char* kStripeMetadata = "cifar-ps-stripe";
 // The metadata key naming the calling trainer and its incarnation, "<rank>@<incarnation>"
 // (membership.h); none: a trainer without an incarnation, served as always.
 constexpr const char* kMemberMetadata = "cifar-member";
+// The metadata key naming the incarnation a trainer expects of the PS it calls, at least
+// (membership.h); none: any.
+constexpr const char* kPsIncarnationMetadata = "cifar-ps-incarnation";
 
 // gRPC channel settings for messages of many megabytes, on both ends of a connection.
 std::vector<std::pair<std::string, int>> large_message_channel_args();

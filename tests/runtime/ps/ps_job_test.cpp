@@ -7,8 +7,8 @@
 #include <csignal>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "models/model.h"
 #include "tests/support/parameters.h"
@@ -55,11 +55,17 @@ class LocalJob {
   [[nodiscard]] std::string name(const std::string& role, int index) const {
     return role + std::to_string(index);
   }
-  // Each (re)start logs to its own file; log() reads them all in order.
-  void start(const std::string& role, int index = 0) {
+  // Each (re)start logs to its own file; log() reads them all in order. `env`: "NAME=value"s
+  // the process gets besides this one's environment (as the operator gives a pod).
+  void start(const std::string& role, int index = 0, const std::vector<std::string>& env = {}) {
     const auto runs = ++starts_[name(role, index)];
     const fs::path log_file = work_ / (name(role, index) + "." + std::to_string(runs) + ".log");
-    processes_[name(role, index)] = std::make_unique<ChildProcess>(argv(role, index), log_file);
+    auto command = argv(role, index);
+    if (!env.empty()) {
+      command.insert(command.begin(), env.begin(), env.end());
+      command.insert(command.begin(), "env");
+    }
+    processes_[name(role, index)] = std::make_unique<ChildProcess>(command, log_file);
   }
   void start_all(bool evaluator = true) {
     for (int i = 0; i < ps_count_; ++i) start("ps", i);
@@ -287,6 +293,32 @@ TEST(PsFaults, KilledPsRestoresItsShardFromTheLatestCheckpoint) {
   EXPECT_NE(job.log("ps", 1).find("restoring its"), std::string::npos) << job.log("ps", 1);
   EXPECT_NE(job.log("master").find("unreachable"), std::string::npos) << job.log("master");
   EXPECT_NE(job.log("master").find(done_at(2)), std::string::npos) << job.log("master");
+  EXPECT_TRUE(fs::exists(job.model_dir() / "simplecnn.done"));
+}
+
+// A parameter server left running beside its replacement (its node was cut off, and the operator
+// replaced it and the worker there): the new worker expects the new PS (env
+// CIFAR_PS_INCARNATIONS), so the old PS refuses it and stops, "replaced", instead of training it
+// against old parameters; the worker waits for the new PS, which restores the shard, and the job
+// finishes.
+TEST(PsFaults, AnOldPsRefusesATrainerThatExpectsItsReplacementAndStops) {
+  TempDir work;
+  LocalJob job(work.path(), 1, /*workers=*/1, fault_args());
+  const std::vector<std::string> first = {"CIFAR_INCARNATION=1", "CIFAR_PS_INCARNATIONS=1"};
+  job.start("ps", 0, first);
+  job.start("master", 0, first);
+  job.start("worker", 0, first);
+  ASSERT_TRUE(wait_for([&] { return has_checkpoint(job.model_dir()); }, 120s)) << job.all_logs();
+  job.process("worker").kill_hard();
+  job.start("worker", 0, {"CIFAR_INCARNATION=2", "CIFAR_PS_INCARNATIONS=2"});
+  EXPECT_EQ(job.process("ps").wait(), 4) << job.log("ps");  // contract::kExitReplaced
+  EXPECT_NE(job.log("ps").find("this pod was replaced by incarnation 2"), std::string::npos)
+      << job.log("ps");
+  job.start("ps", 0, {"CIFAR_INCARNATION=2"});
+  job.expect_all_succeed(240s);
+  EXPECT_NE(job.log("worker").find("is an older incarnation than expected"), std::string::npos)
+      << job.log("worker");
+  EXPECT_NE(job.log("ps").find("restoring its"), std::string::npos) << job.log("ps");
   EXPECT_TRUE(fs::exists(job.model_dir() / "simplecnn.done"));
 }
 

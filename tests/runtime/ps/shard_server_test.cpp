@@ -44,7 +44,8 @@ class ServedShard {
  public:
   explicit ServedShard(Mode mode, std::string token = "", int64_t max_bytes = 1 << 20,
                        std::chrono::milliseconds timeout = 5s, int64_t staleness = 1,
-                       int stripes = 1, metrics::RuntimeMetrics* metrics = nullptr) {
+                       int stripes = 1, metrics::RuntimeMetrics* metrics = nullptr,
+                       int64_t incarnation = 0) {
     std::vector<std::shared_ptr<Shard>> shards;
     for (int stripe = 0; stripe < stripes; ++stripe) {
       ShardOptions options;
@@ -54,7 +55,8 @@ class ServedShard {
       options.staleness = staleness;
       shards.push_back(std::make_shared<Shard>(options, metrics));
     }
-    server_ = std::make_unique<ShardServer>(shards, "127.0.0.1:0", std::move(token), max_bytes);
+    server_ = std::make_unique<ShardServer>(shards, "127.0.0.1:0", std::move(token), max_bytes,
+                                            incarnation);
     channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
                                    grpc::InsecureChannelCredentials());
     stub_ = proto::ParameterServer::NewStub(channel_);
@@ -127,15 +129,20 @@ class ServedShard {
   void use_stripe(std::string stripe) { stripe_ = std::move(stripe); }
   // The "cifar-member" metadata the calls carry from now on ("": none).
   void call_as(std::string member) { member_ = std::move(member); }
+  // The "cifar-ps-incarnation" metadata the calls carry from now on ("": none).
+  void expect_ps(std::string incarnation) { expected_ps_ = std::move(incarnation); }
+  [[nodiscard]] const ShardServer& server() const { return *server_; }
 
  private:
   void name_stripe(grpc::ClientContext& context) const {
     if (!stripe_.empty()) context.AddMetadata(kStripeMetadata, stripe_);
     if (!member_.empty()) context.AddMetadata(kMemberMetadata, member_);
+    if (!expected_ps_.empty()) context.AddMetadata(kPsIncarnationMetadata, expected_ps_);
   }
 
   std::string stripe_;
   std::string member_;
+  std::string expected_ps_;
   std::unique_ptr<ShardServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<proto::ParameterServer::Stub> stub_;
@@ -457,6 +464,39 @@ TEST(ShardServer, ATrainerOfAnOlderIncarnationThanOneServedIsRefused) {
   EXPECT_EQ(shard.state().version(), 1);  // nothing of the old one applied
   shard.call_as("zero@one");
   EXPECT_EQ(shard.register_trainer(0).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// The other way round: a trainer created after this PS was replaced expects the newer one, and an
+// old PS (left running on a cut-off node) refuses it, serves nothing more, and knows it must stop.
+TEST(ShardServer, APsOlderThanTheCallExpectsRefusesItAndLearnsItWasReplaced) {
+  ServedShard shard(Mode::kAsync, "", 1 << 20, 5s, 1, 1, nullptr, /*incarnation=*/2);
+  ASSERT_TRUE(shard.initialize().ok());
+  shard.expect_ps("2");  // a trainer created with this PS
+  ASSERT_TRUE(shard.register_trainer(0).ok());
+  EXPECT_FALSE(shard.server().replaced_by());
+  proto::ParamsReply reply;
+  ASSERT_TRUE(shard.push_pull(ServedShard::push(0, 0, 1, 1), &reply).ok());
+
+  shard.expect_ps("3");  // a trainer created after the PS's replacement
+  const auto refused = shard.push_pull(ServedShard::push(1, 1, 1, 1), &reply);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(is_stale_parameter_server(refused)) << refused.error_message();
+  EXPECT_FALSE(is_stale_incarnation(refused));  // not the trainer's fault: it must not stop
+  EXPECT_NE(refused.error_message().find(
+                "this parameter server, of incarnation 2, was replaced by incarnation 3"),
+            std::string::npos)
+      << refused.error_message();
+  EXPECT_EQ(shard.server().replaced_by(), 3);
+  shard.expect_ps("");
+  EXPECT_EQ(shard.state().version(), 1);  // nothing of the refused push applied
+
+  shard.expect_ps("three");
+  EXPECT_EQ(shard.register_trainer(0).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // A PS run without an incarnation serves any trainer.
+  ServedShard unnumbered(Mode::kAsync);
+  unnumbered.expect_ps("9");
+  EXPECT_TRUE(unnumbered.initialize().ok());
+  EXPECT_FALSE(unnumbered.server().replaced_by());
 }
 
 TEST(Membership, MetadataRoundTripsAndMalformedIsRefused) {
