@@ -49,6 +49,7 @@ void number_new_pods(const Job& job, const PodsByName& pods, Plan& plan) {
   };
   const int64_t chief_incarnation = after_this_round(chief_name(job));
   std::vector<int64_t> ps_incarnations;
+  ps_incarnations.reserve(static_cast<size_t>(job.spec.count(Role::kPs)));
   for (int i = 0; i < job.spec.count(Role::kPs); ++i) {
     ps_incarnations.push_back(after_this_round(pod_name(job, Role::kPs, i)));
   }
