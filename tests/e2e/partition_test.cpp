@@ -9,6 +9,7 @@
 // These cases take the whole cluster (EXCLUSIVE): other cases' pods on the node would be cut off.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -48,15 +49,22 @@ class CheckpointOrder {
   }
 
  private:
+  // A directory lists its files in no particular order: the checkpoints one look finds new (all
+  // those there before the first, or several written within one 50 ms period) go in step order.
   void poll() {
     while (!stop_) {
       std::error_code error;
+      std::vector<int64_t> found;
       for (const auto& file : fs::directory_iterator(dir_, error)) {
         const auto name = file.path().filename().string();
         const auto at = name.rfind("-step-");
         if (file.path().extension() != ".pt" || at == std::string::npos || name[0] == '.') continue;
+        if (seen_.insert(name).second) found.push_back(std::stoll(name.substr(at + 6)));
+      }
+      std::sort(found.begin(), found.end());
+      {
         const std::lock_guard lock(mu_);
-        if (seen_.insert(name).second) steps_.push_back(std::stoll(name.substr(at + 6)));
+        steps_.insert(steps_.end(), found.begin(), found.end());
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
