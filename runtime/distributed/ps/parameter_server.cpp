@@ -26,6 +26,7 @@ namespace cifar::ps {
 namespace {
 
 constexpr auto kPollPeriod = std::chrono::milliseconds(20);
+constexpr auto kGatherReplyGrace = std::chrono::seconds(1);
 
 // Whether the master finished the job (true) before this PS was asked to stop (false). Throws
 // train::Replaced once a trainer's call said that a newer incarnation replaced this PS.
@@ -70,6 +71,10 @@ void serve_until_state_gathered(ShardServer& server,
   }
   if (all_gathered()) {
     spdlog::info("ps {}: the master gathered the state at version {}; stopping", index, version());
+    // A stripe counts as gathered when its GetState is served, before the reply has reached the
+    // master: serving on a moment lets the last replies of the gather arrive (a cold CI run saw
+    // the master's last GetState reset by the PS's exit, and its save never came).
+    std::this_thread::sleep_for(kGatherReplyGrace);
   } else {
     spdlog::warn("ps {}: the master did not gather the state within {} s; stopping at version {}",
                  index, kStopBound.count(), version());

@@ -453,8 +453,10 @@ TEST(PsFaults, APsStoppedAloneHasTheMasterSaveItsStateForItsReplacement) {
   EXPECT_NE(job.log("ps").find("the master gathered the state"), std::string::npos)
       << job.log("ps");
   const std::string said = "a PS is stopping: its state is saved at version ";
+  // The master says so once the checkpoint is written, which may be after the PS has gone.
+  ASSERT_TRUE(wait_for([&] { return job.log("master").find(said) != std::string::npos; }, 30s))
+      << job.all_logs();
   const auto at = job.log("master").find(said);
-  ASSERT_NE(at, std::string::npos) << job.all_logs();
   const auto saved = std::stoll(job.log("master").substr(at + said.size()));
   EXPECT_GT(saved, 0);
   EXPECT_LT(saved, 48) << "epoch 1's checkpoint would be 48";
