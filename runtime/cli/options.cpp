@@ -5,7 +5,6 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -377,6 +376,16 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
   app.add_flag("-v,--verbose", verbose, "Debug logging");
 }
 
+// `text` as a whole number >= 0, all of it; nullopt otherwise.
+std::optional<int64_t> whole_number(std::string_view text) {
+  int64_t number = -1;
+  const auto [stop, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (text.empty() || error != std::errc() || stop != text.data() + text.size() || number < 0) {
+    return std::nullopt;
+  }
+  return number;
+}
+
 }  // namespace
 
 // An incarnation from the operator (env CIFAR_INCARNATION, CIFAR_CHIEF_INCARNATION; none: 0, no
@@ -384,13 +393,11 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
 int64_t incarnation_from_env(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return 0;
-  int64_t number = -1;
-  const auto* end = value + std::strlen(value);
-  const auto [stop, error] = std::from_chars(value, end, number);
-  if (error != std::errc() || stop != end || number < 0) {
+  const auto number = whole_number(value);
+  if (!number) {
     throw std::invalid_argument(std::string(name) + "=" + value + ": not a whole number >= 0");
   }
-  return number;
+  return *number;
 }
 
 // The parameter servers' incarnations (env CIFAR_PS_INCARNATIONS, "3,2"; none: empty); throws
@@ -405,13 +412,12 @@ std::vector<int64_t> incarnations_from_env(const char* name) {
     const auto comma = text.find(',', start);
     const auto part =
         text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
-    int64_t number = -1;
-    const auto [stop, error] = std::from_chars(part.data(), part.data() + part.size(), number);
-    if (part.empty() || error != std::errc() || stop != part.data() + part.size() || number < 0) {
+    const auto number = whole_number(part);
+    if (!number) {
       throw std::invalid_argument(std::string(name) + "=" + value +
                                   ": not whole numbers >= 0 separated by commas");
     }
-    numbers.push_back(number);
+    numbers.push_back(*number);
     if (comma == std::string_view::npos) return numbers;
     start = comma + 1;
   }

@@ -5,6 +5,16 @@
 #include "proto/ps.pb.h"
 
 namespace cifar::ps {
+namespace {
+
+// `text` as a whole number >= 0, all of it; false otherwise.
+template <typename Number>
+bool parse_whole(std::string_view text, Number& value) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size() && value >= 0;
+}
+
+}  // namespace
 
 std::string member_metadata(const Member& member) {
   return std::to_string(member.trainer) + "@" + std::to_string(member.incarnation);
@@ -14,12 +24,8 @@ std::optional<Member> parse_member_metadata(std::string_view text) {
   const auto at = text.find('@');
   if (at == std::string_view::npos) return std::nullopt;
   Member member;
-  const auto whole = [](std::string_view part, auto& value) {
-    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
-    return error == std::errc() && end == part.data() + part.size() && value >= 0;
-  };
-  if (!whole(text.substr(0, at), member.trainer) ||
-      !whole(text.substr(at + 1), member.incarnation)) {
+  if (!parse_whole(text.substr(0, at), member.trainer) ||
+      !parse_whole(text.substr(at + 1), member.incarnation)) {
     return std::nullopt;
   }
   return member;
@@ -58,9 +64,7 @@ bool is_stale_incarnation(const grpc::Status& status) {
 
 grpc::Status PsIncarnation::admit(std::string_view expected) {
   int64_t number = -1;
-  const auto [end, error] =
-      std::from_chars(expected.data(), expected.data() + expected.size(), number);
-  if (error != std::errc() || end != expected.data() + expected.size() || number < 0) {
+  if (!parse_whole(expected, number)) {
     return {grpc::StatusCode::INVALID_ARGUMENT,
             "PS incarnation '" + std::string(expected) + "' is not a whole number >= 0"};
   }
