@@ -14,9 +14,12 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "contract/metrics.h"
+#include "contract/ports.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/e2e/second_node.h"
 
@@ -47,8 +50,46 @@ class AcrossNodes : public SecondNode {
     return placed;
   }
 
+  // The steps a trainer pod has taken (its cifar_steps_total, read through the API server's proxy
+  // to its metrics port: to the second, where status.progress is read every few seconds); 0 if it
+  // serves none (yet).
+  double steps_taken(const std::string& pod_name) {
+    const auto metrics =
+        kubectl({"get", "--raw", "/api/v1/namespaces/" + ns_ + "/pods/" + pod_name + ":" +
+                                     std::to_string(contract::kMetricsPort.number) + "/proxy/metrics",
+                 "--request-timeout=2s"});
+    if (metrics.exit_code != 0) return 0;
+    std::istringstream lines(metrics.output);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind(std::string(contract::metric::kSteps) + "{", 0) == 0) {
+        return std::stod(line.substr(line.rfind(' ') + 1));
+      }
+    }
+    return 0;
+  }
+
+  // Whether `now` (pod -> node) has all `pods` of the job again, none on `lost_node`, each lost
+  // pod a new one (another UID), every one Running.
+  bool replaced_and_running(const std::map<std::string, std::string>& now, size_t pods,
+                            const std::string& lost_node, const std::set<std::string>& lost,
+                            const std::map<std::string, std::string>& lost_uids) {
+    if (now.size() != pods) return false;
+    for (const auto& [pod_name, node_name] : now) {
+      if (node_name == lost_node || phase(pod_name) != "Running") return false;
+    }
+    try {
+      for (const auto& pod_name : lost) {
+        if (pod(pod_name)["metadata"]["uid"] == lost_uids.at(pod_name)) return false;
+      }
+    } catch (const cifar::kube::ApiError&) {  // deleted since `now` was read
+      return false;
+    }
+    return true;
+  }
+
   // Kills the second node while every one of `jobs` trains with pods on it and checkpoints exist;
-  // waits for each job to run again with none of its pods there, brings the node back, waits for
+  // waits for each job to run again with none of its pods there and to train again (the times
+  // since the death are printed: README's recovery figures), brings the node back, waits for
   // the jobs to succeed and for the node's kubelet to remove what was left of them there (its
   // container garbage collection runs once a minute, which the rest of the run covers). Returns
   // each job's pods that were replaced.
@@ -79,68 +120,59 @@ class AcrossNodes : public SecondNode {
         << node_ready(lost_node);
     std::cerr << "node " << lost_node << " NotReady " << seconds_since(died)
               << " s after its death\n";
-    // Reported while the grace runs, then replaced: every lost pod anew on the live node.
+    // Nothing trains now (each job has a pod on the dead node that the rest wait for): the steps
+    // the live pods have taken so far. A step beyond them is training again.
+    std::map<std::string, std::map<std::string, double>> steps_at_loss;
     for (const auto& job : jobs) {
-      EXPECT_TRUE(wait_for(
-          [&] {
-            return kubectl({"get", "events", "-n", ns_, "--field-selector",
-                            "involvedObject.name=" + job + ",reason=NodeLost", "--no-headers"})
-                       .output.find("deleting it for good") != std::string::npos;
-          },
-          seconds(90)))
-          << diagnose(job);
-      EXPECT_TRUE(wait_for(
-          [&] {
-            const auto now = placement(job);
-            if (now.size() != before[job].size()) return false;
-            for (const auto& [pod_name, node_name] : now) {
-              if (node_name == lost_node || phase(pod_name) != "Running") return false;
-            }
-            for (const auto& pod_name : lost[job]) {
-              if (pod(pod_name)["metadata"]["uid"] == lost_uids[pod_name]) return false;
-            }
-            return true;
-          },
-          seconds(180)))
-          << diagnose(job);
-      std::cerr << "job " << job << ": its pods running again on the live node "
-                << seconds_since(died) << " s after the node's death\n";
+      for (const auto& [pod_name, node_name] : before[job]) {
+        if (node_name != lost_node) steps_at_loss[job][pod_name] = steps_taken(pod_name);
+      }
     }
-    // The node comes back while the jobs train on: its kubelet finds their pods deleted for good;
-    // the jobs' pods stay where they run now.
-    const auto restarted = Steady::now();
-    const auto back = node("start");
-    EXPECT_EQ(back.exit_code, 0) << back.output;
-    if (back.exit_code == 0) restore_.clear();
-    EXPECT_TRUE(wait_for([&] { return node_ready(lost_node) == "True"; }, seconds(120)));
-    std::cerr << "node " << lost_node << ": Ready again " << seconds_since(restarted)
-              << " s after its start\n";
-    // Training again: each chief's step (status.progress) moves on from where it stood, the jobs
-    // watched side by side. Until then REASON says the node was lost (status.nodeLoss), not what
-    // the pods went through.
-    std::map<std::string, int64_t> stood;
+    // The jobs watched side by side until each has its lost pods anew on the live node, running,
+    // and trains again. Until then REASON says the node was lost (status.nodeLoss), not what the
+    // pods went through.
+    std::map<std::string, double> running_again;
+    std::map<std::string, double> training_again;
     std::map<std::string, std::set<std::string>> reasons;
-    std::map<std::string, double> again;
     EXPECT_TRUE(wait_for(
         [&] {
           for (const auto& job : jobs) {
-            if (again.count(job) != 0) continue;
+            if (training_again.count(job) != 0) continue;
             const auto status = status_of(job);
-            const auto step = status.value("progress", json::object()).value("step", int64_t{-1});
-            if (stood.count(job) == 0) stood[job] = step;
-            if (step != stood[job] || status.value("state", "") == "Succeeded") {
-              again[job] = seconds_since(died);
+            if (status.value("state", "") == "Succeeded") {
+              training_again[job] = running_again[job] = seconds_since(died);
               continue;
             }
             reasons[job].insert(status.value("reason", ""));
+            const auto now = placement(job);
+            if (running_again.count(job) == 0 &&
+                replaced_and_running(now, before[job].size(), lost_node, lost[job], lost_uids)) {
+              running_again[job] = seconds_since(died);
+            }
+            for (const auto& [pod_name, node_name] : now) {
+              if (node_name == lost_node || phase(pod_name) != "Running") continue;
+              const auto at_loss = steps_at_loss[job].find(pod_name);  // a replacement: none
+              if (steps_taken(pod_name) >
+                  (at_loss == steps_at_loss[job].end() ? 0.0 : at_loss->second)) {
+                training_again[job] = seconds_since(died);
+                break;
+              }
+            }
           }
-          return again.size() == jobs.size();
+          return training_again.size() == jobs.size() && running_again.size() == jobs.size();
         },
         seconds(240)))
         << diagnose(jobs.front());
     for (const auto& job : jobs) {
-      std::cerr << "job " << job << ": training again " << again[job]
-                << " s after the node's death; REASON meanwhile:";
+      // Reported while the grace ran, then replaced.
+      EXPECT_NE(kubectl({"get", "events", "-n", ns_, "--field-selector",
+                         "involvedObject.name=" + job + ",reason=NodeLost", "--no-headers"})
+                    .output.find("deleting it for good"),
+                std::string::npos)
+          << diagnose(job);
+      std::cerr << "job " << job << ": its pods running again on the live node "
+                << running_again[job] << " s after the node's death, training again "
+                << training_again[job] << " s after it; REASON meanwhile:";
       for (const auto& reason : reasons[job]) std::cerr << " '" << reason << "'";
       std::cerr << "\n";
       reasons[job].erase("");
@@ -158,6 +190,15 @@ class AcrossNodes : public SecondNode {
         EXPECT_EQ(restart_count_of(left), 0) << pod_name << "\n" << diagnose(job);
       }
     }
+    // The node comes back while the jobs train on: its kubelet finds their pods deleted for good;
+    // the jobs' pods stay where they run now.
+    const auto restarted = Steady::now();
+    const auto back = node("start");
+    EXPECT_EQ(back.exit_code, 0) << back.output;
+    if (back.exit_code == 0) restore_.clear();
+    EXPECT_TRUE(wait_for([&] { return node_ready(lost_node) == "True"; }, seconds(120)));
+    std::cerr << "node " << lost_node << ": Ready again " << seconds_since(restarted)
+              << " s after its start\n";
     for (const auto& job : jobs) {
       EXPECT_TRUE(wait_for_state(job, "Succeeded", seconds(600))) << diagnose(job);
       std::cerr << "job " << job << ": Succeeded " << seconds_since(died)

@@ -59,6 +59,9 @@ class PsClient::Connection {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    // ... and its new address too: a replaced PS pod has a new IP under the same DNS name, which
+    // gRPC looks up again at most every 30 s by default.
+    args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 1000);
     for (const auto& [name, value] : large_message_channel_args()) args.SetInt(name, value);
     for (const auto& [name, value] : keepalive_client_args()) args.SetInt(name, value);
     channel_ = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
