@@ -1,11 +1,13 @@
 #include "train/device.h"
 
+#include <spdlog/spdlog.h>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <stdexcept>
-#include <thread>
+
+#include "train/cpu_cores.h"
 
 namespace cifar::train {
 
@@ -27,10 +29,17 @@ torch::Device resolve_device(const std::string& name) {
 }
 
 int configure_threads(int requested) {
-  const int threads =
-      requested > 0 ? requested : static_cast<int>(std::thread::hardware_concurrency());
-  torch::set_num_threads(std::max(threads, 1));
-  return std::max(threads, 1);
+  if (requested > 0) {
+    torch::set_num_threads(requested);
+    return requested;
+  }
+  const auto usable = usable_cores();
+  if (usable.cpu_limit) {
+    spdlog::info("{} intra-op thread(s): the CPU limit of this process's cgroup is {} core(s)",
+                 usable.cores, *usable.cpu_limit);
+  }
+  torch::set_num_threads(usable.cores);
+  return usable.cores;
 }
 
 }  // namespace cifar::train

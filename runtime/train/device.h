@@ -9,8 +9,8 @@ namespace cifar::train {
 
 // "cpu", "cuda" or "cuda:N" (a data-parallel rank's own GPU); throws std::invalid_argument.
 torch::Device resolve_device(const std::string& name);
-// Sets LibTorch's intra-op threads to `requested` (--threads; 0: all cores), since it defaults to
-// one on some machines; returns the count.
+// Sets LibTorch's intra-op threads to `requested` (--threads; 0: the cores this process may use,
+// cpu_cores.h), since it defaults to one on some machines; returns the count.
 int configure_threads(int requested);
 
 }  // namespace cifar::train

@@ -115,6 +115,12 @@ class Cluster : public ::testing::Test {
         seconds(30)));
     volumes_ = e2e_dir() / "volumes" / ns_;
     std::filesystem::create_directories(volumes_);
+    // As a cluster's admin would: a container that sets no CPU limit gets one core, so that the
+    // pods of the jobs side by side on the nodes' two cores train with one thread each (cifar-train
+    // follows its cgroup's limit) instead of spinning against each other.
+    apply(
+        "apiVersion: v1\nkind: LimitRange\nmetadata: {name: one-core}\nspec:\n  limits:\n"
+        "  - {type: Container, default: {cpu: \"1\"}, defaultRequest: {cpu: 10m}}\n");
   }
 
   void TearDown() override {

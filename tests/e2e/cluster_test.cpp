@@ -54,6 +54,11 @@ TEST_F(Cluster, AParameterServerJobRunsToSucceededAndReportsItsProgress) {
                 100 * accuracy);
   EXPECT_NE(evaluator_log.find(final_accuracy), std::string::npos) << final_accuracy << " not in:\n"
                                                                    << evaluator_log;
+  // The namespace's LimitRange gave each container one core, and cifar-train sized its threads
+  // to it (not to the node's cores, which the jobs side by side share).
+  EXPECT_NE(evaluator_log.find("1 intra-op thread(s): the CPU limit of this process's cgroup is 1"),
+            std::string::npos)
+      << evaluator_log;
   EXPECT_EQ(status.value("restarts", 0), 0);
   // Every peer was reached by the DNS name in TF_CONFIG (the runtime knows no other address).
   const auto master = pod("ps-master-0");

@@ -72,13 +72,16 @@ TEST_F(WhenAJobGoesWrong, PodsThatCanNeverStartAreReportedAndFailTheJobAtItsStar
   const std::string deadline = "  runPolicy: {startupDeadlineSeconds: 45}\n";
   // More CPU than the node has: the scheduler cannot place it.
   submit("big", kAllReduce,
-         "    Worker:\n      replicas: 1\n      resources: {requests: {cpu: \"64\"}}\n", deadline);
+         "    Worker:\n      replicas: 1\n      resources: {requests: {cpu: \"64\"}, limits: {cpu: "
+         "\"64\"}}\n",
+         deadline);
   // A synchronous PS job whose worker cannot be placed: its PS and master run, but a sync job
   // trains with every trainer it names, so the master waits (past the PS's 30 s timeout, after
   // which the absent worker used to be dropped and the master trained alone on half the data).
   submit("half", kPsSync,
          "    PS: {replicas: 1}\n    Master: {replicas: 1}\n"
-         "    Worker:\n      replicas: 1\n      resources: {requests: {cpu: \"64\"}}\n",
+         "    Worker:\n      replicas: 1\n      resources: {requests: {cpu: \"64\"}, limits: {cpu: "
+         "\"64\"}}\n",
          "  runPolicy: {startupDeadlineSeconds: 75}\n");
   // An image no registry serves: the kubelet cannot pull it.
   image_ = "localhost/cifartrain/no-such-image:dev";

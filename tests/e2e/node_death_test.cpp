@@ -55,8 +55,9 @@ class AcrossNodes : public SecondNode {
   // serves none (yet).
   double steps_taken(const std::string& pod_name) {
     const auto metrics =
-        kubectl({"get", "--raw", "/api/v1/namespaces/" + ns_ + "/pods/" + pod_name + ":" +
-                                     std::to_string(contract::kMetricsPort.number) + "/proxy/metrics",
+        kubectl({"get", "--raw",
+                 "/api/v1/namespaces/" + ns_ + "/pods/" + pod_name + ":" +
+                     std::to_string(contract::kMetricsPort.number) + "/proxy/metrics",
                  "--request-timeout=2s"});
     if (metrics.exit_code != 0) return 0;
     std::istringstream lines(metrics.output);

@@ -17,6 +17,7 @@
 #include "distributed/ps/server.h"
 #include "metrics/runtime_metrics.h"
 #include "train/checkpoint.h"
+#include "train/cpu_cores.h"
 #include "train/fence.h"
 #include "train/graceful_stop.h"
 #include "train/metrics_endpoint.h"
@@ -88,7 +89,8 @@ int run_parameter_server(const train::TrainConfig& config) {
   const auto& job = dist.job;
   const int servers = static_cast<int>(job.cluster.ps.size());
   // Each push is applied on a gRPC thread; a few intra-op threads per update is plenty.
-  torch::set_num_threads(std::max(1, config.threads > 0 ? config.threads : 2));
+  torch::set_num_threads(config.threads > 0 ? config.threads
+                                            : std::min(2, train::usable_cores().cores));
 
   auto metrics = train::make_runtime_metrics(config);
   const auto timeout =
