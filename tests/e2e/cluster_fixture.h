@@ -117,10 +117,11 @@ class Cluster : public ::testing::Test {
     std::filesystem::create_directories(volumes_);
     // As a cluster's admin would: a container that sets no CPU limit gets one core, so that the
     // pods of the jobs side by side on the nodes' two cores train with one thread each (cifar-train
-    // follows its cgroup's limit) instead of spinning against each other.
+    // follows its cgroup's limit) instead of spinning against each other. The request is what the
+    // scheduler assumes of a pod without one (100m): its spreading stays as it was.
     apply(
         "apiVersion: v1\nkind: LimitRange\nmetadata: {name: one-core}\nspec:\n  limits:\n"
-        "  - {type: Container, default: {cpu: \"1\"}, defaultRequest: {cpu: 10m}}\n");
+        "  - {type: Container, default: {cpu: \"1\"}, defaultRequest: {cpu: 100m}}\n");
   }
 
   void TearDown() override {
