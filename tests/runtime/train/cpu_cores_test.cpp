@@ -5,8 +5,7 @@
 
 #include <thread>
 
-namespace cifar::train {
-namespace cpu_cores_test {
+namespace cifar::train::cpu_cores_test {
 
 TEST(CpuCores, ACgroupV2LimitIsItsCoresRoundedUp) {
   EXPECT_EQ(cores_of_cpu_max("100000 100000\n"), 1);
@@ -38,5 +37,4 @@ TEST(CpuCores, ThisProcessMayUseAtLeastOneCoreAndNoMoreThanTheMachineHas) {
   }
 }
 
-}  // namespace cpu_cores_test
-}  // namespace cifar::train
+}  // namespace cifar::train::cpu_cores_test
