@@ -26,7 +26,7 @@ DEMO_PACKAGES=(
   # (pthread_create EINVAL). Convolutions run in oneDNN, so the reference BLAS costs little.
   # runtime libraries
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
-  libcurl4-openssl-dev libarchive-dev libssl-dev zlib1g-dev
+  libcurl4-openssl-dev libarchive-dev libssl-dev zlib1g-dev libpugixml-dev
   # parameter server: gRPC + protobuf
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   # real data: CIFAR-10's JPEG copy beside the repository is decoded with PIL

@@ -1,0 +1,410 @@
+#include "storage/s3_client.h"
+
+#include <curl/curl.h>
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <pugixml.hpp>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "storage/s3_location.h"
+
+namespace cifar::storage {
+namespace {
+
+void curl_init_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+      throw std::runtime_error("libcurl global initialisation failed");
+    }
+  });
+}
+
+struct CurlCleanup {
+  void operator()(CURL* c) const { curl_easy_cleanup(c); }
+};
+struct HeaderListCleanup {
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+
+std::string hex(const unsigned char* bytes, unsigned int size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(size * 2);
+  for (unsigned int i = 0; i < size; ++i) {
+    out.push_back(kDigits[bytes[i] >> 4]);
+    out.push_back(kDigits[bytes[i] & 0xf]);
+  }
+  return out;
+}
+
+std::string digest(const EVP_MD* kind, std::string_view data, bool base64) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(data.data(), data.size(), md, &size, kind, nullptr) != 1) {
+    throw std::runtime_error("OpenSSL digest failed");
+  }
+  if (!base64) return hex(md, size);
+  std::string out(4 * ((size + 2) / 3) + 1, '\0');
+  const int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), md,
+                                      static_cast<int>(size));
+  out.resize(static_cast<size_t>(written));
+  return out;
+}
+
+// The text of the first element `name` anywhere under `document`; "" if none.
+std::string xml_text(const pugi::xml_document& document, const char* name) {
+  const auto node = document.select_node((std::string("//") + name).c_str());
+  return node ? node.node().child_value() : "";
+}
+
+// Worth another try: the connection or the server hiccuped, or it asked to slow down.
+bool transient(CURLcode code, long status, const std::string& s3_code) {
+  switch (code) {
+    case CURLE_OK:
+      break;
+    case CURLE_COULDNT_RESOLVE_HOST:  // a Service just made, its DNS name not yet served
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+      return true;
+    default:
+      return false;
+  }
+  return status >= 500 || status == 429 || s3_code == "SlowDown" || s3_code == "RequestTimeout";
+}
+
+size_t append_to_string(char* data, size_t size, size_t count, void* user) {
+  static_cast<std::string*>(user)->append(data, size * count);
+  return size * count;
+}
+
+struct Upload {
+  std::string_view body;
+  size_t offset = 0;
+};
+
+size_t read_from_upload(char* buffer, size_t size, size_t count, void* user) {
+  auto* upload = static_cast<Upload*>(user);
+  const size_t n = std::min(size * count, upload->body.size() - upload->offset);
+  std::copy_n(upload->body.data() + upload->offset, n, buffer);
+  upload->offset += n;
+  return n;
+}
+
+// The ETag header of an UploadPart's answer.
+size_t capture_etag(char* data, size_t size, size_t count, void* user) {
+  const std::string_view line(data, size * count);
+  constexpr std::string_view kName = "etag:";
+  if (line.size() > kName.size() &&
+      std::equal(kName.begin(), kName.end(), line.begin(),
+                 [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); })) {
+    auto value = line.substr(kName.size());
+    while (!value.empty() && (value.front() == ' ')) value.remove_prefix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
+      value.remove_suffix(1);
+    }
+    *static_cast<std::string*>(user) = std::string(value);
+  }
+  return size * count;
+}
+
+}  // namespace
+
+std::optional<S3Credentials> S3Credentials::from_environment() {
+  const char* id = std::getenv("AWS_ACCESS_KEY_ID");
+  const char* secret = std::getenv("AWS_SECRET_ACCESS_KEY");
+  if (id == nullptr || secret == nullptr || *id == '\0' || *secret == '\0') return std::nullopt;
+  return S3Credentials{id, secret};
+}
+
+std::string percent_encode(std::string_view text) {
+  static constexpr char kDigits[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
+      out.push_back(c);
+    } else {
+      out.push_back('%');
+      out.push_back(kDigits[u >> 4]);
+      out.push_back(kDigits[u & 0xf]);
+    }
+  }
+  return out;
+}
+
+std::string canonical_query(std::vector<std::pair<std::string, std::string>> parameters) {
+  std::sort(parameters.begin(), parameters.end());
+  std::string query;
+  for (const auto& [name, value] : parameters) {
+    if (!query.empty()) query.push_back('&');
+    query += percent_encode(name) + "=" + percent_encode(value);
+  }
+  return query;
+}
+
+struct S3Client::Request {
+  std::string method = "GET";  // GET, PUT, POST, DELETE
+  std::string bucket;
+  std::string key;  // "" for the bucket itself
+  std::vector<std::pair<std::string, std::string>> query;
+  std::string_view body;  // of a PUT or POST
+  bool with_md5 = false;  // Content-MD5: the server refuses a body that arrived changed
+};
+
+struct S3Client::Response {
+  CURLcode curl = CURLE_OK;
+  std::string curl_error;
+  long status = 0;
+  std::string body;
+  std::string etag;
+  std::string s3_code;  // of an <Error> body
+};
+
+S3Client::S3Client(S3ClientOptions options)
+    : options_(std::move(options)),
+      endpoint_(options_.endpoint.empty() ? "https://s3." + options_.region + ".amazonaws.com"
+                                          : options_.endpoint) {
+  while (!endpoint_.empty() && endpoint_.back() == '/') endpoint_.pop_back();
+  if (endpoint_.rfind("http://", 0) != 0 && endpoint_.rfind("https://", 0) != 0) {
+    throw std::invalid_argument("S3 endpoint '" + endpoint_ + "' is not an http:// or https:// URL");
+  }
+  if (options_.part_size < (size_t{5} << 20)) {
+    throw std::invalid_argument("S3 part size below S3's minimum of 5 MiB");
+  }
+  curl_init_once();
+}
+
+S3Client::~S3Client() = default;
+
+std::string S3Client::url(const std::string& bucket, const std::string& key,
+                          const std::string& query) const {
+  if (!key.empty() && !is_plain_key(key)) {
+    throw std::invalid_argument("object key '" + key +
+                                "' holds characters other than letters, digits and . _ ~ - /");
+  }
+  std::string base;
+  if (options_.path_style) {
+    base = endpoint_ + "/" + bucket;
+  } else {
+    const auto host = endpoint_.find("://") + 3;
+    base = endpoint_.substr(0, host) + bucket + "." + endpoint_.substr(host);
+  }
+  if (!key.empty()) base += "/" + key;
+  return query.empty() ? base : base + "?" + query;
+}
+
+S3Client::Response S3Client::perform_once(const Request& request) {
+  Response response;
+  std::unique_ptr<CURL, CurlCleanup> curl(curl_easy_init());
+  if (!curl) throw std::runtime_error("libcurl could not make a handle");
+  auto* h = curl.get();
+  const auto target = url(request.bucket, request.key, canonical_query(request.query));
+  const auto sigv4 = "aws:amz:" + options_.region + ":s3";
+  curl_easy_setopt(h, CURLOPT_URL, target.c_str());
+  curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sigv4.c_str());
+  curl_easy_setopt(h, CURLOPT_USERNAME, options_.credentials.access_key_id.c_str());
+  curl_easy_setopt(h, CURLOPT_PASSWORD, options_.credentials.secret_access_key.c_str());
+  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options_.connect_timeout.count()));
+  curl_easy_setopt(h, CURLOPT_TIMEOUT, static_cast<long>(options_.request_timeout.count()));
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, append_to_string);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, capture_etag);
+  curl_easy_setopt(h, CURLOPT_HEADERDATA, &response.etag);
+  char error[CURL_ERROR_SIZE] = {};
+  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+
+  // The payload's hash is signed (curl 7.88 uses this header's value for it, and sends it).
+  std::unique_ptr<curl_slist, HeaderListCleanup> headers;
+  const auto add_header = [&](const std::string& line) {
+    auto* list = curl_slist_append(headers.get(), line.c_str());
+    if (list == nullptr) throw std::bad_alloc();
+    static_cast<void>(headers.release());
+    headers.reset(list);
+  };
+  add_header("x-amz-content-sha256: " + digest(EVP_sha256(), request.body, false));
+  if (request.with_md5) add_header("Content-MD5: " + digest(EVP_md5(), request.body, true));
+  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+
+  Upload upload{request.body, 0};
+  if (request.method == "PUT") {
+    curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(h, CURLOPT_READFUNCTION, read_from_upload);
+    curl_easy_setopt(h, CURLOPT_READDATA, &upload);
+    curl_easy_setopt(h, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  } else if (request.method == "POST") {
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.data());
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  } else if (request.method != "GET") {
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  }
+
+  response.curl = curl_easy_perform(h);
+  if (response.curl != CURLE_OK) {
+    response.curl_error = error[0] != '\0' ? error : curl_easy_strerror(response.curl);
+    return response;
+  }
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.status);
+  // An <Error> body: of a failure, or of a CompleteMultipartUpload that answered 200 and failed.
+  if (response.status >= 300 || (request.method == "POST" && !response.body.empty())) {
+    pugi::xml_document document;
+    if (document.load_string(response.body.c_str()) && document.child("Error")) {
+      response.s3_code = xml_text(document, "Code");
+      if (response.status < 300) response.status = 500;  // S3's way to fail a completion late
+    }
+  }
+  return response;
+}
+
+S3Client::Response S3Client::perform(const Request& request) {
+  thread_local std::mt19937 jitter{std::random_device{}()};
+  auto backoff = options_.first_backoff;
+  for (int attempt = 1;; ++attempt) {
+    auto response = perform_once(request);
+    const bool failed = response.curl != CURLE_OK || response.status >= 300;
+    if (!failed) return response;
+    if (attempt >= options_.attempts ||
+        !transient(response.curl, response.status, response.s3_code)) {
+      return response;
+    }
+    std::uniform_int_distribution<int64_t> spread(0, backoff.count() / 2);
+    std::this_thread::sleep_for(backoff + std::chrono::milliseconds(spread(jitter)));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+  }
+}
+
+S3Error S3Client::error_of(const Request& request, const Response& response) const {
+  const auto where = "s3://" + request.bucket + (request.key.empty() ? "" : "/" + request.key) +
+                     " at " + endpoint_;
+  if (response.curl != CURLE_OK) {
+    return {where + ": no answer to " + request.method + " (" + response.curl_error + ")", 0,
+            curl_easy_strerror(response.curl)};
+  }
+  std::string message;
+  pugi::xml_document document;
+  if (document.load_string(response.body.c_str())) message = xml_text(document, "Message");
+  const auto code = response.s3_code.empty() ? "HTTP " + std::to_string(response.status)
+                                             : response.s3_code;
+  return {where + ": " + request.method + " answered " + std::to_string(response.status) + " " +
+              code + (message.empty() ? "" : ": " + message),
+          response.status, code};
+}
+
+void S3Client::put(const std::string& bucket, const std::string& key, std::string_view body) {
+  if (body.size() >= options_.multipart_threshold) {
+    put_in_parts(bucket, key, body);
+    return;
+  }
+  Request request{"PUT", bucket, key, {}, body, true};
+  const auto response = perform(request);
+  if (response.curl != CURLE_OK || response.status >= 300) throw error_of(request, response);
+}
+
+void S3Client::put_in_parts(const std::string& bucket, const std::string& key,
+                            std::string_view body) {
+  Request begin{"POST", bucket, key, {{"uploads", ""}}, {}, false};
+  const auto begun = perform(begin);
+  if (begun.curl != CURLE_OK || begun.status >= 300) throw error_of(begin, begun);
+  pugi::xml_document document;
+  document.load_string(begun.body.c_str());
+  const auto upload_id = xml_text(document, "UploadId");
+  if (upload_id.empty()) {
+    throw S3Error("s3://" + bucket + "/" + key + " at " + endpoint_ +
+                      ": CreateMultipartUpload answered no UploadId",
+                  begun.status, "NoUploadId");
+  }
+  try {
+    std::string completion = "<CompleteMultipartUpload>";
+    int number = 1;
+    for (size_t offset = 0; offset < body.size(); offset += options_.part_size, ++number) {
+      Request part{"PUT",
+                   bucket,
+                   key,
+                   {{"partNumber", std::to_string(number)}, {"uploadId", upload_id}},
+                   body.substr(offset, options_.part_size),
+                   true};
+      const auto sent = perform(part);
+      if (sent.curl != CURLE_OK || sent.status >= 300) throw error_of(part, sent);
+      completion += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" +
+                    sent.etag + "</ETag></Part>";
+    }
+    completion += "</CompleteMultipartUpload>";
+    Request complete{"POST", bucket, key, {{"uploadId", upload_id}}, completion, false};
+    const auto completed = perform(complete);
+    if (completed.curl != CURLE_OK || completed.status >= 300) {
+      throw error_of(complete, completed);
+    }
+  } catch (...) {
+    // Parts of an upload never completed are not an object, but they take space until aborted.
+    Request abort{"DELETE", bucket, key, {{"uploadId", upload_id}}, {}, false};
+    static_cast<void>(perform(abort));
+    throw;
+  }
+}
+
+std::optional<std::string> S3Client::get_if_exists(const std::string& bucket,
+                                                   const std::string& key) {
+  Request request{"GET", bucket, key, {}, {}, false};
+  auto response = perform(request);
+  if (response.curl == CURLE_OK && response.status == 404 && response.s3_code == "NoSuchKey") {
+    return std::nullopt;
+  }
+  if (response.curl != CURLE_OK || response.status >= 300) throw error_of(request, response);
+  return std::move(response.body);
+}
+
+std::string S3Client::get(const std::string& bucket, const std::string& key) {
+  auto body = get_if_exists(bucket, key);
+  if (!body) {
+    throw S3Error("s3://" + bucket + "/" + key + " at " + endpoint_ + ": no such object", 404,
+                  "NoSuchKey");
+  }
+  return std::move(*body);
+}
+
+std::vector<ObjectInfo> S3Client::list(const std::string& bucket, const std::string& prefix) {
+  std::vector<ObjectInfo> objects;
+  std::string token;
+  while (true) {
+    Request request{"GET", bucket, "", {{"list-type", "2"}, {"prefix", prefix}}, {}, false};
+    if (!token.empty()) request.query.emplace_back("continuation-token", token);
+    const auto response = perform(request);
+    if (response.curl != CURLE_OK || response.status >= 300) throw error_of(request, response);
+    pugi::xml_document document;
+    if (!document.load_string(response.body.c_str())) {
+      throw S3Error("s3://" + bucket + " at " + endpoint_ + ": a listing that is not XML",
+                    response.status, "MalformedListing");
+    }
+    const auto result = document.child("ListBucketResult");
+    for (const auto& contents : result.children("Contents")) {
+      objects.push_back({contents.child_value("Key"),
+                         std::strtoll(contents.child_value("Size"), nullptr, 10)});
+    }
+    if (std::string_view(result.child_value("IsTruncated")) != "true") break;
+    token = result.child_value("NextContinuationToken");
+    if (token.empty()) break;
+  }
+  std::sort(objects.begin(), objects.end(),
+            [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
+  return objects;
+}
+
+void S3Client::remove(const std::string& bucket, const std::string& key) {
+  Request request{"DELETE", bucket, key, {}, {}, false};
+  const auto response = perform(request);
+  if (response.curl == CURLE_OK && (response.status < 300 || response.status == 404)) return;
+  throw error_of(request, response);
+}
+
+}  // namespace cifar::storage

@@ -1,0 +1,100 @@
+// An S3 client for checkpoints: put (one PUT, or a multipart upload above a size), get, list and
+// delete objects, over libcurl with its AWS Signature V4. Transient failures (the connection, 5xx,
+// throttling) are retried with backoff; what retrying cannot fix is an S3Error that names the
+// bucket, the endpoint and the server's error code. Credentials never appear in an error.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cifar::storage {
+
+struct S3Credentials {
+  std::string access_key_id;
+  std::string secret_access_key;
+  // AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, the names every S3 tool reads; nullopt if unset.
+  static std::optional<S3Credentials> from_environment();
+};
+
+struct S3ClientOptions {
+  // scheme://host[:port]; "" for AWS's regional endpoint, https://s3.REGION.amazonaws.com.
+  std::string endpoint;
+  std::string region = "us-east-1";
+  // Path-style (endpoint/bucket/key: every S3-compatible server) or virtual-host style
+  // (bucket.host/key: AWS's own).
+  bool path_style = true;
+  S3Credentials credentials;
+  std::chrono::seconds connect_timeout{10};
+  std::chrono::seconds request_timeout{300};  // of one request: a large part on a slow link
+  int attempts = 5;                           // of a request that fails transiently
+  std::chrono::milliseconds first_backoff{200};
+  size_t multipart_threshold = size_t{64} << 20;  // objects at least this big go in parts
+  size_t part_size = size_t{16} << 20;            // S3's minimum is 5 MiB (but for the last)
+};
+
+class S3Error : public std::runtime_error {
+ public:
+  S3Error(const std::string& message, long http_status, std::string code)
+      : std::runtime_error(message), http_status_(http_status), code_(std::move(code)) {}
+  // 0 when no answer came (the endpoint did not resolve, connect, or answer in time).
+  [[nodiscard]] long http_status() const { return http_status_; }
+  // The server's code (AccessDenied, NoSuchBucket, NoSuchKey, ...), or curl's error for no answer.
+  [[nodiscard]] const std::string& code() const { return code_; }
+
+ private:
+  long http_status_;
+  std::string code_;
+};
+
+struct ObjectInfo {
+  std::string key;
+  int64_t size = 0;
+};
+
+class S3Client {
+ public:
+  explicit S3Client(S3ClientOptions options);
+  ~S3Client();
+  S3Client(const S3Client&) = delete;
+  S3Client& operator=(const S3Client&) = delete;
+
+  // The object whole under `key`, or nothing: a multipart upload becomes visible only once
+  // completed, a single PUT only once all of it arrived (its Content-MD5 checked by the server).
+  void put(const std::string& bucket, const std::string& key, std::string_view body);
+  // Throws S3Error (404, NoSuchKey) if there is none.
+  std::string get(const std::string& bucket, const std::string& key);
+  std::optional<std::string> get_if_exists(const std::string& bucket, const std::string& key);
+  // Every object whose key starts with `prefix`, in key order (all pages of ListObjectsV2).
+  std::vector<ObjectInfo> list(const std::string& bucket, const std::string& prefix);
+  // Deleting what is not there succeeds, as in S3.
+  void remove(const std::string& bucket, const std::string& key);
+
+  [[nodiscard]] const std::string& endpoint() const { return endpoint_; }
+
+ private:
+  struct Request;
+  struct Response;
+  Response perform(const Request& request);
+  Response perform_once(const Request& request);
+  void put_in_parts(const std::string& bucket, const std::string& key, std::string_view body);
+  [[nodiscard]] std::string url(const std::string& bucket, const std::string& key,
+                                const std::string& query) const;
+  [[nodiscard]] S3Error error_of(const Request& request, const Response& response) const;
+
+  S3ClientOptions options_;
+  std::string endpoint_;
+};
+
+// A query string as SigV4 wants it (and curl 7.88 signs it verbatim): keys in byte order, each
+// value percent-encoded with only A-Z a-z 0-9 - . _ ~ left bare, and `key=` for a key without one.
+std::string canonical_query(std::vector<std::pair<std::string, std::string>> parameters);
+std::string percent_encode(std::string_view text);
+
+}  // namespace cifar::storage
