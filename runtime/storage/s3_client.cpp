@@ -51,8 +51,8 @@ std::string digest(const EVP_MD* kind, std::string_view data, bool base64) {
   }
   if (!base64) return hex(md, size);
   std::string out(4 * ((size + 2) / 3) + 1, '\0');
-  const int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), md,
-                                      static_cast<int>(size));
+  const int written =
+      EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), md, static_cast<int>(size));
   out.resize(static_cast<size_t>(written));
   return out;
 }
@@ -109,7 +109,8 @@ size_t capture_etag(char* data, size_t size, size_t count, void* user) {
                  [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); })) {
     auto value = line.substr(kName.size());
     while (!value.empty() && (value.front() == ' ')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
+    while (!value.empty() &&
+           (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
       value.remove_suffix(1);
     }
     *static_cast<std::string*>(user) = std::string(value);
@@ -176,7 +177,8 @@ S3Client::S3Client(S3ClientOptions options)
                                           : options_.endpoint) {
   while (!endpoint_.empty() && endpoint_.back() == '/') endpoint_.pop_back();
   if (endpoint_.rfind("http://", 0) != 0 && endpoint_.rfind("https://", 0) != 0) {
-    throw std::invalid_argument("S3 endpoint '" + endpoint_ + "' is not an http:// or https:// URL");
+    throw std::invalid_argument("S3 endpoint '" + endpoint_ +
+                                "' is not an http:// or https:// URL");
   }
   if (options_.part_size < (size_t{5} << 20)) {
     throw std::invalid_argument("S3 part size below S3's minimum of 5 MiB");
@@ -294,8 +296,8 @@ S3Error S3Client::error_of(const Request& request, const Response& response) con
   std::string message;
   pugi::xml_document document;
   if (document.load_string(response.body.c_str())) message = xml_text(document, "Message");
-  const auto code = response.s3_code.empty() ? "HTTP " + std::to_string(response.status)
-                                             : response.s3_code;
+  const auto code =
+      response.s3_code.empty() ? "HTTP " + std::to_string(response.status) : response.s3_code;
   return {where + ": " + request.method + " answered " + std::to_string(response.status) + " " +
               code + (message.empty() ? "" : ": " + message),
           response.status, code};
@@ -388,8 +390,8 @@ std::vector<ObjectInfo> S3Client::list(const std::string& bucket, const std::str
     }
     const auto result = document.child("ListBucketResult");
     for (const auto& contents : result.children("Contents")) {
-      objects.push_back({contents.child_value("Key"),
-                         std::strtoll(contents.child_value("Size"), nullptr, 10)});
+      objects.push_back(
+          {contents.child_value("Key"), std::strtoll(contents.child_value("Size"), nullptr, 10)});
     }
     if (std::string_view(result.child_value("IsTruncated")) != "true") break;
     token = result.child_value("NextContinuationToken");

@@ -64,8 +64,9 @@ S3Location parse_s3_uri(std::string_view uri) {
   if (slash != std::string_view::npos) {
     location.prefix = std::string(rest.substr(slash + 1));
     if (!is_plain_key(location.prefix)) {
-      throw std::invalid_argument(quoted + ": the prefix may hold only letters, digits and . _ ~ "
-                                           "- / (no empty path segment)");
+      throw std::invalid_argument(quoted +
+                                  ": the prefix may hold only letters, digits and . _ ~ "
+                                  "- / (no empty path segment)");
     }
   }
   return location;

@@ -1,10 +1,11 @@
 // s3:// URIs as users write them, and the query strings the S3 client signs (storage/).
+#include "storage/s3_location.h"
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 
 #include "storage/s3_client.h"
-#include "storage/s3_location.h"
 
 namespace cifar::storage::s3_location_test {
 
