@@ -158,8 +158,9 @@ struct S3Client::Request {
   std::string bucket;
   std::string key;  // "" for the bucket itself
   std::vector<std::pair<std::string, std::string>> query;
-  std::string_view body;  // of a PUT or POST
-  bool with_md5 = false;  // Content-MD5: the server refuses a body that arrived changed
+  std::string_view body;             // of a PUT or POST
+  bool with_md5 = false;             // Content-MD5: the server refuses a body that arrived changed
+  std::vector<std::string> headers;  // more headers, "Name: value" (signed with the rest)
 };
 
 struct S3Client::Response {
@@ -236,6 +237,7 @@ S3Client::Response S3Client::perform_once(const Request& request) {
   };
   add_header("x-amz-content-sha256: " + digest(EVP_sha256(), request.body, false));
   if (request.with_md5) add_header("Content-MD5: " + digest(EVP_md5(), request.body, true));
+  for (const auto& line : request.headers) add_header(line);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
 
   Upload upload{request.body, 0};
@@ -308,14 +310,14 @@ void S3Client::put(const std::string& bucket, const std::string& key, std::strin
     put_in_parts(bucket, key, body);
     return;
   }
-  Request request{"PUT", bucket, key, {}, body, true};
+  Request request{"PUT", bucket, key, {}, body, true, {}};
   const auto response = perform(request);
   if (response.curl != CURLE_OK || response.status >= 300) throw error_of(request, response);
 }
 
 void S3Client::put_in_parts(const std::string& bucket, const std::string& key,
                             std::string_view body) {
-  Request begin{"POST", bucket, key, {{"uploads", ""}}, {}, false};
+  Request begin{"POST", bucket, key, {{"uploads", ""}}, {}, false, {}};
   const auto begun = perform(begin);
   if (begun.curl != CURLE_OK || begun.status >= 300) throw error_of(begin, begun);
   pugi::xml_document document;
@@ -335,35 +337,55 @@ void S3Client::put_in_parts(const std::string& bucket, const std::string& key,
                    key,
                    {{"partNumber", std::to_string(number)}, {"uploadId", upload_id}},
                    body.substr(offset, options_.part_size),
-                   true};
+                   true,
+                   {}};
       const auto sent = perform(part);
       if (sent.curl != CURLE_OK || sent.status >= 300) throw error_of(part, sent);
       completion += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" +
                     sent.etag + "</ETag></Part>";
     }
     completion += "</CompleteMultipartUpload>";
-    Request complete{"POST", bucket, key, {{"uploadId", upload_id}}, completion, false};
+    Request complete{"POST", bucket, key, {{"uploadId", upload_id}}, completion, false, {}};
     const auto completed = perform(complete);
     if (completed.curl != CURLE_OK || completed.status >= 300) {
       throw error_of(complete, completed);
     }
   } catch (...) {
     // Parts of an upload never completed are not an object, but they take space until aborted.
-    Request abort{"DELETE", bucket, key, {{"uploadId", upload_id}}, {}, false};
+    Request abort{"DELETE", bucket, key, {{"uploadId", upload_id}}, {}, false, {}};
     static_cast<void>(perform(abort));
     throw;
   }
 }
 
-std::optional<std::string> S3Client::get_if_exists(const std::string& bucket,
-                                                   const std::string& key) {
-  Request request{"GET", bucket, key, {}, {}, false};
+std::optional<StoredObject> S3Client::get_object(const std::string& bucket,
+                                                 const std::string& key) {
+  Request request{"GET", bucket, key, {}, {}, false, {}};
   auto response = perform(request);
   if (response.curl == CURLE_OK && response.status == 404 && response.s3_code == "NoSuchKey") {
     return std::nullopt;
   }
   if (response.curl != CURLE_OK || response.status >= 300) throw error_of(request, response);
-  return std::move(response.body);
+  return StoredObject{std::move(response.body), std::move(response.etag)};
+}
+
+std::optional<std::string> S3Client::get_if_exists(const std::string& bucket,
+                                                   const std::string& key) {
+  auto object = get_object(bucket, key);
+  if (!object) return std::nullopt;
+  return std::move(object->body);
+}
+
+bool S3Client::put_if(const std::string& bucket, const std::string& key, std::string_view body,
+                      const WriteCondition& condition) {
+  Request request{"PUT", bucket, key, {}, body, true, {}};
+  request.headers.push_back(condition.etag ? "If-Match: " + *condition.etag : "If-None-Match: *");
+  const auto response = perform(request);
+  if (response.curl == CURLE_OK && (response.status == 412 || response.status == 409)) {
+    return false;
+  }
+  if (response.curl != CURLE_OK || response.status >= 300) throw error_of(request, response);
+  return true;
 }
 
 std::string S3Client::get(const std::string& bucket, const std::string& key) {
@@ -379,7 +401,15 @@ std::vector<ObjectInfo> S3Client::list(const std::string& bucket, const std::str
   std::vector<ObjectInfo> objects;
   std::string token;
   while (true) {
-    Request request{"GET", bucket, "", {{"list-type", "2"}, {"prefix", prefix}}, {}, false};
+    Request request{"GET",
+                    bucket,
+                    "",
+                    {{"list-type", "2"},
+                     {"max-keys", std::to_string(options_.list_page_size)},
+                     {"prefix", prefix}},
+                    {},
+                    false,
+                    {}};
     if (!token.empty()) request.query.emplace_back("continuation-token", token);
     const auto response = perform(request);
     if (response.curl != CURLE_OK || response.status >= 300) throw error_of(request, response);
@@ -403,7 +433,7 @@ std::vector<ObjectInfo> S3Client::list(const std::string& bucket, const std::str
 }
 
 void S3Client::remove(const std::string& bucket, const std::string& key) {
-  Request request{"DELETE", bucket, key, {}, {}, false};
+  Request request{"DELETE", bucket, key, {}, {}, false, {}};
   const auto response = perform(request);
   if (response.curl == CURLE_OK && (response.status < 300 || response.status == 404)) return;
   throw error_of(request, response);

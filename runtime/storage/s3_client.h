@@ -37,6 +37,7 @@ struct S3ClientOptions {
   std::chrono::milliseconds first_backoff{200};
   size_t multipart_threshold = size_t{64} << 20;  // objects at least this big go in parts
   size_t part_size = size_t{16} << 20;            // S3's minimum is 5 MiB (but for the last)
+  int list_page_size = 1000;                      // keys a listing asks for at once (S3's most)
 };
 
 class S3Error : public std::runtime_error {
@@ -58,6 +59,20 @@ struct ObjectInfo {
   int64_t size = 0;
 };
 
+// An object's bytes and its ETag, the version a conditional write names.
+struct StoredObject {
+  std::string body;
+  std::string etag;
+};
+
+// What a conditional PUT requires of the object it replaces (S3's If-None-Match: * and If-Match).
+struct WriteCondition {
+  std::optional<std::string> etag;  // nullopt: the object must not exist yet
+
+  static WriteCondition absent() { return {}; }
+  static WriteCondition matching(std::string etag) { return {std::move(etag)}; }
+};
+
 class S3Client {
  public:
   explicit S3Client(S3ClientOptions options);
@@ -71,6 +86,11 @@ class S3Client {
   // Throws S3Error (404, NoSuchKey) if there is none.
   std::string get(const std::string& bucket, const std::string& key);
   std::optional<std::string> get_if_exists(const std::string& bucket, const std::string& key);
+  std::optional<StoredObject> get_object(const std::string& bucket, const std::string& key);
+  // A single PUT that lands only if `condition` holds; false when another writer came first (412
+  // Precondition Failed, or 409 while a concurrent conditional write is in progress).
+  bool put_if(const std::string& bucket, const std::string& key, std::string_view body,
+              const WriteCondition& condition);
   // Every object whose key starts with `prefix`, in key order (all pages of ListObjectsV2).
   std::vector<ObjectInfo> list(const std::string& bucket, const std::string& prefix);
   // Deleting what is not there succeeds, as in S3.

@@ -30,11 +30,13 @@
 #include "tests/integration/cifartrainjobs.h"
 #include "tests/integration/test_namespace.h"
 #include "tests/support/process.h"
+#include "tests/support/tools.h"
 
 namespace cifar::e2e {
 
 using cifar::kube::Client;
 using cifar::testing::run_process;
+using cifar::testing::tool_dir;
 using cifar::testing::wait_for;
 using nlohmann::json;
 using std::chrono::seconds;
@@ -49,19 +51,6 @@ inline std::string env(const char* name) {
 inline std::filesystem::path e2e_dir() { return env("CIFAR_E2E_DIR"); }
 inline std::string cluster_file(const std::string& name) {
   return (e2e_dir() / "cluster" / name).string();
-}
-
-// The directory of a test tool built from its Go module and cached (deploy/tools/build.sh TOOL
-// prints it last; instant once built): helm, prometheus, ...
-inline std::filesystem::path tool_dir(const std::string& tool) {
-  const auto built = run_process(
-      {(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/tools/build.sh").string(), tool});
-  if (built.exit_code != 0) {
-    throw std::runtime_error("deploy/tools/build.sh " + tool + ": " + built.output);
-  }
-  auto out = built.output;
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  return out.substr(out.find_last_of('\n') + 1);
 }
 
 // The directory of the local cluster's node called `node` (deploy/local-cluster: node<i>/name

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Starts a real S3-compatible object store in the background: SeaweedFS's `weed server -s3` (built
+# from its Go module by deploy/tools/build.sh seaweedfs), for the tests and the local cluster's
+# checkpoint bucket. Everything it keeps is under RUN_DIR: its data, log and unix sockets, and
+#   endpoint          http://ADDRESS:PORT, the S3 endpoint
+#   credentials.env   AWS_ACCESS_KEY_ID=... and AWS_SECRET_ACCESS_KEY=... (made anew at each start)
+#   pid               the server's process (stop.sh stops it)
+# It makes each --bucket and writes one object into it: SeaweedFS gives a bucket its storage on the
+# first write (seconds), so a warmed bucket answers writes at once.
+#   deploy/object-store/start.sh RUN_DIR [--address IP] [--bucket NAME]...
+# --address: where it listens (default 127.0.0.1; a node's IP for pods to reach it).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+run=${1:?usage: start.sh RUN_DIR [--address IP] [--bucket NAME]...}
+shift
+address=127.0.0.1
+buckets=()
+while (($#)); do
+  case $1 in
+    --address) address=${2:?--address needs an IP}; shift 2 ;;
+    --bucket) buckets+=("${2:?--bucket needs a name}"); shift 2 ;;
+    *) echo "start.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$run"
+run=$(cd "$run" && pwd)
+if [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null; then
+  echo "object store already running in $run: $(cat "$run/endpoint")"
+  exit 0
+fi
+weed="$("$repo/deploy/tools/build.sh" seaweedfs)/weed"
+
+# Eight ports in a row (master, volume, filer, S3, each with its gRPC port), below the ephemeral
+# range, free a moment ago.
+port_free() { ! (exec 3<>"/dev/tcp/$address/$1") 2>/dev/null; }
+first=
+for _ in $(seq 200); do
+  base=$((20000 + RANDOM % 12000))
+  ok=1
+  for p in $(seq "$base" $((base + 7))); do port_free "$p" || { ok=0; break; }; done
+  ((ok)) && { first=$base; break; }
+done
+[ -n "$first" ] || { echo "start.sh: no 8 free ports on $address" >&2; exit 1; }
+
+key_id=cifar$(openssl rand -hex 6)
+secret=$(openssl rand -hex 20)
+umask 077
+printf 'AWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n' "$key_id" "$secret" >"$run/credentials.env"
+printf '{"identities":[{"name":"cifartrain","credentials":[{"accessKey":"%s","secretKey":"%s"}],"actions":["Admin","Read","Write","List"]}]}\n' \
+  "$key_id" "$secret" >"$run/s3.json"
+umask 022
+mkdir -p "$run/data" "$run/log"
+# -master.telemetry=false: it would post to telemetry.seaweedfs.com. No automatic buckets: a
+# job's missing bucket must stay missing (and say so).
+setsid "$weed" -logdir="$run/log" server -dir="$run/data" -ip="$address" -ip.bind="$address" \
+  -master.peers=none -master.telemetry=false -master.volumeSizeLimitMB=256 -volume.max=0 \
+  -volume.preStopSeconds=0 \
+  -master.port=$first -master.port.grpc=$((first + 1)) \
+  -volume.port=$((first + 2)) -volume.port.grpc=$((first + 3)) \
+  -filer.port=$((first + 4)) -filer.port.grpc=$((first + 5)) -filer.localSocket="$run/filer.sock" \
+  -s3 -s3.port=$((first + 6)) -s3.port.grpc=$((first + 7)) -s3.localSocket="$run/s3.sock" \
+  -s3.config="$run/s3.json" -s3.autoCreateBucket=false -s3.port.iceberg=0 -s3.port.lance=0 \
+  </dev/null >"$run/weed.log" 2>&1 &
+echo $! >"$run/pid"
+endpoint="http://$address:$((first + 6))"
+echo "$endpoint" >"$run/endpoint"
+
+s3() {  # s3 METHOD PATH [curl args...]: a signed request; prints the HTTP status
+  local method=$1 path=$2
+  shift 2
+  curl -s -o /dev/null -w '%{http_code}' --max-time 30 -X "$method" --aws-sigv4 aws:amz:us-east-1:s3 \
+    --user "$key_id:$secret" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "$@" "$endpoint/$path"
+}
+up=0
+for _ in $(seq 300); do  # 60 s
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$endpoint/" || true)
+  [ "$code" = 403 ] || [ "$code" = 200 ] && { up=1; break; }
+  kill -0 "$(cat "$run/pid")" 2>/dev/null || break
+  sleep 0.2
+done
+if ((!up)); then
+  echo "start.sh: SeaweedFS's S3 gateway did not answer at $endpoint; its log:" >&2
+  tail -30 "$run/weed.log" >&2
+  exit 1
+fi
+for bucket in "${buckets[@]}"; do
+  code=$(s3 PUT "$bucket")
+  [ "$code" = 200 ] || { echo "start.sh: creating bucket $bucket answered $code" >&2; exit 1; }
+  code=$(s3 PUT "$bucket/.warm" --data-binary warm)
+  [ "$code" = 200 ] || { echo "start.sh: the first write into $bucket answered $code" >&2; exit 1; }
+done
+echo "object store at $endpoint (run directory $run)"

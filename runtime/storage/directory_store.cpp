@@ -1,0 +1,140 @@
+#include "storage/directory_store.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <iterator>
+#include <system_error>
+
+namespace cifar::storage {
+namespace fs = std::filesystem;
+namespace {
+
+[[noreturn]] void throw_errno(int error, const fs::path& path, const char* what) {
+  throw std::system_error(error, std::generic_category(), std::string(what) + " " + path.string());
+}
+
+// Writes `bytes` to a new file at `path`, synced to disk.
+void write_synced(const fs::path& path, std::string_view bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw_errno(errno, path, "cannot create");
+  for (size_t done = 0; done < bytes.size();) {
+    const auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      throw_errno(error, path, "cannot write");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int error = errno;
+    ::close(fd);
+    throw_errno(error, path, "cannot sync");
+  }
+  if (::close(fd) != 0) throw_errno(errno, path, "cannot write");
+}
+
+// fsync a directory, so that a rename in it is durable.
+void sync_directory(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// An exclusive flock on <file>.lock for a read-compare-write.
+class FileLock {
+ public:
+  explicit FileLock(const fs::path& file)
+      : fd_(::open((file.string() + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ < 0) throw_errno(errno, file.string() + ".lock", "cannot open");
+    if (::flock(fd_, LOCK_EX) != 0) {
+      const int error = errno;
+      ::close(fd_);
+      throw_errno(error, file.string() + ".lock", "cannot lock");
+    }
+  }
+  ~FileLock() { ::close(fd_); }  // releases the lock
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+DirectoryStore::DirectoryStore(fs::path dir) : dir_(std::move(dir)) {}
+
+std::string DirectoryStore::location() const { return dir_.string(); }
+
+std::string DirectoryStore::location_of(std::string_view name) const {
+  return path_of(name).string();
+}
+
+fs::path DirectoryStore::path_of(std::string_view name) const { return dir_ / std::string(name); }
+
+void DirectoryStore::put(std::string_view name, std::string_view bytes) {
+  const auto path = path_of(name);
+  const auto temp = dir_ / ("." + std::string(name) + ".tmp");
+  try {
+    fs::create_directories(dir_);
+    write_synced(temp, bytes);
+    fs::rename(temp, path);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(temp, ignored);  // never a torn file; what was there stays
+    throw;
+  }
+  sync_directory(dir_);
+}
+
+std::optional<std::string> DirectoryStore::get(std::string_view name) const {
+  std::ifstream in(path_of(name), std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (in.bad()) throw std::runtime_error("cannot read " + path_of(name).string());
+  return bytes;
+}
+
+std::vector<std::string> DirectoryStore::list(std::string_view prefix) const {
+  std::vector<std::string> names;
+  std::error_code error;
+  for (fs::directory_iterator it(dir_, error), end; !error && it != end; it.increment(error)) {
+    auto name = it->path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && name.front() != '.' && it->is_regular_file()) {
+      names.push_back(std::move(name));
+    }
+  }
+  if (error && error != std::errc::no_such_file_or_directory) {
+    throw std::system_error(error, "cannot list " + dir_.string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+void DirectoryStore::remove(std::string_view name) { fs::remove(path_of(name)); }
+
+std::optional<Versioned> DirectoryStore::get_versioned(std::string_view name) const {
+  auto bytes = get(name);
+  if (!bytes) return std::nullopt;
+  return Versioned{*bytes, *bytes};
+}
+
+bool DirectoryStore::put_if(std::string_view name, std::string_view bytes,
+                            const std::optional<std::string>& expected) {
+  fs::create_directories(dir_);
+  const FileLock lock(path_of(name));
+  const auto current = get(name);
+  if (current != expected) return false;
+  put(name, bytes);
+  return true;
+}
+
+}  // namespace cifar::storage

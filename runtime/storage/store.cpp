@@ -1,0 +1,17 @@
+#include "storage/store.h"
+
+#include "storage/directory_store.h"
+#include "storage/s3_store.h"
+
+namespace cifar::storage {
+
+std::unique_ptr<Store> open_store(const std::string& location) {
+  if (is_s3_uri(location)) {
+    auto parsed = parse_s3_uri(location);
+    auto options = s3_options_from_environment(parsed);
+    return std::make_unique<S3Store>(std::move(parsed), std::move(options));
+  }
+  return std::make_unique<DirectoryStore>(location);
+}
+
+}  // namespace cifar::storage

@@ -1,0 +1,43 @@
+#include "tests/support/object_store.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+
+#include "tests/support/process.h"
+
+namespace cifar::testing {
+
+ObjectStore ObjectStore::from_fixture() {
+  const char* run = std::getenv("CIFAR_OBJECT_STORE_RUN");
+  if (run == nullptr || !std::filesystem::exists(std::filesystem::path(run) / "endpoint")) {
+    throw std::runtime_error(
+        "no object store: run this test through ctest (fixture ObjectStore.Start), or start "
+        "one with deploy/object-store/start.sh DIR --bucket cifar-tests and set "
+        "CIFAR_OBJECT_STORE_RUN=DIR");
+  }
+  ObjectStore store;
+  std::ifstream(std::filesystem::path(run) / "endpoint") >> store.endpoint;
+  store.port = std::stoi(store.endpoint.substr(store.endpoint.rfind(':') + 1));
+  std::ifstream credentials(std::filesystem::path(run) / "credentials.env");
+  for (std::string line; std::getline(credentials, line);) {
+    const auto value = line.substr(line.find('=') + 1);
+    if (line.rfind("AWS_ACCESS_KEY_ID=", 0) == 0) store.access_key_id = value;
+    if (line.rfind("AWS_SECRET_ACCESS_KEY=", 0) == 0) store.secret_access_key = value;
+  }
+  return store;
+}
+
+std::vector<std::string> ObjectStore::environment() const {
+  return {"AWS_ENDPOINT_URL=" + endpoint, "AWS_ACCESS_KEY_ID=" + access_key_id,
+          "AWS_SECRET_ACCESS_KEY=" + secret_access_key};
+}
+
+std::string unique_prefix(std::string_view name) {
+  std::random_device random;
+  return std::string(name) + "-" + std::to_string(random() % 1000000000);
+}
+
+}  // namespace cifar::testing

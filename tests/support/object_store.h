@@ -1,0 +1,29 @@
+// The real S3-compatible object store the tests share: SeaweedFS, started once by the ctest
+// fixture ObjectStore.Start (deploy/object-store/start.sh, its run directory given to the tests
+// as CIFAR_OBJECT_STORE_RUN) with the bucket kBucket made and warmed. Tests keep apart by prefix.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cifar::testing {
+
+struct ObjectStore {
+  static constexpr const char* kBucket = "cifar-tests";
+
+  std::string endpoint;  // http://127.0.0.1:PORT
+  int port = 0;
+  std::string access_key_id;
+  std::string secret_access_key;
+
+  // Throws if the fixture's run directory is not there (the test was run without the fixture).
+  static ObjectStore from_fixture();
+  // The environment an S3 tool (cifar-train) needs for it: AWS_ENDPOINT_URL and the keys.
+  [[nodiscard]] std::vector<std::string> environment() const;
+};
+
+// A prefix in kBucket that no other test (or run of this one) uses: <name>-<random>.
+std::string unique_prefix(std::string_view name);
+
+}  // namespace cifar::testing
