@@ -14,6 +14,9 @@ inline constexpr int kExitStopped = 3;
 // A pod of an older incarnation than its replacement (train/fence.h), left running on a cut-off
 // node: it stopped without writing into the run. Its pod object is usually gone already.
 inline constexpr int kExitReplaced = 4;
+// The run's checkpoint store refused or did not answer (storage/: wrong credentials, no such
+// bucket, an endpoint that does not answer, after retries): the job cannot keep its state.
+inline constexpr int kExitStoreUnavailable = 5;
 inline constexpr int kExitSignalBase = 128;  // 128 + signal: killed, worth a retry
 
 constexpr bool is_retryable_exit(int code) { return code >= kExitSignalBase; }

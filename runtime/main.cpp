@@ -13,6 +13,8 @@
 #include "distributed/allreduce/trainer.h"
 #include "distributed/ps/parameter_server.h"
 #include "distributed/ps/trainer.h"
+#include "storage/s3_client.h"
+#include "storage/store.h"
 #include "train/error_text.h"
 #include "train/evaluator.h"
 #include "train/fence.h"
@@ -29,6 +31,10 @@ namespace {
 int run(const cifar::train::TrainConfig& config) {
   using cifar::cluster::Role;
   const auto& dist = config.distributed;
+  // The run's store answers (its bucket is there, the keys are right) before any work starts: a job
+  // that cannot keep its checkpoints fails at once, not at its first checkpoint.
+  static_cast<void>(
+      cifar::storage::open_store(config.model_dir)->list(cifar::train::run_name(config)));
   // The run's writers take their slot of its fence first (train/fence.h): a pod replaced while it
   // was cut off, restarted in place, stops here, before it rendezvouses or reads the run.
   if (dist.enabled && dist.job.role == Role::kEvaluator) {
@@ -94,6 +100,9 @@ int main(int argc, char** argv) {
     return run(*parsed.config);
   } catch (const cifar::train::Replaced& e) {
     return fail(e.what(), cifar::contract::kExitReplaced);
+  } catch (const cifar::storage::S3Error& e) {
+    return fail("checkpoint store " + parsed.config->model_dir + " unavailable: " + e.what(),
+                cifar::contract::kExitStoreUnavailable);
   } catch (const cifar::data::DataError& e) {
     return fail(std::string("data: ") + e.what(), cifar::contract::kExitFailed);
   } catch (const std::invalid_argument& e) {

@@ -7,16 +7,19 @@
 #   pid               the server's process (stop.sh stops it)
 # It makes each --bucket and writes one object into it: SeaweedFS gives a bucket its storage on the
 # first write (seconds), so a warmed bucket answers writes at once.
-#   deploy/object-store/start.sh RUN_DIR [--address IP] [--bucket NAME]...
-# --address: where it listens (default 127.0.0.1; a node's IP for pods to reach it).
+#   deploy/object-store/start.sh RUN_DIR [--address IP] [--bucket NAME]... [--fresh]
+# --address: where it listens (default 127.0.0.1; a node's IP for pods to reach it). --fresh:
+# without what an earlier start stored (the tests' store).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 run=${1:?usage: start.sh RUN_DIR [--address IP] [--bucket NAME]...}
 shift
 address=127.0.0.1
 buckets=()
+fresh=0
 while (($#)); do
   case $1 in
+    --fresh) fresh=1; shift ;;
     --address) address=${2:?--address needs an IP}; shift 2 ;;
     --bucket) buckets+=("${2:?--bucket needs a name}"); shift 2 ;;
     *) echo "start.sh: unknown argument '$1'" >&2; exit 2 ;;
@@ -49,6 +52,7 @@ printf 'AWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n' "$key_id" "$secret" >"
 printf '{"identities":[{"name":"cifartrain","credentials":[{"accessKey":"%s","secretKey":"%s"}],"actions":["Admin","Read","Write","List"]}]}\n' \
   "$key_id" "$secret" >"$run/s3.json"
 umask 022
+((fresh)) && rm -rf "$run/data" "$run/log"
 mkdir -p "$run/data" "$run/log"
 # -master.telemetry=false: it would post to telemetry.seaweedfs.com. No automatic buckets: a
 # job's missing bucket must stay missing (and say so).
@@ -84,8 +88,8 @@ if ((!up)); then
   exit 1
 fi
 for bucket in "${buckets[@]}"; do
-  code=$(s3 PUT "$bucket")
-  [ "$code" = 200 ] || { echo "start.sh: creating bucket $bucket answered $code" >&2; exit 1; }
+  code=$(s3 PUT "$bucket")  # 409: there from an earlier start
+  [ "$code" = 200 ] || [ "$code" = 409 ] || { echo "start.sh: creating bucket $bucket answered $code" >&2; exit 1; }
   code=$(s3 PUT "$bucket/.warm" --data-binary warm)
   [ "$code" = 200 ] || { echo "start.sh: the first write into $bucket answered $code" >&2; exit 1; }
 done

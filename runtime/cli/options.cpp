@@ -18,6 +18,7 @@
 #include "contract/exit_codes.h"
 #include "contract/flags.h"
 #include "models/model.h"
+#include "storage/s3_location.h"
 #include "train/datasets.h"
 
 namespace cifar::cli {
@@ -252,7 +253,20 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
       ->check(CLI::IsMember(models::model_names()))
       ->capture_default_str();
   app.add_option(cli_names(flag::kModelDir), c.model_dir,
-                 "Directory for checkpoints and monitor.jsonl (seed flag: -md)")
+                 "Where checkpoints and monitor.jsonl go: a directory, or s3://BUCKET/PREFIX "
+                 "(with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_REGION; "
+                 "seed flag: -md)")
+      ->check(
+          [](const std::string& location) -> std::string {
+            if (!storage::is_s3_uri(location)) return "";
+            try {
+              static_cast<void>(storage::parse_s3_uri(location));
+              return "";
+            } catch (const std::invalid_argument& e) {
+              return e.what();
+            }
+          },
+          "DIR or s3://BUCKET/PREFIX")
       ->capture_default_str();
   app.add_option(cli_names(flag::kNumClasses), c.num_classes,
                  "Number of classes (seed flag: -nc); 20 or 100 select CIFAR-100's coarse or "

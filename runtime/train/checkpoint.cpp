@@ -1,19 +1,18 @@
 #include "train/checkpoint.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <torch/serialize.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 
+#include "storage/store.h"
 #include "train/error_text.h"
 #include "train/fence.h"
 
@@ -23,39 +22,15 @@ namespace {
 
 constexpr const char* kSuffix = ".pt";
 
-// Writes `archive` to a new file at `path`, synced to disk. Throws std::system_error with the
-// system's reason (ENOSPC, EROFS, EIO...). The writer tells torch every byte was written even after
-// a failed write: LibTorch's zip writer, told otherwise, throws from its destructor, which ends
-// the process (the exit code 139 a full volume used to cause).
-void write_synced(const fs::path& path, torch::serialize::OutputArchive& archive) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::system_error(errno, std::generic_category());
-  int error = 0;
-  try {
-    archive.save_to([&](const void* data, size_t size) -> size_t {
-      const auto* bytes = static_cast<const char*>(data);
-      for (size_t done = 0; done < size && error == 0;) {
-        const auto n = ::write(fd, bytes + done, size - done);
-        if (n < 0 && errno != EINTR) error = errno;
-        if (n > 0) done += static_cast<size_t>(n);
-      }
-      return size;
-    });
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
-  if (error == 0 && ::fsync(fd) != 0) error = errno;
-  if (::close(fd) != 0 && error == 0) error = errno;
-  if (error != 0) throw std::system_error(error, std::generic_category());
-}
-
-// fsync a file or directory so that a rename that follows is durable.
-void sync_path(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
+// The archive's bytes. The writer takes every byte: LibTorch's zip writer, told otherwise, throws
+// from its destructor, which ends the process.
+std::string bytes_of(torch::serialize::OutputArchive& archive) {
+  std::string bytes;
+  archive.save_to([&](const void* data, size_t size) -> size_t {
+    bytes.append(static_cast<const char*>(data), size);
+    return size;
+  });
+  return bytes;
 }
 
 torch::Tensor scalar(int64_t v) { return torch::tensor(v, torch::kInt64); }
@@ -141,12 +116,16 @@ void set_cpu_rng_state(const torch::Tensor& state) {
 
 }  // namespace
 
-CheckpointManager::CheckpointManager(fs::path dir, std::string prefix, int keep)
-    : dir_(std::move(dir)), prefix_(std::move(prefix)), keep_(std::max(keep, 1)) {}
+CheckpointManager::CheckpointManager(std::shared_ptr<storage::Store> store, std::string prefix,
+                                     int keep)
+    : store_(std::move(store)), prefix_(std::move(prefix)), keep_(std::max(keep, 1)) {}
 
-fs::path CheckpointManager::save(const torch::nn::Module& model,
-                                 const torch::optim::Optimizer& optimizer,
-                                 const TrainState& state) const {
+CheckpointManager::CheckpointManager(const std::string& location, std::string prefix, int keep)
+    : CheckpointManager(storage::open_store(location), std::move(prefix), keep) {}
+
+std::string CheckpointManager::save(const torch::nn::Module& model,
+                                    const torch::optim::Optimizer& optimizer,
+                                    const TrainState& state) const {
   return save(model, state, [&](torch::serialize::OutputArchive& archive) {
     torch::serialize::OutputArchive optimizer_archive;
     optimizer.save(optimizer_archive);
@@ -154,8 +133,8 @@ fs::path CheckpointManager::save(const torch::nn::Module& model,
   });
 }
 
-fs::path CheckpointManager::save(const torch::nn::Module& model, const TrainState& state,
-                                 const ExtraWriter& write_extra) const {
+std::string CheckpointManager::save(const torch::nn::Module& model, const TrainState& state,
+                                    const ExtraWriter& write_extra) const {
   torch::serialize::OutputArchive archive;
   write_model(archive, model);
   write_extra(archive);
@@ -164,48 +143,53 @@ fs::path CheckpointManager::save(const torch::nn::Module& model, const TrainStat
   archive.write("rng/cpu", cpu_rng_state());
 
   // Zero-padded step numbers keep lexical order equal to age.
-  char name[64];
-  std::snprintf(name, sizeof(name), "-step-%010lld", static_cast<long long>(state.step));
-  fs::path final_path = dir_ / (prefix_ + name + kSuffix);
-  const fs::path temp_path = dir_ / ("." + final_path.filename().string() + ".tmp");
+  char number[64];
+  std::snprintf(number, sizeof(number), "-step-%010lld", static_cast<long long>(state.step));
+  const std::string name = prefix_ + number + kSuffix;
+  const auto bytes = bytes_of(archive);
+  check_fence();  // a replaced chief commits nothing
   try {
-    fs::create_directories(dir_);
-    write_synced(temp_path, archive);
-    check_fence();  // a replaced chief commits nothing
-    fs::rename(temp_path, final_path);
-    sync_path(dir_);
-  } catch (const Replaced&) {
-    std::error_code ignored;
-    fs::remove(temp_path, ignored);
-    throw;
-  } catch (const std::exception& e) {
-    std::error_code ignored;
-    fs::remove(temp_path, ignored);  // never a torn file; the older checkpoints stay
+    store_->put(name, bytes);
+  } catch (const std::exception& e) {  // never a torn object; the older checkpoints stay
+    // The system's reason alone (ENOSPC, EROFS...): the message names the place already.
+    const auto* system = dynamic_cast<const std::system_error*>(&e);
     throw CheckpointWriteError("checkpoint step " + std::to_string(state.step) +
-                               " could not be written to " + final_path.string() + ": " +
-                               error_text(e));
+                               " could not be written to " + store_->location_of(name) + ": " +
+                               (system != nullptr ? system->code().message() : error_text(e)));
   }
 
   check_fence();  // nor deletes what its replacement may have written
   auto existing = list();
   for (size_t i = 0; i + static_cast<size_t>(keep_) < existing.size(); ++i) {
-    fs::remove(existing[i]);
+    store_->remove(existing[i]);
   }
-  return final_path;
+  return store_->location_of(name);
 }
 
-std::vector<fs::path> CheckpointManager::list() const {
-  std::vector<fs::path> files;
-  if (!fs::is_directory(dir_)) return files;
-  for (const auto& entry : fs::directory_iterator(dir_)) {
-    const auto name = entry.path().filename().string();
-    if (entry.is_regular_file() && name.rfind(prefix_ + "-step-", 0) == 0 &&
-        entry.path().extension() == kSuffix) {
-      files.push_back(entry.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  return files;
+std::vector<std::string> CheckpointManager::list() const {
+  auto names = store_->list(prefix_ + "-step-");
+  names.erase(std::remove_if(names.begin(), names.end(),
+                             [](const std::string& name) {
+                               return name.size() < std::strlen(kSuffix) ||
+                                      name.compare(name.size() - std::strlen(kSuffix),
+                                                   std::string::npos, kSuffix) != 0;
+                             }),
+              names.end());
+  return names;
+}
+
+std::optional<std::string> CheckpointManager::read(const std::string& name) const {
+  return store_->get(name);
+}
+
+TrainState CheckpointManager::state_of(const std::string& name) const {
+  const auto bytes = read(name);
+  if (!bytes) throw std::runtime_error(location_of(name) + " is gone");
+  return state_from_bytes(*bytes);
+}
+
+std::string CheckpointManager::location_of(const std::string& name) const {
+  return store_->location_of(name);
 }
 
 namespace {
@@ -236,16 +220,17 @@ std::optional<TrainState> CheckpointManager::load_latest(torch::nn::Module& mode
   return load_latest(model, optimizer_reader(optimizer));
 }
 
-std::optional<fs::path> CheckpointManager::newest_readable() const {
-  const auto files = list();
-  for (auto it = files.rbegin(); it != files.rend(); ++it) {
+std::optional<std::pair<std::string, std::string>> CheckpointManager::newest_readable() const {
+  const auto names = list();
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
     try {
-      (void)read_state(*it);
-      return *it;
+      auto bytes = read(*it);
+      if (!bytes) continue;  // rotated away meanwhile
+      (void)state_from_bytes(*bytes);
+      return std::make_pair(*it, std::move(*bytes));
     } catch (const std::exception& e) {
-      const std::string what = e.what();
-      spdlog::warn("cannot read checkpoint {}, trying an older one: {}", it->string(),
-                   what.substr(0, what.find('\n')));
+      spdlog::warn("cannot read checkpoint {}, trying an older one: {}", location_of(*it),
+                   error_text(e));
     }
   }
   return std::nullopt;
@@ -260,41 +245,50 @@ TrainState CheckpointManager::load_bytes(const std::string& bytes, torch::nn::Mo
 
 std::optional<TrainState> CheckpointManager::load_latest(torch::nn::Module& model,
                                                          const ExtraReader& read_extra) const {
-  auto files = list();
+  const auto names = list();
   std::string newest_error;
-  for (auto it = files.rbegin(); it != files.rend(); ++it) {
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
     try {
+      const auto bytes = read(*it);
+      if (!bytes) continue;  // rotated away meanwhile
       torch::serialize::InputArchive archive;
-      archive.load_from(it->string());
+      archive.load_from(bytes->data(), bytes->size());
       auto state = restore(archive, model, read_extra);
-      spdlog::info("resumed from {} (epoch {}, step {})", it->string(), state.epoch, state.step);
+      spdlog::info("resumed from {} (epoch {}, step {})", location_of(*it), state.epoch,
+                   state.step);
       return state;
     } catch (const std::exception& e) {
-      // c10::Error's what() carries a C++ backtrace; its first line says what went wrong.
-      const std::string reason = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
-      spdlog::warn("cannot restore checkpoint {}, trying an older one: {}", it->string(), reason);
-      if (newest_error.empty()) newest_error = reason;
+      spdlog::warn("cannot restore checkpoint {}, trying an older one: {}", location_of(*it),
+                   error_text(e));
+      if (newest_error.empty()) newest_error = error_text(e);
     }
   }
-  if (!files.empty()) {
+  if (!names.empty()) {
     // None fits (another model or optimizer?): starting afresh would rotate them all away.
-    throw std::runtime_error("none of the " + std::to_string(files.size()) + " checkpoints in " +
-                             dir_.string() + " can be restored into this model and optimizer; " +
+    throw std::runtime_error("none of the " + std::to_string(names.size()) + " checkpoints in " +
+                             store_->location() +
+                             " can be restored into this model and optimizer; " +
                              "the newest failed with: " + newest_error);
   }
   return std::nullopt;
 }
 
-void CheckpointManager::load_model(const fs::path& file, torch::nn::Module& model) {
+void CheckpointManager::model_from_bytes(const std::string& bytes, torch::nn::Module& model) {
   torch::serialize::InputArchive archive;
-  archive.load_from(file.string());
+  archive.load_from(bytes.data(), bytes.size());
   read_model(archive, model);
 }
 
-TrainState CheckpointManager::read_state(const fs::path& file) {
+TrainState CheckpointManager::state_from_bytes(const std::string& bytes) {
+  torch::serialize::InputArchive archive;
+  archive.load_from(bytes.data(), bytes.size());
+  return parse_state(archive);
+}
+
+void CheckpointManager::load_model_file(const fs::path& file, torch::nn::Module& model) {
   torch::serialize::InputArchive archive;
   archive.load_from(file.string());
-  return parse_state(archive);
+  read_model(archive, model);
 }
 
 }  // namespace cifar::train

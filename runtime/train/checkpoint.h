@@ -1,5 +1,8 @@
-// Checkpoints: model, optimizer, progress counters and RNG state in one file, written atomically
-// (temp file, fsync, rename), the newest `keep` kept. A resumed run continues bit-exactly.
+// Checkpoints: model, optimizer, progress counters and RNG state in one object of the run's store
+// (storage/store.h: a directory or an s3:// prefix), the newest `keep` kept. An object is written
+// whole (a directory: temp file, fsync, rename; S3: one PUT or a completed multipart upload), and
+// a reader checks what it reads (a torn or foreign checkpoint is reported and passed over). A
+// resumed run continues bit-exactly.
 #pragma once
 
 #include <torch/nn/module.h>
@@ -9,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -16,11 +20,15 @@
 
 #include "train/train_state.h"
 
+namespace cifar::storage {
+class Store;
+}
+
 namespace cifar::train {
 
-// A checkpoint that could not be written (a full or read-only volume, an I/O error): the message
-// names the step, the file and the system's reason. Nothing half-written is left behind, and the
-// checkpoints written before are kept.
+// A checkpoint that could not be written (a full or read-only volume, an I/O error, an object
+// store that refused it): the message names the step, where and the reason. Nothing half-written is
+// left behind, and the checkpoints written before are kept.
 class CheckpointWriteError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -33,17 +41,18 @@ class CheckpointManager {
   using ExtraWriter = std::function<void(torch::serialize::OutputArchive&)>;
   using ExtraReader = std::function<void(torch::serialize::InputArchive&)>;
 
-  CheckpointManager(std::filesystem::path dir, std::string prefix, int keep);
+  CheckpointManager(std::shared_ptr<storage::Store> store, std::string prefix, int keep);
+  // The store at `location` (storage::open_store: a directory or s3://BUCKET/PREFIX).
+  CheckpointManager(const std::string& location, std::string prefix, int keep);
 
-  // Writes a checkpoint for `state` and deletes all but the newest `keep`; returns its path
+  // Writes a checkpoint for `state` and deletes all but the newest `keep`; returns where it went
   // (informational: callers may ignore it). Throws CheckpointWriteError.
   // NOLINTNEXTLINE(modernize-use-nodiscard)
-  std::filesystem::path save(const torch::nn::Module& model,
-                             const torch::optim::Optimizer& optimizer,
-                             const TrainState& state) const;
+  std::string save(const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
+                   const TrainState& state) const;
   // NOLINTNEXTLINE(modernize-use-nodiscard)
-  std::filesystem::path save(const torch::nn::Module& model, const TrainState& state,
-                             const ExtraWriter& write_extra) const;
+  std::string save(const torch::nn::Module& model, const TrainState& state,
+                   const ExtraWriter& write_extra) const;
   // Restores the newest readable checkpoint into `model` and `optimizer` (and the global RNG);
   // an unreadable one (torn by a crash) is reported and the next older one tried. Empty when
   // there are none; throws when there are some but none can be restored.
@@ -51,22 +60,31 @@ class CheckpointManager {
                                         torch::optim::Optimizer& optimizer) const;
   std::optional<TrainState> load_latest(torch::nn::Module& model,
                                         const ExtraReader& read_extra) const;
-  // Checkpoints present, oldest first.
-  [[nodiscard]] std::vector<std::filesystem::path> list() const;
-  // The newest checkpoint whose progress can be read (a torn one is reported and skipped).
-  [[nodiscard]] std::optional<std::filesystem::path> newest_readable() const;
-  // Restores a checkpoint given as the bytes of its file, as load_latest does a file: how the
-  // ranks of an all-reduce job all continue from the one that rank 0 read. Throws if it does not
-  // fit the model and optimizer.
+  // The names of the checkpoints present, oldest first.
+  [[nodiscard]] std::vector<std::string> list() const;
+  // A checkpoint's bytes, or nothing if it is gone (rotated away since it was listed).
+  [[nodiscard]] std::optional<std::string> read(const std::string& name) const;
+  // The progress a checkpoint holds; throws if it cannot be read.
+  [[nodiscard]] TrainState state_of(const std::string& name) const;
+  // The name of the newest checkpoint whose progress can be read (a torn one is reported and
+  // skipped), with its bytes.
+  [[nodiscard]] std::optional<std::pair<std::string, std::string>> newest_readable() const;
+  [[nodiscard]] std::string location_of(const std::string& name) const;
+  [[nodiscard]] const storage::Store& store() const { return *store_; }
+
+  // Restores a checkpoint given as its bytes, as load_latest does: how the ranks of an all-reduce
+  // job all continue from the one that rank 0 read. Throws if it does not fit the model and
+  // optimizer.
   static TrainState load_bytes(const std::string& bytes, torch::nn::Module& model,
                                torch::optim::Optimizer& optimizer);
-
-  // Reads just the model weights (evaluation, tests).
-  static void load_model(const std::filesystem::path& file, torch::nn::Module& model);
-  static TrainState read_state(const std::filesystem::path& file);
+  // Just the model weights, or just the progress, of a checkpoint's bytes (evaluation).
+  static void model_from_bytes(const std::string& bytes, torch::nn::Module& model);
+  static TrainState state_from_bytes(const std::string& bytes);
+  // The same of a checkpoint file (tests, tools).
+  static void load_model_file(const std::filesystem::path& file, torch::nn::Module& model);
 
  private:
-  std::filesystem::path dir_;
+  std::shared_ptr<storage::Store> store_;
   std::string prefix_;
   int keep_;
 };

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "data/download.h"
+#include "storage/s3_location.h"
 
 namespace cifar::train {
 namespace fs = std::filesystem;
@@ -71,7 +72,9 @@ fs::path debian_fashion_mnist(const TrainConfig& /*config*/) {
   return "/usr/share/datasets/fashion-mnist";
 }
 
+// Beside the run's checkpoints, unless they are in object storage.
 fs::path under_model_dir(const TrainConfig& config) {
+  if (storage::is_s3_uri(config.model_dir)) return under_data(config);
   return fs::path(config.model_dir) / "synthetic-data";
 }
 

@@ -1,33 +1,34 @@
 #include "train/done_marker.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 
-#include "train/atomic_file.h"
+#include "storage/store.h"
 #include "train/fence.h"
 
 namespace cifar::train {
-namespace fs = std::filesystem;
+namespace {
 
-fs::path done_marker_path(const TrainConfig& config) {
-  return fs::path(config.model_dir) / (run_name(config) + ".done");
-}
+std::string marker_name(const TrainConfig& config) { return run_name(config) + ".done"; }
+
+}  // namespace
 
 void write_done_marker(const TrainConfig& config, int64_t final_step) {
   check_fence();
-  replace_atomically(done_marker_path(config), [&](const fs::path& temp) {
-    std::ofstream(temp, std::ios::trunc) << nlohmann::json{{"step", final_step}}.dump() << "\n";
-  });
+  storage::open_store(config.model_dir)
+      ->put(marker_name(config), nlohmann::json{{"step", final_step}}.dump() + "\n");
 }
 
-std::optional<int64_t> read_done_marker(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  try {
-    return nlohmann::json::parse(in).at("step").get<int64_t>();
-  } catch (const std::exception&) {
-    return std::nullopt;  // being written: the next poll reads it whole
-  }
+std::optional<int64_t> read_done_marker(const TrainConfig& config) {
+  const auto text = storage::open_store(config.model_dir)->get(marker_name(config));
+  if (!text) return std::nullopt;
+  const auto json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object() || !json.contains("step")) return std::nullopt;
+  return json["step"].get<int64_t>();
+}
+
+void remove_done_marker(const TrainConfig& config) {
+  storage::open_store(config.model_dir)->remove(marker_name(config));
 }
 
 }  // namespace cifar::train

@@ -5,26 +5,26 @@
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
 
-#include "train/atomic_file.h"
+#include "storage/s3_client.h"
+#include "storage/store.h"
 #include "train/batches.h"
 #include "train/checkpoint.h"
 #include "train/datasets.h"
 #include "train/device.h"
 #include "train/done_marker.h"
+#include "train/error_text.h"
 #include "train/fence.h"
+#include "train/json_lines.h"
 #include "train/loss.h"
 #include "train/metrics_endpoint.h"
 
 namespace cifar::train {
-namespace fs = std::filesystem;
 namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(500);
@@ -43,51 +43,55 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
   model->to(device);
   auto metrics = make_runtime_metrics(config);
 
-  const fs::path dir = config.model_dir;
-  const CheckpointManager checkpoints(dir, run_name(config), config.keep_checkpoints);
-  const fs::path best_path = dir / (run_name(config) + "-best.pt");
-  const fs::path log_path = dir / "evaluation.jsonl";
+  const std::shared_ptr<storage::Store> store = storage::open_store(config.model_dir);
+  const CheckpointManager checkpoints(store, run_name(config), config.keep_checkpoints);
+  const std::string best_name = run_name(config) + "-best.pt";
+  JsonLinesObject log(store, "evaluation.jsonl");
   EvaluatorResult result;
   // Checkpoints that exist but cannot be read: reported once each, never tried again.
-  std::set<fs::path> unreadable;
+  std::set<std::string> unreadable;
   // Checkpoints a replaced chief wrote after its replacement took over (fence.h): passed over.
-  std::set<fs::path> stale;
-  spdlog::info("evaluator: watching {} for checkpoints", dir.string());
+  std::set<std::string> stale;
+  spdlog::info("evaluator: watching {} for checkpoints", store->location());
   while (true) {
-    auto files = checkpoints.list();
-    files.erase(std::remove_if(files.begin(), files.end(),
-                               [&](const fs::path& f) { return stale.count(f) != 0; }),
-                files.end());
-    if (!files.empty() && unreadable.count(files.back()) == 0) {
-      const auto& newest = files.back();
-      // Only reading the file decides whether it is unreadable; what is done with it after is not.
+    auto names = checkpoints.list();
+    names.erase(std::remove_if(names.begin(), names.end(),
+                               [&](const std::string& n) { return stale.count(n) != 0; }),
+                names.end());
+    if (!names.empty() && unreadable.count(names.back()) == 0) {
+      const auto& newest = names.back();
+      // Only parsing the object decides whether it is unreadable; what is done with it after is
+      // not (nor can the store fail to answer: that is an error of its own).
+      const auto bytes = checkpoints.read(newest);
+      if (!bytes) {  // rotated away by the chief between listing and reading: a newer one is there
+        spdlog::debug("evaluator: {} is gone", newest);
+        continue;
+      }
       std::optional<TrainState> loaded;
       try {
-        const auto state = CheckpointManager::read_state(newest);
+        const auto state = CheckpointManager::state_from_bytes(*bytes);
         if (is_stale_checkpoint(read_fence(config, FenceSlot::kChief), state.written_by,
                                 state.step)) {
           stale.insert(newest);
           spdlog::warn(
               "evaluator: ignoring {}: written by incarnation {} of the chief after a newer "
               "one took over",
-              newest.string(), state.written_by);
+              checkpoints.location_of(newest), state.written_by);
           continue;
         }
         if (state.step > result.last_step) {
-          CheckpointManager::load_model(newest, *model);
+          CheckpointManager::model_from_bytes(*bytes, *model);
           loaded = state;
         }
-      } catch (const std::exception& e) {
-        const std::string what = e.what();
-        const auto first_line = what.substr(0, what.find('\n'));
-        if (fs::exists(newest)) {  // corrupt or truncated: say so once, and skip it from now on
-          unreadable.insert(newest);
-          metrics->record_checkpoint_read_error();
-          spdlog::warn("evaluator: checkpoint {} cannot be read, skipping it: {}", newest.string(),
-                       first_line);
-        } else {  // rotated away by the chief between listing and reading: a newer one is there
-          spdlog::debug("evaluator: skipping {}: {}", newest.string(), first_line);
-        }
+      } catch (const Replaced&) {
+        throw;
+      } catch (const storage::S3Error&) {
+        throw;
+      } catch (const std::exception& e) {  // corrupt or truncated: say so once, skip it from now on
+        unreadable.insert(newest);
+        metrics->record_checkpoint_read_error();
+        spdlog::warn("evaluator: checkpoint {} cannot be read, skipping it: {}",
+                     checkpoints.location_of(newest), error_text(e));
       }
       if (loaded) {
         const auto& state = *loaded;
@@ -100,37 +104,26 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
         spdlog::info("evaluator: step {} (epoch {}): test loss {:.4f}, test accuracy {:.2f}%",
                      state.step, state.epoch, evaluation.loss, 100 * evaluation.accuracy);
         check_fence();  // a replaced evaluator records nothing
-        std::ofstream(log_path, std::ios::app)
-            << nlohmann::json{{"step", state.step},
-                              {"epoch", state.epoch},
-                              {"test_loss", evaluation.loss},
-                              {"test_accuracy", evaluation.accuracy}}
-                   .dump()
-            << "\n";
+        log.append({{"step", state.step},
+                    {"epoch", state.epoch},
+                    {"test_loss", evaluation.loss},
+                    {"test_accuracy", evaluation.accuracy}});
         if (result.best_step < 0 || evaluation.accuracy > result.best_accuracy) {
           result.best_accuracy = evaluation.accuracy;
           result.best_step = state.step;
-          try {
-            check_fence();
-            replace_atomically(best_path, [&](const fs::path& temp) {
-              fs::copy_file(newest, temp, fs::copy_options::overwrite_existing);
-            });
-          } catch (const Replaced&) {
-            throw;
-          } catch (const std::exception& e) {  // rotated away meanwhile: the next best is kept
-            spdlog::warn("evaluator: could not keep {} as the best: {}", newest.string(), e.what());
-          }
+          check_fence();
+          store->put(best_name, *bytes);
         }
       }
     }
-    if (const auto final_step = read_done_marker(done_marker_path(config))) {
+    if (const auto final_step = read_done_marker(config)) {
       if (result.last_step >= *final_step) break;
       // Listed again: the final checkpoint is written before the marker, so it is the newest now.
-      const auto final_files = checkpoints.list();
-      if (!final_files.empty() && unreadable.count(final_files.back()) != 0) {
-        throw std::runtime_error("the job's final checkpoint " + final_files.back().string() +
-                                 " cannot be read: the last evaluation is step " +
-                                 std::to_string(result.last_step));
+      const auto final_names = checkpoints.list();
+      if (!final_names.empty() && unreadable.count(final_names.back()) != 0) {
+        throw std::runtime_error(
+            "the job's final checkpoint " + checkpoints.location_of(final_names.back()) +
+            " cannot be read: the last evaluation is step " + std::to_string(result.last_step));
       }
     }
     std::this_thread::sleep_for(kPollInterval);

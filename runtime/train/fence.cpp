@@ -1,18 +1,11 @@
 #include "train/fence.h"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "train/atomic_file.h"
+#include "storage/store.h"
 
 namespace cifar::train {
 namespace {
@@ -20,38 +13,40 @@ namespace {
 namespace fs = std::filesystem;
 
 struct Held {
-  fs::path file;
+  std::shared_ptr<storage::Store> store;
+  std::string name;  // <run>.<slot>.fence
   int64_t incarnation = 0;
 };
 
 std::mutex fence_mu;
 std::optional<Held> held;  // this process's fence, under fence_mu
 
-fs::path fence_path(const TrainConfig& config, FenceSlot slot) {
-  return fs::path(config.model_dir) /
-         (run_name(config) + (slot == FenceSlot::kChief ? ".chief" : ".evaluator") + ".fence");
+std::string fence_name(const TrainConfig& config, FenceSlot slot) {
+  return run_name(config) + (slot == FenceSlot::kChief ? ".chief" : ".evaluator") + ".fence";
 }
 
-std::optional<FenceRecord> read_record(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) return std::nullopt;
+FenceRecord parse_record(const std::string& text, const std::string& where) {
   try {
-    const auto json = nlohmann::json::parse(in);
+    const auto json = nlohmann::json::parse(text);
     FenceRecord record;
     record.incarnation = json.at("incarnation").get<int64_t>();
     if (json.contains("resumed_step")) record.resumed_step = json["resumed_step"].get<int64_t>();
     return record;
-  } catch (const std::exception& e) {  // written by rename: never half there
-    throw std::runtime_error("fence " + file.string() + " cannot be read: " + e.what());
+  } catch (const std::exception& e) {  // written whole: never half there
+    throw std::runtime_error("fence " + where + " cannot be read: " + e.what());
   }
 }
 
-void write_record(const fs::path& file, const FenceRecord& record) {
+std::string record_text(const FenceRecord& record) {
   nlohmann::json json = {{"incarnation", record.incarnation}};
   if (record.resumed_step) json["resumed_step"] = *record.resumed_step;
-  replace_atomically(file, [&](const fs::path& temp) {
-    std::ofstream(temp, std::ios::trunc) << json.dump() << "\n";
-  });
+  return json.dump() + "\n";
+}
+
+std::optional<FenceRecord> read_record(const storage::Store& store, const std::string& name) {
+  const auto text = store.get(name);
+  if (!text) return std::nullopt;
+  return parse_record(*text, store.location_of(name));
 }
 
 std::string replaced_by(int64_t newer, int64_t own) {
@@ -59,25 +54,25 @@ std::string replaced_by(int64_t newer, int64_t own) {
          "incarnation " + std::to_string(own) + ", and writes nothing more into the run)";
 }
 
-// An exclusive flock on <file>.lock for the claims' read-compare-write: two pods starting at once
-// cannot both take the slot.
-class ClaimLock {
- public:
-  explicit ClaimLock(const fs::path& file)
-      : fd_(::open((file.string() + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
-    if (fd_ < 0 || ::flock(fd_, LOCK_EX) != 0) {
-      const std::string why = std::strerror(errno);
-      if (fd_ >= 0) ::close(fd_);
-      throw std::runtime_error("cannot lock " + file.string() + ".lock: " + why);
+// Writes what `next` makes of the slot's record as one compare-and-swap (Store::put_if), again
+// while another writer gets in between: two pods starting at once cannot both take the slot.
+// `next` throws Replaced when a newer incarnation holds the slot, and returns nullopt when there
+// is nothing to write.
+void update_record(
+    storage::Store& store, const std::string& name,
+    const std::function<std::optional<FenceRecord>(const std::optional<FenceRecord>&)>& next) {
+  while (true) {
+    const auto current = store.get_versioned(name);
+    std::optional<FenceRecord> record;
+    if (current) record = parse_record(current->bytes, store.location_of(name));
+    const auto wanted = next(record);
+    if (!wanted) return;
+    if (store.put_if(name, record_text(*wanted),
+                     current ? std::optional<std::string>(current->version) : std::nullopt)) {
+      return;
     }
   }
-  ~ClaimLock() { ::close(fd_); }  // releases the lock
-  ClaimLock(const ClaimLock&) = delete;
-  ClaimLock& operator=(const ClaimLock&) = delete;
-
- private:
-  int fd_;
-};
+}
 
 // This process's fence, if it holds one.
 std::optional<Held> held_fence() {
@@ -85,9 +80,9 @@ std::optional<Held> held_fence() {
   return held;
 }
 
-// Throws Replaced when the slot's file names a newer incarnation than `mine`.
+// Throws Replaced when the slot's record names a newer incarnation than `mine`.
 void check_not_replaced(const Held& mine) {
-  const auto record = read_record(mine.file);
+  const auto record = read_record(*mine.store, mine.name);
   if (record && record->incarnation > mine.incarnation) {
     throw Replaced(replaced_by(record->incarnation, mine.incarnation));
   }
@@ -96,31 +91,34 @@ void check_not_replaced(const Held& mine) {
 }  // namespace
 
 std::optional<FenceRecord> read_fence(const TrainConfig& config, FenceSlot slot) {
-  return read_record(fence_path(config, slot));
+  return read_record(*storage::open_store(config.model_dir), fence_name(config, slot));
 }
 
 void claim_fence(const TrainConfig& config, FenceSlot slot) {
   if (config.incarnation <= 0) return;
-  const auto file = fence_path(config, slot);
-  fs::create_directories(file.parent_path());
-  const ClaimLock lock(file);
-  const auto record = read_record(file);
-  if (record && record->incarnation > config.incarnation) {
-    throw Replaced(replaced_by(record->incarnation, config.incarnation));
-  }
-  if (!record || record->incarnation < config.incarnation) {
-    write_record(file, {config.incarnation, std::nullopt});
-  }
+  std::shared_ptr<storage::Store> store = storage::open_store(config.model_dir);
+  const auto name = fence_name(config, slot);
+  update_record(*store, name, [&](const std::optional<FenceRecord>& record) {
+    if (record && record->incarnation > config.incarnation) {
+      throw Replaced(replaced_by(record->incarnation, config.incarnation));
+    }
+    return record && record->incarnation == config.incarnation
+               ? std::nullopt
+               : std::optional<FenceRecord>(FenceRecord{config.incarnation, std::nullopt});
+  });
   const std::lock_guard guard(fence_mu);
-  held = Held{file, config.incarnation};
+  held = Held{std::move(store), name, config.incarnation};
 }
 
 void record_resumed_step(int64_t step) {
   const auto mine = held_fence();
   if (!mine) return;
-  const ClaimLock lock(mine->file);
-  check_not_replaced(*mine);
-  write_record(mine->file, {mine->incarnation, step});
+  update_record(*mine->store, mine->name, [&](const std::optional<FenceRecord>& record) {
+    if (record && record->incarnation > mine->incarnation) {
+      throw Replaced(replaced_by(record->incarnation, mine->incarnation));
+    }
+    return std::optional<FenceRecord>(FenceRecord{mine->incarnation, step});
+  });
 }
 
 void check_fence() {

@@ -1,16 +1,19 @@
-// The run's directory fenced against the job's own stale pods, as HDFS or ZooKeeper fence an old
-// leader with an epoch. The operator gives every pod it creates an incarnation that only grows
-// (env CIFAR_INCARNATION: a replacement outranks the pod it replaces). Each writer of the run, the
-// chief and the evaluator, claims its slot's fence file (<model-dir>/<run>.<slot>.fence) with its
-// number as it starts, and checks it before every commit: a checkpoint's rename and the rotation's
-// deletes, the done marker, a monitor record, the evaluator's records and best model. A pod left
-// running on a cut-off node, whose replacement has claimed the slot since, so stops with Replaced
-// ("this pod was replaced by incarnation N; stopping") instead of writing beside it.
+// The run's store (a directory or an s3:// prefix) fenced against the job's own stale pods, as
+// HDFS or ZooKeeper fence an old leader with an epoch. The operator gives every pod it creates an
+// incarnation that only grows (env CIFAR_INCARNATION: a replacement outranks the pod it replaces).
+// Each writer of the run, the chief and the evaluator, claims its slot's fence record
+// (<run>.<slot>.fence in the store) with its number as it starts, and checks it before every
+// commit: a checkpoint's write and the rotation's deletes, the done marker, a monitor record, the
+// evaluator's records and best model. A pod left running on a cut-off node, whose replacement has
+// claimed the slot since, so stops with Replaced ("this pod was replaced by incarnation N;
+// stopping") instead of writing beside it.
 //
-// Limits: a commit whose check passed just before the newer pod's claim still lands (the window
-// between the check and the rename: one write at most; the evaluator then ignores such a
-// checkpoint, see is_stale_checkpoint); the guarantee needs a file system with atomic rename and
-// read-after-write consistency (local, NFS), and the claim's lock needs flock.
+// A claim is a compare-and-swap (Store::put_if: an flock'd read-compare-rename in a directory,
+// S3's conditional PUT), so two pods starting at once cannot both hold the slot. Limits: a commit
+// whose check passed just before the newer pod's claim still lands (the window between the check
+// and the write: one write at most; the evaluator then ignores such a checkpoint, see
+// is_stale_checkpoint); the guarantee needs read-after-write consistency (local disks, NFS, and S3
+// since 2020; most S3-compatible stores).
 //
 // One fence a process (the slot it writes); without an incarnation (0: run by hand, or by an
 // operator that gives none) there is none and every check passes.

@@ -51,8 +51,7 @@ UpdateResult LocalExchange::update(double lr) {
 }
 
 void LocalExchange::save_checkpoint(const TrainState& state) {
-  const auto path = checkpoints_.save(*model_, *optimizer_, state);
-  spdlog::debug("checkpoint {}", path.string());
+  spdlog::debug("checkpoint {}", checkpoints_.save(*model_, *optimizer_, state));
 }
 
 }  // namespace cifar::train

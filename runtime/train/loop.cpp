@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -152,7 +151,6 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
   model->to(device);
   if (exchange.initializes_model()) model->init_from_data(init_sample(train_set, stats, device));
 
-  std::filesystem::create_directories(config.model_dir);
   const auto metrics_endpoint = make_runtime_metrics(config);
   auto& metrics = *metrics_endpoint;
   TrainState state = exchange.start(trainable(*model), plan, metrics);
@@ -163,8 +161,8 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
 
   std::optional<MonitorLog> monitor;
   if (place.chief) {
-    MonitorLog::truncate_after(config.model_dir, state.epoch);  // epochs to be redone
     monitor.emplace(config.model_dir);
+    monitor->truncate_after(state.epoch);  // epochs to be redone
   }
   std::optional<data::DataLoader> test_loader;
   if (exchange.evaluates()) {

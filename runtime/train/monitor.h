@@ -1,9 +1,11 @@
-// model-dir/monitor.jsonl: one JSON object per epoch, appended and flushed as each epoch ends.
+// monitor.jsonl in the run's store (its -md: a directory or s3://...): one JSON object per epoch,
+// written as each epoch ends.
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
+#include <string>
+
+#include "train/json_lines.h"
 
 namespace cifar::train {
 
@@ -21,15 +23,16 @@ struct EpochRecord {
 
 class MonitorLog {
  public:
-  explicit MonitorLog(const std::filesystem::path& model_dir);
+  // The log of the run at `model_dir`, with what it holds already.
+  explicit MonitorLog(const std::string& model_dir);
   void append(const EpochRecord& record);
   // Drops records of epochs after `epoch` (a resumed run redoes them).
-  static void truncate_after(const std::filesystem::path& model_dir, int64_t epoch);
+  void truncate_after(int64_t epoch);
 
   static constexpr const char* kFileName = "monitor.jsonl";
 
  private:
-  std::ofstream out_;
+  JsonLinesObject log_;
 };
 
 }  // namespace cifar::train

@@ -18,7 +18,7 @@ namespace cifar::testing {
 inline std::map<std::string, torch::Tensor> parameters_in(const std::filesystem::path& checkpoint,
                                                           const std::string& model = "alexnet") {
   auto net = models::make_model(model, {});
-  train::CheckpointManager::load_model(checkpoint, *net);
+  train::CheckpointManager::load_model_file(checkpoint, *net);
   std::map<std::string, torch::Tensor> out;
   for (const auto& p : net->named_parameters()) out[p.key()] = p.value().clone();
   return out;

@@ -4,8 +4,6 @@
 #include <torch/torch.h>
 
 #include <chrono>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <utility>
@@ -48,10 +46,9 @@ train::TrainState AllReduceExchange::start(const train::TrainableModel& model,
   std::string newest;
   std::string source;
   if (rank() == 0) {
-    if (const auto file = checkpoints().newest_readable()) {
-      std::ifstream in(*file, std::ios::binary);
-      newest.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-      source = file->string();
+    if (auto found = checkpoints().newest_readable()) {
+      source = checkpoints().location_of(found->first);
+      newest = std::move(found->second);
     }
   }
   newest = broadcast_bytes(*group_, newest, options_.timeout);

@@ -4,7 +4,6 @@
 #include <torch/torch.h>
 
 #include <chrono>
-#include <filesystem>
 #include <stdexcept>
 
 #include "distributed/ps/client.h"
@@ -150,7 +149,7 @@ train::TrainState ParameterServerExchange::start(const train::TrainableModel& mo
         state.total_updates = total_updates_;
         state.trainers = trainer.count;
       } else {
-        std::filesystem::remove(train::done_marker_path(config_));
+        train::remove_done_marker(config_);
       }
       for (size_t s = 0; s < registered.size(); ++s) {
         if (registered[s].initialized()) continue;

@@ -119,7 +119,7 @@ int run_parameter_server(const train::TrainConfig& config) {
   const train::CheckpointManager checkpoints(config.model_dir, train::run_name(config),
                                              config.keep_checkpoints);
   const auto restored = init_requests_from_checkpoints(
-      checkpoints.list(), job.index, servers, config.distributed.ps.stripes, config.optimizer);
+      checkpoints, job.index, servers, config.distributed.ps.stripes, config.optimizer);
   for (size_t stripe = 0; stripe < restored.size(); ++stripe) {
     proto::InitReply reply;
     if (auto status = stripes[stripe]->initialize(restored[stripe], &reply); !status.ok()) {

@@ -9,6 +9,7 @@
 
 #include "distributed/ps/shard_optimizer.h"
 #include "distributed/ps/tensor_codec.h"
+#include "train/error_text.h"
 
 namespace cifar::ps {
 namespace {
@@ -169,12 +170,15 @@ proto::InitRequest make_init_request(const ShardLayout& layout, int shard, const
 }
 
 std::vector<proto::InitRequest> init_requests_from_checkpoints(
-    const std::vector<std::filesystem::path>& files, int server, int servers, int stripes_flag,
+    const train::CheckpointManager& checkpoints, int server, int servers, int stripes_flag,
     const train::OptimizerOptions& optimizer) {
-  for (auto it = files.rbegin(); it != files.rend(); ++it) {
+  const auto names = checkpoints.list();
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
     try {
+      const auto bytes = checkpoints.read(*it);
+      if (!bytes) continue;  // rotated away meanwhile
       torch::serialize::InputArchive archive;
-      archive.load_from(it->string());
+      archive.load_from(bytes->data(), bytes->size());
       c10::IValue parameters;
       if (!archive.try_read(kParameters, parameters)) {
         throw std::runtime_error("not a parameter-server checkpoint");
@@ -184,7 +188,7 @@ std::vector<proto::InitRequest> init_requests_from_checkpoints(
       const ShardLayout layout(std::move(infos), servers * stripes);
       const auto state = read_job_state(archive, layout);
       spdlog::info("ps {}: restoring its {} stripe(s) from {} (version {})", server, stripes,
-                   it->string(), state.version);
+                   checkpoints.location_of(*it), state.version);
       std::vector<proto::InitRequest> requests;
       requests.reserve(static_cast<size_t>(stripes));
       for (int stripe = 0; stripe < stripes; ++stripe) {
@@ -192,9 +196,8 @@ std::vector<proto::InitRequest> init_requests_from_checkpoints(
       }
       return requests;
     } catch (const std::exception& e) {
-      const std::string what = e.what();
-      spdlog::warn("ps {}: cannot restore from {}: {}", server, it->string(),
-                   what.substr(0, what.find('\n')));
+      spdlog::warn("ps {}: cannot restore from {}: {}", server, checkpoints.location_of(*it),
+                   train::error_text(e));
     }
   }
   return {};

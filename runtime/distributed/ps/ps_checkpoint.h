@@ -7,7 +7,6 @@
 #include <torch/types.h>
 
 #include <cstdint>
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "config/optimizer_options.h"
 #include "distributed/ps/layout.h"
 #include "proto/ps.pb.h"
+#include "train/checkpoint.h"
 
 namespace cifar::ps {
 
@@ -43,10 +43,10 @@ proto::InitRequest make_init_request(const ShardLayout& layout, int shard, const
                                      const train::OptimizerOptions& optimizer);
 
 // For a restarted PS (`server` of `servers`, the job's --ps-stripes `stripes_flag`): the Initialize
-// requests of its stripes (layout.h), in stripe order, from the newest readable checkpoint in
-// `files` (newest last); none when there is no such checkpoint.
+// requests of its stripes (layout.h), in stripe order, from the newest readable one of
+// `checkpoints`; none when there is no such checkpoint.
 std::vector<proto::InitRequest> init_requests_from_checkpoints(
-    const std::vector<std::filesystem::path>& files, int server, int servers, int stripes_flag,
+    const train::CheckpointManager& checkpoints, int server, int servers, int stripes_flag,
     const train::OptimizerOptions& optimizer);
 
 }  // namespace cifar::ps

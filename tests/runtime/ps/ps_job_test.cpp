@@ -11,6 +11,8 @@
 #include <regex>
 
 #include "models/model.h"
+#include "storage/store.h"
+#include "tests/support/object_store.h"
 #include "tests/support/parameters.h"
 #include "tests/support/process.h"
 #include "tests/support/train_args.h"
@@ -296,6 +298,50 @@ TEST(PsFaults, KilledPsRestoresItsShardFromTheLatestCheckpoint) {
   EXPECT_TRUE(fs::exists(job.model_dir() / "simplecnn.done"));
 }
 
+// A job whose store is a bucket (-md s3://..., the keys and endpoint in the environment, as the
+// operator gives a pod): the master checkpoints into it, a killed PS restores its shard from it,
+// and the evaluator follows it to the done marker, keeping its records and best model there.
+TEST(PsJobInObjectStorage, TrainsEvaluatesAndRestoresAKilledPsFromTheBucket) {
+  const auto store = cifar::testing::ObjectStore::from_fixture();
+  for (const auto& variable : store.environment()) {
+    const auto at = variable.find('=');
+    ::setenv(variable.substr(0, at).c_str(), variable.substr(at + 1).c_str(), 1);
+  }
+  const auto run = std::string("s3://") + cifar::testing::ObjectStore::kBucket + "/" +
+                   cifar::testing::unique_prefix("ps-job");
+  TempDir work;
+  auto args = fault_args();
+  args.insert(args.end(), {"-md", run});
+  LocalJob job(work.path(), 1, /*workers=*/1, args);
+  job.start_all();
+  const train::CheckpointManager checkpoints(run, "simplecnn", 3);
+  ASSERT_TRUE(wait_for([&] { return !checkpoints.list().empty(); }, 120s)) << job.all_logs();
+  job.process("ps").kill_hard();
+  std::this_thread::sleep_for(1s);
+  job.start("ps");
+  job.expect_all_succeed(240s);
+  EXPECT_NE(job.log("ps").find(" stripe(s) from " + run + "/simplecnn-step-"), std::string::npos)
+      << job.log("ps");
+  EXPECT_NE(job.log("master").find(done_at(2)), std::string::npos) << job.log("master");
+
+  const auto bucket = storage::open_store(run);
+  const auto done = bucket->get("simplecnn.done");
+  ASSERT_TRUE(done);
+  const auto final_step = nlohmann::json::parse(*done).at("step").get<int64_t>();
+  EXPECT_TRUE(bucket->get("simplecnn-best.pt"));
+  EXPECT_EQ(checkpoints.list().size(), 3U);  // --keep's default, pruned in the bucket
+  const auto monitor = bucket->get("monitor.jsonl");
+  ASSERT_TRUE(monitor);
+  EXPECT_EQ(std::count(monitor->begin(), monitor->end(), '\n'), 2) << *monitor;
+  const auto evaluations = bucket->get("evaluation.jsonl");
+  ASSERT_TRUE(evaluations);
+  // The evaluator stopped once it had evaluated the final checkpoint.
+  EXPECT_NE(evaluations->find(R"("step":)" + std::to_string(final_step)), std::string::npos)
+      << *evaluations;
+  EXPECT_NE(job.log("evaluator").find("watching " + run), std::string::npos)
+      << job.log("evaluator");
+}
+
 // A parameter server left running beside its replacement (its node was cut off, and the operator
 // replaced it and the worker there): the new worker expects the new PS (env
 // CIFAR_PS_INCARNATIONS), so the old PS refuses it and stops, "replaced", instead of training it
@@ -400,9 +446,10 @@ TEST(PsFaults, ASigtermToEveryRoleSavesTheStepTheMasterStoppedAfterAndTheJobResu
   const auto at = master.find(said);
   ASSERT_NE(at, std::string::npos) << job.all_logs();
   const auto stopped_after = std::stoll(master.substr(at + said.size()));
-  const auto saved = train::CheckpointManager(job.model_dir(), "simplecnn", 3).list();
+  const train::CheckpointManager checkpoints(job.model_dir(), "simplecnn", 3);
+  const auto saved = checkpoints.list();
   ASSERT_FALSE(saved.empty()) << job.all_logs();
-  const auto saved_step = train::CheckpointManager::read_state(saved.back()).step;
+  const auto saved_step = checkpoints.state_of(saved.back()).step;
   EXPECT_GE(saved_step, stopped_after) << job.all_logs();
   EXPECT_NE(job.log("ps").find("the master gathered the state"), std::string::npos)
       << job.log("ps");

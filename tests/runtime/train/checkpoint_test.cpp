@@ -72,8 +72,8 @@ TEST(Checkpoint, KeepsOnlyTheNewestAndLeavesNoTempFiles) {
   }
   const auto files = manager.list();
   ASSERT_EQ(files.size(), 2U);
-  EXPECT_EQ(CheckpointManager::read_state(files[0]).step, 4);
-  EXPECT_EQ(CheckpointManager::read_state(files[1]).step, 5);
+  EXPECT_EQ(manager.state_of(files[0]).step, 4);
+  EXPECT_EQ(manager.state_of(files[1]).step, 5);
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     EXPECT_EQ(entry.path().extension(), ".pt") << entry.path();
   }

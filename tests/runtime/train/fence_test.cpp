@@ -65,7 +65,7 @@ TEST_F(Fence, AWriterStopsOnceANewerIncarnationOfItsSlotHasClaimedTheRun) {
         << e.what();
   }
   EXPECT_THROW(monitor.append({}), Replaced);
-  EXPECT_THROW(MonitorLog::truncate_after(dir_.path(), 0), Replaced);
+  EXPECT_THROW(monitor.truncate_after(0), Replaced);
   std::ifstream in(dir_.path() / MonitorLog::kFileName);
   std::string line;
   int lines = 0;

@@ -54,7 +54,7 @@ TEST(MonitorLog, TruncateAfterDropsLaterEpochsAndTornLines) {
     std::ofstream torn(dir.path() / MonitorLog::kFileName, std::ios::app);
     torn << R"({"epoch": 5, "train_lo)";  // a write cut short by kill -9
   }
-  MonitorLog::truncate_after(dir.path(), 2);
+  MonitorLog(dir.path()).truncate_after(2);
   const auto records = read_records(dir.path());
   ASSERT_EQ(records.size(), 2U);
   EXPECT_EQ(records[1]["epoch"], 2);

@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "models/model.h"
+#include "storage/store.h"
+#include "tests/support/object_store.h"
 #include "tests/support/process.h"
 #include "tests/support/train_args.h"
 #include "train/checkpoint.h"
@@ -46,7 +48,7 @@ std::vector<nlohmann::json> monitor_records(const fs::path& model_dir) {
 // Every parameter and buffer of the model in `checkpoint`, by name.
 std::vector<std::pair<std::string, torch::Tensor>> weights_of(const fs::path& checkpoint) {
   auto model = models::make_model("simplecnn", {});
-  CheckpointManager::load_model(checkpoint, *model);
+  CheckpointManager::load_model_file(checkpoint, *model);
   std::vector<std::pair<std::string, torch::Tensor>> out;
   for (const auto& item : model->named_parameters()) out.emplace_back(item.key(), item.value());
   for (const auto& item : model->named_buffers()) out.emplace_back(item.key(), item.value());
@@ -68,9 +70,10 @@ TEST(Training, LearnsSyntheticDataAndWritesMonitorAndCheckpoints) {
   EXPECT_GT(records.back()["images_per_second"].get<double>(), 0);
   EXPECT_EQ(records.back()["step"], 4 * (2000 / 32));
 
-  const auto checkpoints = CheckpointManager(work.path() / "run", "simplecnn", 3).list();
+  const CheckpointManager manager(work.path() / "run", "simplecnn", 3);
+  const auto checkpoints = manager.list();
   ASSERT_EQ(checkpoints.size(), 3U);  // one an epoch, the newest three kept
-  EXPECT_EQ(CheckpointManager::read_state(checkpoints.back()).epoch, 4);
+  EXPECT_EQ(manager.state_of(checkpoints.back()).epoch, 4);
   EXPECT_NE(result.output.find("test accuracy"), std::string::npos) << result.output;
 }
 
@@ -86,7 +89,7 @@ TEST(Training, Bf16AutocastOnTheCpuLearnsAndSaysSo) {
   // The checkpoint's weights are fp32: autocast changes the arithmetic, not what is kept.
   const auto checkpoints = CheckpointManager(work.path() / "run", "simplecnn", 3).list();
   ASSERT_FALSE(checkpoints.empty());
-  for (const auto& [name, tensor] : weights_of(checkpoints.back())) {
+  for (const auto& [name, tensor] : weights_of(work.path() / "run" / checkpoints.back())) {
     if (tensor.is_floating_point()) {
       EXPECT_EQ(tensor.scalar_type(), torch::kFloat) << name;
     }
@@ -117,7 +120,7 @@ TEST(Training, ResumeAfterKillMatchesAnUninterruptedRun) {
     const bool mid_epoch_two = cifar::testing::wait_for(
         [&] {
           const auto files = manager.list();
-          return !files.empty() && CheckpointManager::read_state(files.back()).step >= 70;
+          return !files.empty() && manager.state_of(files.back()).step >= 70;
         },
         std::chrono::minutes(5));
     ASSERT_TRUE(mid_epoch_two) << cifar::testing::read_file(work.path() / "log");
@@ -133,8 +136,10 @@ TEST(Training, ResumeAfterKillMatchesAnUninterruptedRun) {
   EXPECT_NE(resumed.output.find("resumed from"), std::string::npos) << resumed.output;
 
   const auto a =
-      weights_of(CheckpointManager(work.path() / "straight", "simplecnn", 50).list().back());
-  const auto b = weights_of(CheckpointManager(interrupted_dir, "simplecnn", 50).list().back());
+      weights_of(work.path() / "straight" /
+                 CheckpointManager(work.path() / "straight", "simplecnn", 50).list().back());
+  const auto b = weights_of(interrupted_dir /
+                            CheckpointManager(interrupted_dir, "simplecnn", 50).list().back());
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
     EXPECT_TRUE(torch::equal(a[i].second, b[i].second)) << a[i].first << " differs after resume";
@@ -179,9 +184,10 @@ TEST(Training, SigtermStopsAtAStepBoundaryWithThatStepSavedAndResumeContinuesThe
   EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(10));
   const auto step = stopped_after_step(log);
   ASSERT_GT(step, 62) << log;
-  const auto saved = CheckpointManager(dir, "simplecnn", 3).list();
+  const CheckpointManager manager(dir, "simplecnn", 3);
+  const auto saved = manager.list();
   ASSERT_FALSE(saved.empty());
-  EXPECT_EQ(CheckpointManager::read_state(saved.back()).step, step) << log;
+  EXPECT_EQ(manager.state_of(saved.back()).step, step) << log;
 
   const auto resumed = run_process(train_command(
       work.path(), "stopped", {"-e", "50", "--max-steps", std::to_string(step + 2), "--resume"}));
@@ -403,9 +409,10 @@ TEST(Training, MaxStepsStopsEarlyAndCheckpointsWhereItStopped) {
   const auto result =
       run_process(train_command(work.path(), "run", {"-e", "5", "--max-steps", "7"}));
   ASSERT_EQ(result.exit_code, 0) << result.output;
-  const auto files = CheckpointManager(work.path() / "run", "simplecnn", 3).list();
+  const CheckpointManager manager(work.path() / "run", "simplecnn", 3);
+  const auto files = manager.list();
   ASSERT_EQ(files.size(), 1U);
-  const auto state = CheckpointManager::read_state(files.back());
+  const auto state = manager.state_of(files.back());
   EXPECT_EQ(state.step, 7);
   EXPECT_EQ(state.batch_in_epoch, 7);
 }
@@ -440,10 +447,11 @@ TEST(Training, AChiefOfAnOlderIncarnationStopsOnceANewerOneHasTakenTheRunOver) {
   const auto fence = nlohmann::json::parse(fence_file);
   EXPECT_EQ(fence["incarnation"], 2);
   const auto resumed_at = fence["resumed_step"].get<int64_t>();
-  const auto files = CheckpointManager(dir, "simplecnn", 3).list();
+  const CheckpointManager manager(dir, "simplecnn", 3);
+  const auto files = manager.list();
   ASSERT_FALSE(files.empty());
   for (const auto& file : files) {
-    const auto state = CheckpointManager::read_state(file);
+    const auto state = manager.state_of(file);
     EXPECT_EQ(state.written_by, state.step > resumed_at ? 2 : 1) << file;
   }
   std::vector<int64_t> epochs;
@@ -455,6 +463,92 @@ TEST(Training, AChiefOfAnOlderIncarnationStopsOnceANewerOneHasTakenTheRunOver) {
   EXPECT_EQ(late.exit_code, 4) << late.output;
   EXPECT_NE(late.output.find("this pod was replaced by incarnation 2; stopping"), std::string::npos)
       << late.output;
+}
+
+// -md s3://...: the same run with a bucket for its directory (SeaweedFS, the object_store
+// fixture): checkpoints, the monitor log and a resume all go through the bucket.
+std::vector<std::string> with_environment(const std::vector<std::string>& environment,
+                                          const std::vector<std::string>& command) {
+  std::vector<std::string> out{"env"};
+  out.insert(out.end(), environment.begin(), environment.end());
+  out.insert(out.end(), command.begin(), command.end());
+  return out;
+}
+
+TEST(TrainingInObjectStorage, CheckpointsAndAResumeGoThroughTheBucket) {
+  TempDir work;
+  const auto store = cifar::testing::ObjectStore::from_fixture();
+  const auto run = std::string("s3://") + cifar::testing::ObjectStore::kBucket + "/" +
+                   cifar::testing::unique_prefix("training") + "/run";
+  const auto first = run_process(with_environment(
+      store.environment(),
+      train_command(work.path(), "unused", {"-md", run, "-e", "2", "--max-steps", "70"})));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  const auto resumed = run_process(
+      with_environment(store.environment(),
+                       train_command(work.path(), "unused", {"-md", run, "-e", "2", "--resume"})));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("resumed from " + run + "/simplecnn-step-0000000070.pt"),
+            std::string::npos)
+      << resumed.output;
+  EXPECT_FALSE(fs::exists(work.path() / "unused"));
+  EXPECT_FALSE(fs::exists("s3:"));  // nothing written to a local directory of that name
+
+  for (const auto& variable : store.environment()) {
+    const auto at = variable.find('=');
+    ::setenv(variable.substr(0, at).c_str(), variable.substr(at + 1).c_str(), 1);
+  }
+  const CheckpointManager checkpoints(run, "simplecnn", 3);
+  const auto names = checkpoints.list();
+  ASSERT_EQ(names.size(), 3U);  // 70, then epoch 2's steps: the newest three kept
+  EXPECT_EQ(names.back(), "simplecnn-step-0000000124.pt");
+  EXPECT_EQ(checkpoints.state_of(names.back()).epoch, 2);
+  const auto monitor = storage::open_store(run)->get("monitor.jsonl");
+  ASSERT_TRUE(monitor);
+  EXPECT_EQ(std::count(monitor->begin(), monitor->end(), '\n'), 2) << *monitor;
+}
+
+// What a user sees when the bucket cannot be used: exit 5 (contract::kExitStoreUnavailable) at
+// once, a message naming the bucket, the endpoint and the server's code, and never the secret.
+TEST(TrainingInObjectStorage, AStoreThatRefusesEndsTheRunAtOnceSayingWhy) {
+  TempDir work;
+  const auto store = cifar::testing::ObjectStore::from_fixture();
+  const auto train = [&](const std::string& model_dir, std::vector<std::string> environment) {
+    return run_process(
+        with_environment(environment, train_command(work.path(), "unused", {"-md", model_dir})));
+  };
+  auto wrong_secret = store.environment();
+  wrong_secret.back() = "AWS_SECRET_ACCESS_KEY=not-the-secret-key-at-all";
+  const auto refused =
+      train(std::string("s3://") + cifar::testing::ObjectStore::kBucket + "/x", wrong_secret);
+  EXPECT_EQ(refused.exit_code, 5) << refused.output;
+  EXPECT_NE(refused.output.find("checkpoint store s3://cifar-tests/x unavailable: "),
+            std::string::npos)
+      << refused.output;
+  EXPECT_NE(refused.output.find("SignatureDoesNotMatch"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find(store.endpoint), std::string::npos) << refused.output;
+  EXPECT_EQ(refused.output.find("not-the-secret-key-at-all"), std::string::npos);
+
+  const auto missing = train("s3://no-such-bucket/x", store.environment());
+  EXPECT_EQ(missing.exit_code, 5) << missing.output;
+  EXPECT_NE(missing.output.find("NoSuchBucket"), std::string::npos) << missing.output;
+  EXPECT_NE(missing.output.find("s3://no-such-bucket"), std::string::npos) << missing.output;
+
+  auto nowhere = store.environment();
+  nowhere.front() = "AWS_ENDPOINT_URL=http://127.0.0.1:" + std::to_string(testing::free_port());
+  const auto unanswered = train("s3://cifar-tests/x", nowhere);
+  EXPECT_EQ(unanswered.exit_code, 5) << unanswered.output;
+  EXPECT_NE(unanswered.output.find("no answer"), std::string::npos) << unanswered.output;
+
+  const auto no_keys = train("s3://cifar-tests/x", {"AWS_ENDPOINT_URL=" + store.endpoint});
+  EXPECT_EQ(no_keys.exit_code, 2) << no_keys.output;
+  EXPECT_NE(no_keys.output.find("needs credentials: set AWS_ACCESS_KEY_ID"), std::string::npos)
+      << no_keys.output;
+
+  const auto bad_uri = train("s3://Not_A_Bucket/x", store.environment());
+  EXPECT_EQ(bad_uri.exit_code, 2) << bad_uri.output;
+  EXPECT_NE(bad_uri.output.find("is not a bucket name S3 allows"), std::string::npos)
+      << bad_uri.output;
 }
 
 }  // namespace
