@@ -33,8 +33,10 @@ int run(const cifar::train::TrainConfig& config) {
   const auto& dist = config.distributed;
   // The run's store answers (its bucket is there, the keys are right) before any work starts: a job
   // that cannot keep its checkpoints fails at once, not at its first checkpoint.
-  static_cast<void>(
-      cifar::storage::open_store(config.model_dir)->list(cifar::train::run_name(config)));
+  if (dist.uses_store()) {
+    static_cast<void>(
+        cifar::storage::open_store(config.model_dir)->list(cifar::train::run_name(config)));
+  }
   // The run's writers take their slot of its fence first (train/fence.h): a pod replaced while it
   // was cut off, restarted in place, stops here, before it rendezvouses or reads the run.
   if (dist.enabled && dist.job.role == Role::kEvaluator) {

@@ -41,6 +41,15 @@ struct DistributedOptions {
     if (strategy == Strategy::kAllReduce) return job.is_trainer() && allreduce.rank == 0;
     return job.is_chief();
   }
+  // Whether this process reads or writes the run's store: the chief, the evaluator, and a
+  // parameter server (which restores its shard from the checkpoints). The other trainers do not
+  // (on Kubernetes they get no store credentials).
+  [[nodiscard]] bool uses_store() const {
+    return chief() ||
+           (enabled &&
+            (job.role == cluster::Role::kEvaluator ||
+             (strategy == Strategy::kParameterServer && job.role == cluster::Role::kPs)));
+  }
 };
 
 struct TrainConfig {
