@@ -15,9 +15,10 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <thread>
+
+#include "http/curl_easy.h"
 
 namespace cifar::data {
 namespace {
@@ -71,18 +72,6 @@ bool is_plain_name(const std::string& name) {
 
 // ---- download ----
 
-void curl_init_once() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-      throw DataError("libcurl global initialisation failed");
-    }
-  });
-}
-
-struct CurlCleanup {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
-};
 struct FileClose {
   // The unique_ptr's deleter is the owner here.
   // NOLINTNEXTLINE(cppcoreguidelines-owning-memory)
@@ -121,8 +110,12 @@ Attempt fetch_once(const std::string& url, const fs::path& out) {
     throw DataError("cannot create download file " + quoted_path(out) + ": " +
                     std::strerror(errno));
   }
-  std::unique_ptr<CURL, CurlCleanup> curl(curl_easy_init());
-  if (!curl) throw DataError("libcurl: cannot create a handle");
+  http::CurlEasy curl;
+  try {
+    curl = http::make_curl_easy();
+  } catch (const std::runtime_error& e) {
+    throw DataError(e.what());
+  }
   char error[CURL_ERROR_SIZE] = {};
   CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
@@ -153,7 +146,6 @@ Attempt fetch_once(const std::string& url, const fs::path& out) {
 }
 
 void fetch(const std::string& url, const fs::path& out) {
-  curl_init_once();
   constexpr int kAttempts = 3;
   for (int attempt = 1;; ++attempt) {
     const Attempt a = fetch_once(url, out);

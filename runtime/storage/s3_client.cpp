@@ -5,29 +5,17 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <mutex>
 #include <pugixml.hpp>
 #include <random>
 #include <thread>
 #include <utility>
 
+#include "http/curl_easy.h"
 #include "storage/s3_location.h"
 
 namespace cifar::storage {
 namespace {
 
-void curl_init_once() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-      throw std::runtime_error("libcurl global initialisation failed");
-    }
-  });
-}
-
-struct CurlCleanup {
-  void operator()(CURL* c) const { curl_easy_cleanup(c); }
-};
 struct HeaderListCleanup {
   void operator()(curl_slist* l) const { curl_slist_free_all(l); }
 };
@@ -184,7 +172,6 @@ S3Client::S3Client(S3ClientOptions options)
   if (options_.part_size < (size_t{5} << 20)) {
     throw std::invalid_argument("S3 part size below S3's minimum of 5 MiB");
   }
-  curl_init_once();
 }
 
 S3Client::~S3Client() = default;
@@ -208,8 +195,7 @@ std::string S3Client::url(const std::string& bucket, const std::string& key,
 
 S3Client::Response S3Client::perform_once(const Request& request) {
   Response response;
-  std::unique_ptr<CURL, CurlCleanup> curl(curl_easy_init());
-  if (!curl) throw std::runtime_error("libcurl could not make a handle");
+  const auto curl = http::make_curl_easy();
   auto* h = curl.get();
   const auto target = url(request.bucket, request.key, canonical_query(request.query));
   const auto sigv4 = "aws:amz:" + options_.region + ":s3";
