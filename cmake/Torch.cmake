@@ -64,29 +64,11 @@ function(_cifar_reaches_torch file result)
   set(${result} ${reaches} PARENT_SCOPE)
 endfunction()
 
-# cifar_use_torch(<target>): link torch and reuse the shared precompiled header in the target's
-# files that include torch. The others compile without it: loading the PCH costs a file that does
-# not need it ~8 s on these machines (3.8 s against 12.2 s for done_marker.cpp).
-function(cifar_use_torch target)
-  target_link_libraries(${target} PUBLIC cifar_torch)
-  target_precompile_headers(${target} REUSE_FROM cifar_torch_pch)
-  get_target_property(sources ${target} SOURCES)
-  foreach(source IN LISTS sources)
-    get_filename_component(path "${source}" ABSOLUTE)
-    if(NOT path MATCHES "\\.cpp$" OR NOT EXISTS "${path}")
-      continue()
-    endif()
-    _cifar_reaches_torch("${path}" reaches)
-    if(NOT reaches)
-      set_source_files_properties("${source}" PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
-    endif()
-  endforeach()
-endfunction()
-
-# cifar_use_torch_where_included(<target>): cifar_use_torch if one of the target's files includes
-# torch; a binary that does not load torch starts in milliseconds instead of ~0.5 s of CPU (its
-# operator registrations), which a test suite of hundreds of one-case processes feels.
-function(cifar_use_torch_where_included target)
+# The target's .cpp files that include torch (itself or through project headers) in `with`, the
+# others in `without`, as the target names them.
+function(_cifar_sources_by_torch target with without)
+  set(reaching)
+  set(not_reaching)
   get_target_property(sources ${target} SOURCES)
   foreach(source IN LISTS sources)
     get_filename_component(path "${source}" ABSOLUTE)
@@ -95,9 +77,33 @@ function(cifar_use_torch_where_included target)
     endif()
     _cifar_reaches_torch("${path}" reaches)
     if(reaches)
-      cifar_use_torch(${target})
-      return()
+      list(APPEND reaching "${source}")
+    else()
+      list(APPEND not_reaching "${source}")
     endif()
+  endforeach()
+  set(${with} ${reaching} PARENT_SCOPE)
+  set(${without} ${not_reaching} PARENT_SCOPE)
+endfunction()
+
+# cifar_use_torch(<target>): link torch and reuse the shared precompiled header in the target's
+# files that include torch. The others compile without it: loading the PCH costs a file that does
+# not need it ~8 s on these machines (3.8 s against 12.2 s for done_marker.cpp).
+function(cifar_use_torch target)
+  target_link_libraries(${target} PUBLIC cifar_torch)
+  target_precompile_headers(${target} REUSE_FROM cifar_torch_pch)
+  _cifar_sources_by_torch(${target} with_torch without_torch)
+  foreach(source IN LISTS without_torch)
+    set_source_files_properties("${source}" PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
   endforeach()
 endfunction()
 
+# cifar_use_torch_where_included(<target>): cifar_use_torch if one of the target's files includes
+# torch; a binary that does not load torch starts in milliseconds instead of ~0.5 s of CPU (its
+# operator registrations), which a test suite of hundreds of one-case processes feels.
+function(cifar_use_torch_where_included target)
+  _cifar_sources_by_torch(${target} with_torch without_torch)
+  if(with_torch)
+    cifar_use_torch(${target})
+  endif()
+endfunction()

@@ -375,9 +375,16 @@ TEST_F(Operator, AnObjectTheServerRefusesFailsTheJobWithItsMessageInsteadOfRetry
   EXPECT_EQ(condition["reason"], "CreateRejected");
   const auto message = condition["message"].get<std::string>();
   EXPECT_NE(message.find("bad key!"), std::string::npos) << message;  // the server's own words
-  // A Warning Event says the same, once.
-  const auto events = client_.list(cifar::kube::events(ns_),
-                                   {"", "involvedObject.name=refused,reason=CreateRejected", ""});
+  // A Warning Event says the same, once (posted after the status: a cold CI run read the events
+  // in between and found none).
+  json events;
+  EXPECT_TRUE(cifar::testing::wait_for(
+      [&] {
+        events = client_.list(cifar::kube::events(ns_),
+                              {"", "involvedObject.name=refused,reason=CreateRejected", ""});
+        return !events["items"].empty();
+      },
+      seconds(10)));
   ASSERT_EQ(events["items"].size(), 1U) << events.dump();
   EXPECT_EQ(events["items"][0]["type"], "Warning");
   // No hot loop: the operator stops trying (no worker pod ever appears, no second event).
