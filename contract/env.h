@@ -32,5 +32,14 @@ inline constexpr char kMasterPort[] = "MASTER_PORT";
 inline constexpr char kWorldSize[] = "WORLD_SIZE";
 inline constexpr char kRank[] = "RANK";
 inline constexpr char kLocalRank[] = "LOCAL_RANK";
+// The run's object store (checkpoint.uri), for the pods that read or write it, named as every S3
+// tool names them; the keys come from checkpoint.s3.credentialsSecret under the same names.
+inline constexpr char kAwsAccessKeyId[] = "AWS_ACCESS_KEY_ID";
+inline constexpr char kAwsSecretAccessKey[] = "AWS_SECRET_ACCESS_KEY";
+inline constexpr char kAwsEndpointUrl[] = "AWS_ENDPOINT_URL";
+inline constexpr char kAwsEndpointUrlS3[] = "AWS_ENDPOINT_URL_S3";
+inline constexpr char kAwsRegion[] = "AWS_REGION";
+inline constexpr char kAwsDefaultRegion[] = "AWS_DEFAULT_REGION";
+inline constexpr char kS3Addressing[] = "CIFAR_S3_ADDRESSING";  // path or virtual
 
 }  // namespace cifar::contract::env

@@ -15,7 +15,8 @@ inline constexpr int kExitStopped = 3;
 // node: it stopped without writing into the run. Its pod object is usually gone already.
 inline constexpr int kExitReplaced = 4;
 // The run's checkpoint store refused or did not answer (storage/: wrong credentials, no such
-// bucket, an endpoint that does not answer, after retries): the job cannot keep its state.
+// bucket, an endpoint that does not answer, after retries): the job cannot keep its state. Never
+// retried, under any policy: a restart would meet the same store (no crash loop that says nothing).
 inline constexpr int kExitStoreUnavailable = 5;
 inline constexpr int kExitSignalBase = 128;  // 128 + signal: killed, worth a retry
 

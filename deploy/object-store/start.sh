@@ -7,9 +7,10 @@
 #   pid               the server's process (stop.sh stops it)
 # It makes each --bucket and writes one object into it: SeaweedFS gives a bucket its storage on the
 # first write (seconds), so a warmed bucket answers writes at once.
-#   deploy/object-store/start.sh RUN_DIR [--address IP] [--bucket NAME]... [--fresh]
-# --address: where it listens (default 127.0.0.1; a node's IP for pods to reach it). --fresh:
-# without what an earlier start stored (the tests' store).
+#   deploy/object-store/start.sh RUN_DIR [--address IP] [--port P] [--bucket NAME]... [--fresh]
+# --address: where it listens (default 127.0.0.1; a node's IP for pods to reach it, e.g. the
+# local cluster's 10.244.0.1 with --port 8333, as deploy/examples/s3-ps-job.yaml expects). --port:
+# the S3 port (default: a free one). --fresh: without what an earlier start stored (the tests').
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 run=${1:?usage: start.sh RUN_DIR [--address IP] [--bucket NAME]...}
@@ -17,9 +18,11 @@ shift
 address=127.0.0.1
 buckets=()
 fresh=0
+s3_port=
 while (($#)); do
   case $1 in
     --fresh) fresh=1; shift ;;
+    --port) s3_port=${2:?--port needs a number}; shift 2 ;;
     --address) address=${2:?--address needs an IP}; shift 2 ;;
     --bucket) buckets+=("${2:?--bucket needs a name}"); shift 2 ;;
     *) echo "start.sh: unknown argument '$1'" >&2; exit 2 ;;
@@ -44,6 +47,8 @@ for _ in $(seq 200); do
   ((ok)) && { first=$base; break; }
 done
 [ -n "$first" ] || { echo "start.sh: no 8 free ports on $address" >&2; exit 1; }
+s3_port=${s3_port:-$((first + 6))}
+s3_grpc=$((first + 7))
 
 key_id=cifar$(openssl rand -hex 6)
 secret=$(openssl rand -hex 20)
@@ -62,11 +67,14 @@ setsid "$weed" -logdir="$run/log" server -dir="$run/data" -ip="$address" -ip.bin
   -master.port=$first -master.port.grpc=$((first + 1)) \
   -volume.port=$((first + 2)) -volume.port.grpc=$((first + 3)) \
   -filer.port=$((first + 4)) -filer.port.grpc=$((first + 5)) -filer.localSocket="$run/filer.sock" \
-  -s3 -s3.port=$((first + 6)) -s3.port.grpc=$((first + 7)) -s3.localSocket="$run/s3.sock" \
+  -s3 -s3.port="$s3_port" -s3.port.grpc="$s3_grpc" -s3.localSocket="$run/s3.sock" \
   -s3.config="$run/s3.json" -s3.autoCreateBucket=false -s3.port.iceberg=0 -s3.port.lance=0 \
   </dev/null >"$run/weed.log" 2>&1 &
 echo $! >"$run/pid"
-endpoint="http://$address:$((first + 6))"
+# A start that fails on the way (no answer, a bucket refused) leaves no server behind.
+started=0
+trap '((started)) || "$(dirname "$0")/stop.sh" "$run"' EXIT
+endpoint="http://$address:$s3_port"
 echo "$endpoint" >"$run/endpoint"
 
 s3() {  # s3 METHOD PATH [curl args...]: a signed request; prints the HTTP status
@@ -93,4 +101,5 @@ for bucket in "${buckets[@]}"; do
   code=$(s3 PUT "$bucket/.warm" --data-binary warm)
   [ "$code" = 200 ] || { echo "start.sh: the first write into $bucket answered $code" >&2; exit 1; }
 done
+started=1
 echo "object store at $endpoint (run directory $run)"

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <stdexcept>
 #include <string>
+
+#include "storage/s3_location.h"
 
 namespace cifar::op {
 namespace {
@@ -47,6 +50,43 @@ std::optional<VolumeSource> volume(const json& parent, const std::string& path,
                       member<std::string>(v, "path", default_mount, path + "volume.")};
   if (source.claim_name.empty()) throw InvalidSpec(path + "volume.claimName", "is required");
   return source;
+}
+
+// InvalidSpec at `path` unless `uri` is an s3:// URI the runtime takes (storage/s3_location.h).
+void check_s3_uri(const std::string& uri, const std::string& path) {
+  try {
+    static_cast<void>(storage::parse_s3_uri(uri));
+  } catch (const std::invalid_argument& e) {
+    throw InvalidSpec(path, e.what());
+  }
+}
+
+std::optional<ObjectStoreSource> object_store(const json& checkpoint) {
+  if (!checkpoint.contains("uri")) return std::nullopt;
+  const std::string path = "checkpoint.";
+  ObjectStoreSource store;
+  store.uri = member<std::string>(checkpoint, "uri", "", path);
+  check_s3_uri(store.uri, path + "uri");
+  const auto& s3 = object_at(checkpoint, "s3", path);
+  store.endpoint = member<std::string>(s3, "endpoint", "", path + "s3.");
+  if (!store.endpoint.empty() && store.endpoint.rfind("http://", 0) != 0 &&
+      store.endpoint.rfind("https://", 0) != 0) {
+    throw InvalidSpec(path + "s3.endpoint", "must be an http:// or https:// URL");
+  }
+  store.region = member<std::string>(s3, "region", "", path + "s3.");
+  store.addressing = member<std::string>(s3, "addressing", "", path + "s3.");
+  if (!store.addressing.empty() && store.addressing != "Path" &&
+      store.addressing != "VirtualHost") {
+    throw InvalidSpec(path + "s3.addressing",
+                      "'" + store.addressing + "' is none of Path, VirtualHost");
+  }
+  store.credentials_secret = member<std::string>(s3, "credentialsSecret", "", path + "s3.");
+  if (store.credentials_secret.empty()) {
+    throw InvalidSpec(path + "s3.credentialsSecret",
+                      "is required with checkpoint.uri: a Secret with AWS_ACCESS_KEY_ID and "
+                      "AWS_SECRET_ACCESS_KEY");
+  }
+  return store;
 }
 
 int dataset_classes(const std::string& dataset) { return dataset == "cifar100" ? 100 : 10; }
@@ -186,17 +226,29 @@ JobSpec parse_spec(const json& spec) {
   s.checkpoint_every_steps =
       member(checkpoint, "everySteps", s.checkpoint_every_steps, "checkpoint.");
   s.keep_checkpoints = member(checkpoint, "keep", s.keep_checkpoints, "checkpoint.");
+  s.checkpoint_store = object_store(checkpoint);
+  if (s.checkpoint_store && s.checkpoint_volume) {
+    throw InvalidSpec("checkpoint.uri", "is an alternative to checkpoint.volume: give one of them");
+  }
   s.resume_from = member<std::string>(checkpoint, "resumeFrom", "", "checkpoint.");
-  if (s.resume_from.find("..") != std::string::npos ||
-      (!s.resume_from.empty() && s.resume_from.front() == '/')) {
+  if (storage::is_s3_uri(s.resume_from)) {
+    if (!s.checkpoint_store) {
+      throw InvalidSpec("checkpoint.resumeFrom",
+                        "an s3:// run needs checkpoint.uri and checkpoint.s3 (the store's endpoint "
+                        "and credentials)");
+    }
+    check_s3_uri(s.resume_from, "checkpoint.resumeFrom");
+  } else if (s.resume_from.find("..") != std::string::npos ||
+             (!s.resume_from.empty() && s.resume_from.front() == '/')) {
     throw InvalidSpec("checkpoint.resumeFrom",
-                      "must be a directory inside the checkpoint volume, without '..'");
+                      "must be a directory inside the checkpoint volume, without '..', or an "
+                      "s3:// URI");
   }
 
-  if (s.count(Role::kEvaluator) > 0 && !s.checkpoint_volume) {
+  if (s.count(Role::kEvaluator) > 0 && !s.checkpoint_volume && !s.checkpoint_store) {
     throw InvalidSpec("checkpoint.volume",
-                      "an Evaluator needs a checkpoint volume that the trainers share with it: "
-                      "without one it could never see a checkpoint");
+                      "an Evaluator needs a checkpoint volume or checkpoint.uri that the trainers "
+                      "share with it: without one it could never see a checkpoint");
   }
   parse_run_policy(spec, s);
   return s;

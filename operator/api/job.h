@@ -36,6 +36,15 @@ struct VolumeSource {
   std::string path;        // where it is mounted
 };
 
+// checkpoint.uri and checkpoint.s3: the run's checkpoints in S3-compatible object storage.
+struct ObjectStoreSource {
+  std::string uri;                 // s3://BUCKET[/PREFIX]
+  std::string endpoint;            // "": AWS's regional endpoint
+  std::string region;              // "": the runtime's default (us-east-1)
+  std::string addressing;          // "Path", "VirtualHost", "": by the endpoint
+  std::string credentials_secret;  // a Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+};
+
 // The spec's fields that the CRD limits to a few names (its enums) are enums past parse_spec; each
 // one's names are one table, spelled as the CRD spells them (name_of gives the name back).
 using contract::EnumNames;
@@ -109,11 +118,14 @@ struct JobSpec {
   bool overlap = true;
   std::optional<int> collective_timeout_seconds;  // strategy.allReduce.timeoutSeconds
 
-  std::map<Role, ReplicaSpec> replicas;           // every role, replicas 0 when absent
-  std::optional<VolumeSource> checkpoint_volume;  // none: an emptyDir
+  std::map<Role, ReplicaSpec> replicas;               // every role, replicas 0 when absent
+  std::optional<VolumeSource> checkpoint_volume;      // none (and no store): an emptyDir
+  std::optional<ObjectStoreSource> checkpoint_store;  // instead of a volume
   int64_t checkpoint_every_steps = 0;
   int keep_checkpoints = 3;
-  std::string resume_from;  // a run's directory on the checkpoint volume to continue ("": none)
+  // A run to continue ("": none): a directory on the checkpoint volume, or an s3:// URI (a run in
+  // the job's object store, perhaps started on another cluster).
+  std::string resume_from;
 
   RestartPolicy restart_policy = RestartPolicy::kOnFailure;
   int backoff_limit = 3;
@@ -127,7 +139,8 @@ struct JobSpec {
   int64_t terminating_deadline_seconds = 300;
   // A pod whose node has not been Ready this long is deleted for good (its node cannot confirm)
   // and created again on a live node; not counted against backoffLimit (0: at once). Short, since
-  // a pod replaced wrongly (its node was cut off, not dead) is fenced out of the run (train/fence.h).
+  // a pod replaced wrongly (its node was cut off, not dead) is fenced out of the run
+  // (train/fence.h).
   int64_t node_failure_grace_seconds = 30;
   std::string scheduler_name;
   std::string priority_class;

@@ -98,6 +98,8 @@ inline constexpr std::string_view kNotOwned = "NotOwned";    // a name taken by 
 inline constexpr std::string_view kPodsReady = "PodsReady";  // the condition turned False
 // Failed:
 inline constexpr std::string_view kStartupDeadlineExceeded = "StartupDeadlineExceeded";
+// A pod found the run's object store refusing or silent (contract::kExitStoreUnavailable).
+inline constexpr std::string_view kCheckpointStoreUnavailable = "CheckpointStoreUnavailable";
 // TrainersMissing: a trainer the parameter server dropped (it went silent past the PS's
 // timeout), one that has not joined (an asynchronous job starts without it), and the condition
 // turned False.

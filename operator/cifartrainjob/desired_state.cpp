@@ -69,8 +69,27 @@ std::string checkpoint_path(const JobSpec& spec) {
 std::string model_dir(const Job& job) {
   if (!job.run_dir.empty()) return job.run_dir;
   const auto& s = job.spec;
+  if (s.checkpoint_store) {
+    if (!s.resume_from.empty()) return s.resume_from;  // an s3:// run (parse_spec checked)
+    auto uri = s.checkpoint_store->uri;
+    while (!uri.empty() && uri.back() == '/') uri.pop_back();
+    return uri + "/" + job.namespace_ + "/" + job.name + "-" + job.uid;
+  }
   if (!s.resume_from.empty()) return checkpoint_path(s) + "/" + s.resume_from;
   return checkpoint_path(s) + "/" + job.namespace_ + "/" + job.name + "-" + job.uid;
+}
+
+bool uses_store(const JobSpec& spec, Role role, int index) {
+  switch (role) {
+    case Role::kPs:  // restores its shard from the checkpoints
+    case Role::kEvaluator:
+      return true;
+    case Role::kMaster:
+      return index == 0;
+    case Role::kWorker:
+      return index == 0 && spec.count(Role::kMaster) == 0;
+  }
+  return false;
 }
 
 std::string legacy_model_dir(const Job& job) { return checkpoint_path(job.spec) + "/" + job.name; }
@@ -232,6 +251,21 @@ json desired_pod(const Job& job, Role role, int index) {
     env.push_back(env_var(contract::env::kRank, std::to_string(rank_of(s, role, index))));
     env.push_back(env_var(contract::env::kLocalRank, "0"));  // one rank per pod
   }
+  if (s.checkpoint_store && uses_store(s, role, index)) {
+    const auto& store = *s.checkpoint_store;
+    for (const char* key : {contract::env::kAwsAccessKeyId, contract::env::kAwsSecretAccessKey}) {
+      env.push_back(
+          {{"name", key},
+           {"valueFrom", {{"secretKeyRef", {{"name", store.credentials_secret}, {"key", key}}}}}});
+    }
+    if (!store.endpoint.empty())
+      env.push_back(env_var(contract::env::kAwsEndpointUrl, store.endpoint));
+    if (!store.region.empty()) env.push_back(env_var(contract::env::kAwsRegion, store.region));
+    if (!store.addressing.empty()) {
+      env.push_back(
+          env_var(contract::env::kS3Addressing, store.addressing == "Path" ? "path" : "virtual"));
+    }
+  }
   json container = {
       {"name", "cifar-train"},
       {"image", s.image},
@@ -244,8 +278,7 @@ json desired_pod(const Job& job, Role role, int index) {
       // The runtime's final figures or error (contract/termination.h); a crash that left none
       // (a parse error, an abort) gives the end of its log instead.
       {"terminationMessagePolicy", "FallbackToLogsOnError"},
-      {"volumeMounts", json::array({{{"name", "checkpoints"}, {"mountPath", checkpoint_path(s)}},
-                                    {{"name", "data"}, {"mountPath", data_path(s)}},
+      {"volumeMounts", json::array({{{"name", "data"}, {"mountPath", data_path(s)}},
                                     {{"name", "tmp"}, {"mountPath", "/tmp"}}})},
       // Ready once the process serves its metrics: after its arguments and TF_CONFIG were read.
       {"readinessProbe",
@@ -261,11 +294,15 @@ json desired_pod(const Job& job, Role role, int index) {
         {"capabilities", {{"drop", json::array({"ALL"})}}},
         {"seccompProfile", {{"type", "RuntimeDefault"}}}}}};
   json volumes = json::array();
-  volumes.push_back(
-      s.checkpoint_volume
-          ? json{{"name", "checkpoints"},
-                 {"persistentVolumeClaim", {{"claimName", s.checkpoint_volume->claim_name}}}}
-          : json{{"name", "checkpoints"}, {"emptyDir", json::object()}});
+  if (!s.checkpoint_store) {  // a volume for the run, or an emptyDir that keeps it for the pod
+    auto& mounts = container["volumeMounts"];
+    mounts.insert(mounts.begin(), json{{"name", "checkpoints"}, {"mountPath", checkpoint_path(s)}});
+    volumes.push_back(
+        s.checkpoint_volume
+            ? json{{"name", "checkpoints"},
+                   {"persistentVolumeClaim", {{"claimName", s.checkpoint_volume->claim_name}}}}
+            : json{{"name", "checkpoints"}, {"emptyDir", json::object()}});
+  }
   volumes.push_back(s.dataset_volume
                         ? json{{"name", "data"},
                                {"persistentVolumeClaim",

@@ -31,8 +31,13 @@ std::vector<std::string> container_args(const Job& job, Role role);
 // The run's model dir as the pods see it: its own directory on the checkpoint volume,
 // <path>/<namespace>/<name>-<uid>, so that a job deleted and applied again under the same name
 // (or one of the same name in another namespace on a shared volume) starts a run of its own;
-// <path>/<checkpoint.resumeFrom> to continue an earlier run on purpose.
+// <path>/<checkpoint.resumeFrom> to continue an earlier run on purpose. With checkpoint.uri:
+// <uri>/<namespace>/<name>-<uid>, or checkpoint.resumeFrom's s3:// URI.
 std::string model_dir(const Job& job);
+// Whether replica (role, index) reads or writes the run's store, and so gets checkpoint.s3's
+// credentials: the chief (master 0, or worker 0 without a master; an all-reduce job's rank 0),
+// a parameter server (it restores its shard from the checkpoints), the evaluator.
+bool uses_store(const JobSpec& spec, Role role, int index);
 // Where operators before status.modelDir put a job's run: <path>/<name>.
 std::string legacy_model_dir(const Job& job);
 

@@ -8,6 +8,7 @@ namespace cifar::op {
 namespace {
 
 bool retryable(const JobSpec& spec, const std::optional<int>& code) {
+  if (code == contract::kExitStoreUnavailable) return false;
   return spec.restart_policy == RestartPolicy::kOnFailure ||
          (spec.restart_policy == RestartPolicy::kExitCode &&
           (!code || contract::is_retryable_exit(*code)));

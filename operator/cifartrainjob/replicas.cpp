@@ -13,6 +13,7 @@
 #include "cifartrainjob/node_loss.h"
 #include "cifartrainjob/replica_tally.h"
 #include "cifartrainjob/restart_count.h"
+#include "contract/exit_codes.h"
 
 namespace cifar::op {
 namespace {
@@ -114,13 +115,18 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
   }
   plan.restarts = status.restarts.value_or(0);
   if (tally.permanent) {
+    // A store that refuses is never retried: a restart would meet the same store.
+    const bool store = tally.permanent->exit_code == contract::kExitStoreUnavailable;
     const auto policy =
-        name_of(kRestartPolicyNames, spec.restart_policy) +
-        (spec.restart_policy == RestartPolicy::kExitCode ? " (codes 1-127 are permanent)" : "");
-    finish(job, pods, false, reason::kPodFailed,
+        store
+            ? std::string("not retried: fix the store or checkpoint.s3 and submit the job again")
+            : "restartPolicy " + name_of(kRestartPolicyNames, spec.restart_policy) +
+                  (spec.restart_policy == RestartPolicy::kExitCode ? " (codes 1-127 are permanent)"
+                                                                   : "");
+    finish(job, pods, false, store ? reason::kCheckpointStoreUnavailable : reason::kPodFailed,
            "pod " + tally.permanent->name + " failed with " +
                describe_exit(tally.permanent->exit_code) +
-               failure_detail(find_pod(pods, tally.permanent->name)) + "; restartPolicy " + policy,
+               failure_detail(find_pod(pods, tally.permanent->name)) + "; " + policy,
            now, plan);
     return;
   }

@@ -10,6 +10,7 @@
 #include <thread>
 #include <utility>
 
+#include "contract/env.h"
 #include "http/curl_easy.h"
 #include "storage/s3_location.h"
 
@@ -23,7 +24,7 @@ struct HeaderListCleanup {
 std::string hex(const unsigned char* bytes, unsigned int size) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out;
-  out.reserve(size * 2);
+  out.reserve(static_cast<size_t>(size) * 2);
   for (unsigned int i = 0; i < size; ++i) {
     out.push_back(kDigits[bytes[i] >> 4]);
     out.push_back(kDigits[bytes[i] & 0xf]);
@@ -109,8 +110,8 @@ size_t capture_etag(char* data, size_t size, size_t count, void* user) {
 }  // namespace
 
 std::optional<S3Credentials> S3Credentials::from_environment() {
-  const char* id = std::getenv("AWS_ACCESS_KEY_ID");
-  const char* secret = std::getenv("AWS_SECRET_ACCESS_KEY");
+  const char* id = std::getenv(contract::env::kAwsAccessKeyId);
+  const char* secret = std::getenv(contract::env::kAwsSecretAccessKey);
   if (id == nullptr || secret == nullptr || *id == '\0' || *secret == '\0') return std::nullopt;
   return S3Credentials{id, secret};
 }

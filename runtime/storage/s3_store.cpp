@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "contract/env.h"
+
 namespace cifar::storage {
 namespace {
 
@@ -28,11 +30,12 @@ S3ClientOptions s3_options_from_environment(const S3Location& location) {
                                 "credentialsSecret)");
   }
   options.credentials = *credentials;
-  options.endpoint = first_set("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL");
-  if (auto region = first_set("AWS_REGION", "AWS_DEFAULT_REGION"); !region.empty()) {
+  options.endpoint = first_set(contract::env::kAwsEndpointUrlS3, contract::env::kAwsEndpointUrl);
+  if (auto region = first_set(contract::env::kAwsRegion, contract::env::kAwsDefaultRegion);
+      !region.empty()) {
     options.region = region;
   }
-  const auto addressing = environment("CIFAR_S3_ADDRESSING");
+  const auto addressing = environment(contract::env::kS3Addressing);
   if (addressing.empty()) {
     options.path_style = !options.endpoint.empty();
   } else if (addressing == "path" || addressing == "virtual") {

@@ -77,8 +77,8 @@ const std::string kValidSpec =
     "    Worker: {replicas: 2}\n";
 
 TEST_F(CifarTrainJobCrd, ExamplesAreStoredWithTheSchemaDefaults) {
-  for (const auto* example :
-       {"ps-job.yaml", "allreduce-job.yaml", "gpu-allreduce-job.yaml", "queued-jobs.yaml"}) {
+  for (const auto* example : {"ps-job.yaml", "s3-ps-job.yaml", "allreduce-job.yaml",
+                              "gpu-allreduce-job.yaml", "queued-jobs.yaml"}) {
     const auto applied =
         kubectl({"apply", "-n", namespace_, "-f", kSource + "/deploy/examples/" + example});
     EXPECT_EQ(applied.exit_code, 0) << example << ": " << applied.output;
@@ -95,6 +95,9 @@ TEST_F(CifarTrainJobCrd, ExamplesAreStoredWithTheSchemaDefaults) {
   EXPECT_EQ(ps["spec"]["strategy"]["parameterServer"]["mode"], "sync");
   // the image scripts/build-images.sh makes
   EXPECT_EQ(ps["spec"]["image"], "localhost/cifartrain/runtime:dev");
+  const auto s3 = get("cifar10-ps-s3");
+  EXPECT_EQ(s3["spec"]["checkpoint"]["uri"], "s3://checkpoints/runs");
+  EXPECT_EQ(s3["spec"]["checkpoint"]["keep"], 3);
   const auto ar = get("alexnet-allreduce");
   EXPECT_EQ(ar["spec"]["strategy"]["allReduce"]["overlap"], true);
   EXPECT_EQ(ar["spec"]["replicaSpecs"]["Worker"]["resources"]["limits"]["nvidia.com/gpu"], 1);
@@ -133,7 +136,27 @@ TEST_F(CifarTrainJobCrd, InvalidSpecsAreRefusedWithAMessageNamingTheProblem) {
        "  replicaSpecs:\n    Worker: {replicas: 1}\n    Evaluator: {replicas: 2}\n",
        "at most one Evaluator"},
       {"an evaluator without a shared checkpoint volume",
-       kValidSpec + "    Evaluator: {replicas: 1}\n", "an Evaluator needs checkpoint.volume"},
+       kValidSpec + "    Evaluator: {replicas: 1}\n",
+       "an Evaluator needs checkpoint.volume or checkpoint.uri"},
+      {"a checkpoint URI that is not s3://bucket",
+       kValidSpec + "  checkpoint: {uri: 'gs://b/x', s3: {credentialsSecret: k}}\n",
+       "spec.checkpoint.uri in body should match"},
+      {"a checkpoint URI with a bucket name S3 refuses",
+       kValidSpec + "  checkpoint: {uri: 's3://Team_Bucket/x', s3: {credentialsSecret: k}}\n",
+       "spec.checkpoint.uri in body should match"},
+      {"a checkpoint volume and URI",
+       kValidSpec + "  checkpoint: {uri: 's3://ckpt', s3: {credentialsSecret: k}, volume: "
+                    "{claimName: c}}\n",
+       "checkpoint.uri is an alternative to checkpoint.volume"},
+      {"a checkpoint URI without credentials", kValidSpec + "  checkpoint: {uri: 's3://ckpt'}\n",
+       "checkpoint.uri needs checkpoint.s3.credentialsSecret"},
+      {"an s3:// resumeFrom without a store",
+       kValidSpec + "  checkpoint: {resumeFrom: 's3://ckpt/ns/run-1'}\n",
+       "an s3:// checkpoint.resumeFrom needs checkpoint.uri"},
+      {"an endpoint that is not a URL",
+       kValidSpec + "  checkpoint: {uri: 's3://ckpt', s3: {credentialsSecret: k, endpoint: "
+                    "'store:8333'}}\n",
+       "spec.checkpoint.s3.endpoint in body should match"},
       {"PS replicas with all-reduce", kValidSpec + "    PS: {replicas: 1}\n",
        "replicaSpecs.PS needs strategy.type ParameterServer"},
       {"parameter server without a PS",

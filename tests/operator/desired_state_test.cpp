@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <set>
 
 #include "cluster/cluster.h"
 #include "contract/labels.h"
@@ -156,6 +158,50 @@ TEST(DesiredState, EveryPodGetsTheJobsTokenFromItsSecret) {
     }
     EXPECT_EQ(token["valueFrom"]["secretKeyRef"], json({{"name", "mnist-token"}, {"key", "token"}}))
         << pod["metadata"]["name"];
+  }
+}
+
+// checkpoint.uri: the run is a prefix of the bucket, and only the pods that read or write it get
+// the store's keys (from the user's Secret, never as values) and settings; no checkpoint volume.
+TEST(DesiredState, WithAnObjectStoreOnlyItsUsersGetItsCredentialsAndNoPodAVolume) {
+  auto job = make_job(json::parse(R"({
+    "strategy": {"type": "ParameterServer"},
+    "replicaSpecs": {"PS": {"replicas": 2}, "Master": {"replicas": 1}, "Worker": {"replicas": 2},
+                     "Evaluator": {"replicas": 1}},
+    "checkpoint": {"uri": "s3://ckpt/runs/", "s3": {"endpoint": "http://store:8333",
+                   "addressing": "Path", "region": "eu-west-1", "credentialsSecret": "keys"}}})"));
+  EXPECT_EQ(model_dir(job), "s3://ckpt/runs/team/mnist-uid-1");
+  const auto args = container_args(job, Role::kMaster);
+  EXPECT_NE(std::find(args.begin(), args.end(), "s3://ckpt/runs/team/mnist-uid-1"), args.end());
+  std::set<std::string> with_keys;
+  for (const auto& pod : desired_pods(job)) {
+    const auto name = pod["metadata"]["name"].get<std::string>();
+    for (const auto& volume : pod["spec"]["volumes"]) EXPECT_NE(volume["name"], "checkpoints");
+    const auto& env = pod["spec"]["containers"][0]["env"];
+    for (const auto& e : env) {
+      if (e["name"] != "AWS_ACCESS_KEY_ID" && e["name"] != "AWS_SECRET_ACCESS_KEY") continue;
+      EXPECT_EQ(e["valueFrom"]["secretKeyRef"], json({{"name", "keys"}, {"key", e["name"]}}));
+      EXPECT_FALSE(e.contains("value"));
+      with_keys.insert(name);
+    }
+    const bool user = with_keys.count(name) != 0;
+    EXPECT_EQ(env_of(pod, "AWS_ENDPOINT_URL"), user ? "http://store:8333" : "") << name;
+    EXPECT_EQ(env_of(pod, "AWS_REGION"), user ? "eu-west-1" : "") << name;
+    EXPECT_EQ(env_of(pod, "CIFAR_S3_ADDRESSING"), user ? "path" : "") << name;
+  }
+  EXPECT_EQ(with_keys, (std::set<std::string>{"mnist-ps-0", "mnist-ps-1", "mnist-master-0",
+                                              "mnist-evaluator-0"}));
+
+  // An all-reduce job of workers only: rank 0, worker 0, is the one that writes.
+  job = make_job(json::parse(R"({"strategy": {"type": "AllReduce"},
+    "replicaSpecs": {"Worker": {"replicas": 3}},
+    "checkpoint": {"uri": "s3://ckpt", "resumeFrom": "s3://ckpt/elsewhere/run-7",
+                   "s3": {"credentialsSecret": "keys"}}})"));
+  EXPECT_EQ(model_dir(job), "s3://ckpt/elsewhere/run-7");
+  for (const auto& pod : desired_pods(job)) {
+    const bool rank0 = pod["metadata"]["name"] == "mnist-worker-0";
+    EXPECT_EQ(env_of(pod, "AWS_ACCESS_KEY_ID"), rank0 ? "(ref)" : "") << pod["metadata"]["name"];
+    EXPECT_EQ(env_of(pod, "AWS_ENDPOINT_URL"), "");  // AWS's own: none given
   }
 }
 

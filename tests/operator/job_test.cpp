@@ -120,7 +120,36 @@ TEST(ParseSpec, WhatTheSchemaCannotCheckIsInvalidSpecNamingTheField) {
       [](json& s) {
         s["replicaSpecs"]["Evaluator"] = {{"replicas", 1}};
       },
-      "checkpoint.volume", "Evaluator needs a checkpoint volume");
+      "checkpoint.volume", "Evaluator needs a checkpoint volume or checkpoint.uri");
+  // checkpoint.uri: an s3:// URI the runtime takes, instead of a volume, with credentials.
+  const json store = {{"uri", "s3://ckpt/team"}, {"s3", {{"credentialsSecret", "keys"}}}};
+  expect_invalid(
+      [&](json& s) {
+        s["checkpoint"] = {{"uri", "s3://Bad_Bucket/x"}, {"s3", store["s3"]}};
+      },
+      "checkpoint.uri", "is not a bucket name S3 allows");
+  expect_invalid(
+      [&](json& s) {
+        s["checkpoint"] = store;
+        s["checkpoint"]["volume"] = {{"claimName", "c"}};
+      },
+      "checkpoint.uri", "alternative to checkpoint.volume");
+  expect_invalid(
+      [&](json& s) {
+        s["checkpoint"] = {{"uri", "s3://ckpt/team"}};
+      },
+      "checkpoint.s3.credentialsSecret", "is required with checkpoint.uri");
+  expect_invalid(
+      [&](json& s) {
+        s["checkpoint"] = store;
+        s["checkpoint"]["s3"]["endpoint"] = "seaweedfs:8333";
+      },
+      "checkpoint.s3.endpoint", "http:// or https://");
+  expect_invalid(
+      [&](json& s) {
+        s["checkpoint"] = {{"resumeFrom", "s3://ckpt/team/ns/run-1"}};
+      },
+      "checkpoint.resumeFrom", "needs checkpoint.uri");
   expect_invalid(
       [](json& s) {
         s["replicaSpecs"]["PS"] = {{"replicas", 1}};
@@ -239,6 +268,23 @@ void expect_crds_names(const std::string& key, const EnumNames<Enum, N>& names,
   for (const auto& entry : names) ours.emplace_back(entry.first);
   EXPECT_EQ(ours, crd.names) << key;
   EXPECT_EQ(name_of(names, default_value), crd.default_name) << key;
+}
+
+TEST(ParseSpec, ReadsAnObjectStoreForTheCheckpoints) {
+  auto spec = minimal_spec();
+  spec["checkpoint"] =
+      json::parse(R"({"uri": "s3://ckpt/team/", "resumeFrom": "s3://ckpt/other/run-1",
+      "s3": {"endpoint": "http://seaweedfs.storage:8333", "region": "eu-west-1",
+             "addressing": "Path", "credentialsSecret": "ckpt-keys"}})");
+  const auto s = parse_spec(spec);
+  ASSERT_TRUE(s.checkpoint_store);
+  EXPECT_FALSE(s.checkpoint_volume);
+  EXPECT_EQ(s.checkpoint_store->uri, "s3://ckpt/team/");
+  EXPECT_EQ(s.checkpoint_store->endpoint, "http://seaweedfs.storage:8333");
+  EXPECT_EQ(s.checkpoint_store->region, "eu-west-1");
+  EXPECT_EQ(s.checkpoint_store->addressing, "Path");
+  EXPECT_EQ(s.checkpoint_store->credentials_secret, "ckpt-keys");
+  EXPECT_EQ(s.resume_from, "s3://ckpt/other/run-1");
 }
 
 TEST(ParseSpec, TheEnumFieldsNamesAndDefaultsAreTheCrds) {

@@ -273,6 +273,25 @@ TEST(Lifecycle, AFailedPodsOwnWordsAreInTheJobsReason) {
             std::string::npos);
 }
 
+// A store that refuses (contract::kExitStoreUnavailable) fails the job at once, even under
+// OnFailure (which retries every other failure): no crash loop, and a reason of its own.
+TEST(Lifecycle, AStoreThatRefusesFailsTheJobAtOnceWithItsOwnReason) {
+  auto job = make_job();
+  ASSERT_EQ(job.spec.restart_policy, RestartPolicy::kOnFailure);
+  auto observed = running(job);
+  terminated(pod_named(observed, "j-worker-0"), "Failed", 5,
+             R"({"error": "checkpoint store s3://ckpt/ns/j-uid unavailable: s3://ckpt at )"
+             R"(http://store:8333: GET answered 404 NoSuchBucket"})",
+             kT0);
+  const auto plan = reconcile(job, JobStatus{}, observed, kT0 + seconds(1));
+  EXPECT_EQ(plan.status.summary_reason, "CheckpointStoreUnavailable");
+  EXPECT_EQ(plan.status.summary_message,
+            "pod j-worker-0 failed with exit code 5: checkpoint store s3://ckpt/ns/j-uid "
+            "unavailable: s3://ckpt at http://store:8333: GET answered 404 NoSuchBucket; not "
+            "retried: fix the store or checkpoint.s3 and submit the job again");
+  EXPECT_EQ(plan.status.restarts.value_or(0), 0);
+}
+
 TEST(Lifecycle, TheScrapersReadingIsWrittenByTheReconcile) {
   const auto job = make_job();
   auto observed = running(job);
