@@ -259,6 +259,13 @@ S3Client::Response S3Client::perform_once(const Request& request) {
 }
 
 S3Client::Response S3Client::perform(const Request& request) {
+  if (options_.credentials.access_key_id.empty() ||
+      options_.credentials.secret_access_key.empty()) {
+    throw std::invalid_argument("s3://" + request.bucket + " at " + endpoint_ +
+                                " needs credentials: set AWS_ACCESS_KEY_ID and "
+                                "AWS_SECRET_ACCESS_KEY (a Kubernetes job: "
+                                "checkpoint.s3.credentialsSecret)");
+  }
   thread_local std::mt19937 jitter{std::random_device{}()};
   auto backoff = options_.first_backoff;
   for (int attempt = 1;; ++attempt) {

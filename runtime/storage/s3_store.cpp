@@ -20,16 +20,12 @@ std::string first_set(const char* name, const char* fallback) {
 
 }  // namespace
 
-S3ClientOptions s3_options_from_environment(const S3Location& location) {
+S3ClientOptions s3_options_from_environment() {
   S3ClientOptions options;
-  const auto credentials = S3Credentials::from_environment();
-  if (!credentials) {
-    throw std::invalid_argument(location.uri() +
-                                " needs credentials: set AWS_ACCESS_KEY_ID and "
-                                "AWS_SECRET_ACCESS_KEY (a Kubernetes job: checkpoint.s3."
-                                "credentialsSecret)");
-  }
-  options.credentials = *credentials;
+  // Without keys a process may still hold the store (a trainer that never writes the run): the
+  // first request says what is missing.
+  if (const auto credentials = S3Credentials::from_environment())
+    options.credentials = *credentials;
   options.endpoint = first_set(contract::env::kAwsEndpointUrlS3, contract::env::kAwsEndpointUrl);
   if (auto region = first_set(contract::env::kAwsRegion, contract::env::kAwsDefaultRegion);
       !region.empty()) {

@@ -11,9 +11,9 @@
 
 namespace cifar::storage {
 
-// The client options the environment gives; throws std::invalid_argument naming what is missing
-// or wrong (never a credential's value).
-S3ClientOptions s3_options_from_environment(const S3Location& location);
+// The client options the environment gives; throws std::invalid_argument naming what is wrong
+// (never a credential's value). Missing keys are the first request's error (S3Client).
+S3ClientOptions s3_options_from_environment();
 
 class S3Store final : public Store {
  public:

@@ -7,9 +7,7 @@ namespace cifar::storage {
 
 std::unique_ptr<Store> open_store(const std::string& location) {
   if (is_s3_uri(location)) {
-    auto parsed = parse_s3_uri(location);
-    auto options = s3_options_from_environment(parsed);
-    return std::make_unique<S3Store>(std::move(parsed), std::move(options));
+    return std::make_unique<S3Store>(parse_s3_uri(location), s3_options_from_environment());
   }
   return std::make_unique<DirectoryStore>(location);
 }

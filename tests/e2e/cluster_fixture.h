@@ -172,9 +172,10 @@ class Cluster : public ::testing::Test {
           "  training: {epochs: " +
           std::to_string(epochs) + ", batchSize: 32, learningRate: {base: " + learning_rate +
           ", schedule: constant}}\n"
-          "  checkpoint: {volume: {claimName: checkpoints}, everySteps: " +
-          std::to_string(checkpoint_every_steps_) + "}\n" + strategy + "  replicaSpecs:\n" +
-          replicas + extra);
+          "  checkpoint: {" +
+          (checkpoint_store_.empty() ? "volume: {claimName: checkpoints}" : checkpoint_store_) +
+          ", everySteps: " + std::to_string(checkpoint_every_steps_) + "}\n" + strategy +
+          "  replicaSpecs:\n" + replicas + extra);
   }
 
   json job(const std::string& name) {
@@ -441,6 +442,9 @@ class Cluster : public ::testing::Test {
   // checkpoint.everySteps of the jobs submit() makes; 0 saves once an epoch, so that a test of an
   // interruption shows what the graceful stop saves that the schedule would not.
   int checkpoint_every_steps_ = 4;
+  // What the jobs submit() makes keep their checkpoints in instead of the claim `checkpoints`:
+  // YAML fields of spec.checkpoint (uri and s3).
+  std::string checkpoint_store_;
   std::filesystem::path volumes_;
   std::vector<std::string> jobs_;
   std::vector<std::string> persistent_volumes_;

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Checkpoints in object storage against a local volume (issue 40): save and load times for each
+# model (bench-checkpoint-store), then cifar-train's images/s with --checkpoint-every 100 into a
+# directory, into the bucket, and without periodic checkpoints, on the same synthetic data. The
+# bucket is a local SeaweedFS (deploy/object-store), started here and stopped at the end. Prints
+# markdown tables.
+#   bench/checkpoint_store.sh [BUILD_DIR]     MODELS=resnet20,alexnet RUNS=10 EPOCHS=2 THREADS=2
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+models=${MODELS:-resnet20,alexnet}
+runs=${RUNS:-10}
+epochs=${EPOCHS:-2}
+threads=${THREADS:-2}
+for bin in bench-checkpoint-store cifar-train; do
+  [ -x "$build/bin/$bin" ] || { echo "missing $build/bin/$bin: build it first" >&2; exit 1; }
+done
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench-checkpoints.XXXXXX")
+trap 'deploy/object-store/stop.sh "$work/store"; rm -rf "$work"' EXIT
+deploy/object-store/start.sh "$work/store" --bucket bench >&2
+set -a
+# shellcheck disable=SC1091
+source "$work/store/credentials.env"
+AWS_ENDPOINT_URL=$(cat "$work/store/endpoint")
+set +a
+
+echo "### Save and load (median of $runs, one thread)"
+echo
+"$build/bin/bench-checkpoint-store" --dir "$work/volume" --uri s3://bench/store \
+  --models "$models" --runs "$runs"
+
+echo
+echo "### Training with --checkpoint-every 100 (resnet20, synthetic 5000 images, $epochs epochs, $threads threads)"
+echo
+echo "| checkpoints | images/s | share of step time outside compute (checkpoints, metrics, ...) |"
+echo "|---|---:|---:|"
+train() {  # train NAME MODEL_DIR [FLAGS...]: a row
+  local name=$1 dir=$2
+  shift 2
+  local log="$work/row.log"
+  "$build/bin/cifar-train" -m resnet20 -d synthetic --data-dir "$work/data" -e "$epochs" -b 64 \
+    -t "$threads" --progress none --metrics-port -1 -md "$dir" "$@" >"$log" 2>&1 ||
+    { cat "$log" >&2; exit 1; }
+  local ips other
+  ips=$(sed -n 's/.*done: .* steps, \([0-9.]*\) img\/s.*/\1/p' "$log")
+  other=$(sed -n 's/.*step time: .*other \([0-9.]*\)%.*/\1/p' "$log")
+  echo "| $name | $ips | $other% |"
+}
+train "each epoch's only" "$work/none"
+train "every 100 steps, volume" "$work/every" --checkpoint-every 100
+train "every 100 steps, S3" s3://bench/every --checkpoint-every 100

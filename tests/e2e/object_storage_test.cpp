@@ -1,0 +1,135 @@
+// Checkpoints in object storage on the cluster: a real S3-compatible server (SeaweedFS,
+// deploy/object-store) on node 1's bridge, which every pod reaches, and jobs with checkpoint.uri
+// and no checkpoint volume at all. A parameter-server job (with its evaluator) and an all-reduce
+// job lose their chief mid-run and resume from the bucket; a job in another namespace continues
+// the first one's run by resumeFrom: s3://... (a run moved between clusters, within one); keys
+// that the store refuses fail a job at once with CheckpointStoreUnavailable, and no key appears in
+// the job's status, Events or logs.
+#include <fstream>
+
+#include "tests/e2e/cluster_fixture.h"
+
+namespace cifar::e2e {
+namespace {
+
+class ObjectStorage : public Cluster {
+ protected:
+  void SetUp() override {
+    Cluster::SetUp();
+    store_dir_ = volumes_ / "object-store";
+    const auto started = run_process(
+        {(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/object-store/start.sh").string(),
+         store_dir_.string(), "--address", kNodeOneBridge, "--bucket", "checkpoints"});
+    ASSERT_EQ(started.exit_code, 0) << started.output;
+    std::ifstream(store_dir_ / "endpoint") >> endpoint_;
+    std::ifstream credentials(store_dir_ / "credentials.env");
+    for (std::string line; std::getline(credentials, line);) {
+      const auto value = line.substr(line.find('=') + 1);
+      if (line.rfind("AWS_ACCESS_KEY_ID=", 0) == 0) key_id_ = value;
+      if (line.rfind("AWS_SECRET_ACCESS_KEY=", 0) == 0) secret_ = value;
+    }
+    keys_secret(ns_, "store-keys", secret_);
+    checkpoint_store_ = store_fields("s3://checkpoints/e2e", "store-keys");
+  }
+  void TearDown() override {
+    Cluster::TearDown();
+    run_process({(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/object-store/stop.sh").string(),
+                 store_dir_.string()});
+  }
+
+  // spec.checkpoint's fields for the store.
+  [[nodiscard]] std::string store_fields(const std::string& uri, const std::string& secret) const {
+    return "uri: " + uri + ", s3: {endpoint: '" + endpoint_ +
+           "', addressing: Path, credentialsSecret: " + secret + "}";
+  }
+  // A Secret with the store's key id and `secret` as the secret key.
+  void keys_secret(const std::string& ns, const std::string& name, const std::string& secret) {
+    const auto made = kubectl({"create", "secret", "generic", name, "-n", ns,
+                               "--from-literal=AWS_ACCESS_KEY_ID=" + key_id_,
+                               "--from-literal=AWS_SECRET_ACCESS_KEY=" + secret});
+    ASSERT_EQ(made.exit_code, 0) << made.output;
+  }
+  // The chief's pod deleted mid-run; its replacement resumes from the bucket.
+  void delete_chief_and_expect_resume(const std::string& job, const std::string& chief) {
+    ASSERT_TRUE(wait_until_training(job)) << diagnose(job);
+    const auto deleted = kubectl({"delete", "pod", chief, "-n", ns_, "--wait=false"});
+    ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
+    EXPECT_TRUE(wait_for_state(job, "Succeeded", seconds(400))) << diagnose(job);
+    const auto log = kubectl({"logs", chief, "-n", ns_}).output;
+    EXPECT_NE(log.find("from s3://checkpoints/e2e/" + ns_ + "/" + job + "-"), std::string::npos)
+        << log;
+  }
+
+  static constexpr const char* kNodeOneBridge = "10.244.0.1";
+  std::filesystem::path store_dir_;
+  std::string endpoint_;
+  std::string key_id_;
+  std::string secret_;
+};
+
+TEST_F(ObjectStorage, JobsResumeFromTheBucketAndARunContinuesInAnotherNamespace) {
+  host_volume("cifar10", e2e_dir() / "cifar10-slice", true);  // the data; no checkpoint volume
+  checkpoint_every_steps_ = 4;
+  submit("s3ps", kPsSync, kPsReplicas, "", "cifar10", 2);
+  submit("s3ar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", 2);
+  delete_chief_and_expect_resume("s3ps", "s3ps-master-0");
+  delete_chief_and_expect_resume("s3ar", "s3ar-worker-0");
+  const auto run = status_of("s3ps").value("modelDir", "");
+  EXPECT_EQ(run.rfind("s3://checkpoints/e2e/" + ns_ + "/s3ps-", 0), 0U) << run;
+  EXPECT_GT(status_of("s3ps")["progress"].value("testAccuracy", 0.0), 0) << diagnose("s3ps");
+  EXPECT_EQ(kubectl({"get", "pvc", "-n", ns_, "-o", "name"}).output,
+            "persistentvolumeclaim/cifar10\n");
+  const int final_step = status_of("s3ps")["progress"].value("step", 0);
+
+  // Another namespace (another cluster, for all the run knows) continues the run from its bucket.
+  const auto other = cifar::testing::create_test_namespace(client_, "e2e-moved");
+  keys_secret(other, "store-keys", secret_);
+  const auto manifest = volumes_ / "moved.yaml";
+  std::ofstream(manifest)
+      << "apiVersion: cifartrain.io/v1alpha1\nkind: CifarTrainJob\n"
+         "metadata: {name: moved}\nspec:\n  image: " +
+             image_ +
+             "\n  model: {name: simplecnn}\n"
+             "  dataset: {name: synthetic}\n"
+             "  training: {epochs: 3, batchSize: 32}\n"
+             "  checkpoint: {" +
+             store_fields("s3://checkpoints/e2e", "store-keys") + ", resumeFrom: '" + run + "'}\n" +
+             kPsSync + "  replicaSpecs:\n    PS: {replicas: 1}\n    Master: {replicas: 1}\n";
+  ASSERT_EQ(kubectl({"apply", "-n", other, "-f", manifest.string()}).exit_code, 0);
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return kubectl({"get", "ctj", "moved", "-n", other, "-o", "jsonpath={.status.state}"})
+                   .output == "Succeeded";
+      },
+      seconds(300)))
+      << kubectl({"get", "ctj", "moved", "-n", other, "-o", "jsonpath={.status}"}).output;
+  const auto moved = kubectl({"logs", "moved-master-0", "-n", other}).output;
+  EXPECT_NE(moved.find("resumed from " + run + "/s3ps-step-"), std::string::npos) << moved;
+  EXPECT_NE(moved.find("step " + std::to_string(final_step)), std::string::npos) << moved;
+  kubectl({"delete", "namespace", other, "--wait=false"});
+}
+
+TEST_F(ObjectStorage, KeysTheStoreRefusesFailTheJobAtOnceAndAreNeverShown) {
+  host_volume("cifar10", e2e_dir() / "cifar10-slice", true);
+  const std::string wrong = "not-the-store-secret-0123456789";
+  keys_secret(ns_, "wrong-keys", wrong);
+  checkpoint_store_ = store_fields("s3://checkpoints/e2e", "wrong-keys");
+  submit("refused", kPsSync, "    PS: {replicas: 1}\n    Master: {replicas: 1}\n");
+  ASSERT_TRUE(wait_for_state("refused", "Failed", seconds(180))) << diagnose("refused");
+  const auto status = status_of("refused");
+  EXPECT_EQ(status.value("reason", ""), "CheckpointStoreUnavailable") << status.dump();
+  const auto message = status.value("message", "");
+  EXPECT_NE(message.find("SignatureDoesNotMatch"), std::string::npos) << message;
+  EXPECT_NE(message.find(endpoint_), std::string::npos) << message;
+  EXPECT_EQ(status.value("restarts", 0), 0) << status.dump();
+  // The keys appear nowhere a user or a tool reads: status, Events, the pods' logs.
+  std::string shown = status.dump() + kubectl({"get", "events", "-n", ns_, "-o", "yaml"}).output;
+  for (const auto& p : pods_of("refused")) {
+    shown += kubectl({"logs", p["metadata"]["name"].get<std::string>(), "-n", ns_}).output;
+  }
+  EXPECT_EQ(shown.find(wrong), std::string::npos);
+  EXPECT_EQ(shown.find(secret_), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cifar::e2e
