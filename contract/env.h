@@ -17,6 +17,10 @@ inline constexpr char kPodName[] = "POD_NAME";
 // left running on a cut-off node; the run's writers fence their writes with it (train/fence.h).
 // Unset (or 0): no fence.
 inline constexpr char kIncarnation[] = "CIFAR_INCARNATION";
+// The job's UID: incarnations are numbered per job, so a fence record names the job whose number
+// it holds, and a job that continues another's run (checkpoint.resumeFrom) takes the run over
+// instead of finding itself "replaced" by the other job's higher numbers.
+inline constexpr char kJobUid[] = "CIFAR_JOB_UID";
 // The incarnation of the job's chief as this pod is created (its own number when the chief is
 // created in the same round). A parameter server created with its chief claims the run for their
 // incarnation before it restores from the run's checkpoints, so that an old chief left running

@@ -238,6 +238,7 @@ json desired_pod(const Job& job, Role role, int index) {
       {env_var(contract::env::kTfConfig, tf_config(job, role, index)),
        env_var(contract::env::kJobName, job.name),
        env_var(contract::env::kNamespace, job.namespace_),
+       env_var(contract::env::kJobUid, job.uid),
        {{"name", contract::env::kPodName},
         {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
        {{"name", contract::env::kPsToken},

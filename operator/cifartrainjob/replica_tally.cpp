@@ -38,6 +38,12 @@ ReplicaTally tally_replicas(const Job& job, const PodsByName& pods,
         continue;
       }
       const auto phase = pod_phase(pod);
+      // Restarted in place (restartPolicy OnFailure, the kubelet's) after its store refused: a
+      // restart meets the same store, so the job ends as if the pod had failed for good.
+      if (phase != PodPhase::kFailed && pod_exit_code(pod) == contract::kExitStoreUnavailable) {
+        tally.permanent = FailedPod{name, contract::kExitStoreUnavailable};
+        return tally;
+      }
       if (phase == PodPhase::kSucceeded) {
         ++counts.succeeded;
       } else if (phase != PodPhase::kFailed) {

@@ -462,6 +462,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
   try {
     resolve_distributed(app, distributed, config);
     config.incarnation = incarnation_from_env(contract::env::kIncarnation);
+    if (const char* uid = std::getenv(contract::env::kJobUid)) config.job_uid = uid;
     config.chief_incarnation = incarnation_from_env(contract::env::kChiefIncarnation);
     config.ps_incarnations = incarnations_from_env(contract::env::kPsIncarnations);
   } catch (const std::invalid_argument& e) {

@@ -92,6 +92,8 @@ struct TrainConfig {
   // The pod's incarnation (env CIFAR_INCARNATION; 0: none), which fences the run's writes
   // against an older pod of the same role (train/fence.h).
   int64_t incarnation = 0;
+  // The job it belongs to (env CIFAR_JOB_UID; "": run by hand): whose incarnations these are.
+  std::string job_uid;
   // The chief's incarnation as this pod was created (env CIFAR_CHIEF_INCARNATION; 0: unknown): a
   // parameter server created with its chief claims the run for them before it restores.
   int64_t chief_incarnation = 0;

@@ -16,6 +16,7 @@ struct Held {
   std::shared_ptr<storage::Store> store;
   std::string name;  // <run>.<slot>.fence
   int64_t incarnation = 0;
+  std::string job_uid;
 };
 
 std::mutex fence_mu;
@@ -31,6 +32,7 @@ FenceRecord parse_record(const std::string& text, const std::string& where) {
     FenceRecord record;
     record.incarnation = json.at("incarnation").get<int64_t>();
     if (json.contains("resumed_step")) record.resumed_step = json["resumed_step"].get<int64_t>();
+    record.job_uid = json.value("job", "");
     return record;
   } catch (const std::exception& e) {  // written whole: never half there
     throw std::runtime_error("fence " + where + " cannot be read: " + e.what());
@@ -40,6 +42,7 @@ FenceRecord parse_record(const std::string& text, const std::string& where) {
 std::string record_text(const FenceRecord& record) {
   nlohmann::json json = {{"incarnation", record.incarnation}};
   if (record.resumed_step) json["resumed_step"] = *record.resumed_step;
+  if (!record.job_uid.empty()) json["job"] = record.job_uid;
   return json.dump() + "\n";
 }
 
@@ -49,9 +52,22 @@ std::optional<FenceRecord> read_record(const storage::Store& store, const std::s
   return parse_record(*text, store.location_of(name));
 }
 
-std::string replaced_by(int64_t newer, int64_t own) {
-  return "this pod was replaced by incarnation " + std::to_string(newer) + "; stopping (it is " +
-         "incarnation " + std::to_string(own) + ", and writes nothing more into the run)";
+std::string replaced_by(const FenceRecord& newer, int64_t own) {
+  return "this pod was replaced by incarnation " + std::to_string(newer.incarnation) +
+         "; stopping (it is incarnation " + std::to_string(own) +
+         ", and writes nothing more into the run)";
+}
+
+// Incarnations are numbered per job. A record of another job is one that continued this run
+// (checkpoint.resumeFrom), which a claim takes over from and a check stops for.
+bool same_job(const FenceRecord& record, const std::string& job_uid) {
+  return record.job_uid.empty() || job_uid.empty() || record.job_uid == job_uid;
+}
+
+[[noreturn]] void throw_taken_over(const FenceRecord& record) {
+  throw Replaced("job " + record.job_uid +
+                 " continues this run now (checkpoint.resumeFrom); stopping (this pod's job "
+                 "writes nothing more into the run)");
 }
 
 // Writes what `next` makes of the slot's record as one compare-and-swap (Store::put_if), again
@@ -80,12 +96,20 @@ std::optional<Held> held_fence() {
   return held;
 }
 
-// Throws Replaced when the slot's record names a newer incarnation than `mine`.
-void check_not_replaced(const Held& mine) {
-  const auto record = read_record(*mine.store, mine.name);
-  if (record && record->incarnation > mine.incarnation) {
-    throw Replaced(replaced_by(record->incarnation, mine.incarnation));
+// Throws Replaced when `record` names a newer incarnation of this job than `incarnation`, or
+// (`another_job_too`) another job.
+void check_record(const std::optional<FenceRecord>& record, int64_t incarnation,
+                  const std::string& job_uid, bool another_job_too) {
+  if (!record) return;
+  if (!same_job(*record, job_uid)) {
+    if (another_job_too) throw_taken_over(*record);
+    return;
   }
+  if (record->incarnation > incarnation) throw Replaced(replaced_by(*record, incarnation));
+}
+
+void check_not_replaced(const Held& mine) {
+  check_record(read_record(*mine.store, mine.name), mine.incarnation, mine.job_uid, true);
 }
 
 }  // namespace
@@ -99,25 +123,23 @@ void claim_fence(const TrainConfig& config, FenceSlot slot) {
   std::shared_ptr<storage::Store> store = storage::open_store(config.model_dir);
   const auto name = fence_name(config, slot);
   update_record(*store, name, [&](const std::optional<FenceRecord>& record) {
-    if (record && record->incarnation > config.incarnation) {
-      throw Replaced(replaced_by(record->incarnation, config.incarnation));
-    }
-    return record && record->incarnation == config.incarnation
-               ? std::nullopt
-               : std::optional<FenceRecord>(FenceRecord{config.incarnation, std::nullopt});
+    check_record(record, config.incarnation, config.job_uid, false);
+    const bool held_already =
+        record && record->incarnation == config.incarnation && record->job_uid == config.job_uid;
+    return held_already ? std::nullopt
+                        : std::optional<FenceRecord>(
+                              FenceRecord{config.incarnation, std::nullopt, config.job_uid});
   });
   const std::lock_guard guard(fence_mu);
-  held = Held{std::move(store), name, config.incarnation};
+  held = Held{std::move(store), name, config.incarnation, config.job_uid};
 }
 
 void record_resumed_step(int64_t step) {
   const auto mine = held_fence();
   if (!mine) return;
   update_record(*mine->store, mine->name, [&](const std::optional<FenceRecord>& record) {
-    if (record && record->incarnation > mine->incarnation) {
-      throw Replaced(replaced_by(record->incarnation, mine->incarnation));
-    }
-    return std::optional<FenceRecord>(FenceRecord{mine->incarnation, step});
+    check_record(record, mine->incarnation, mine->job_uid, true);
+    return std::optional<FenceRecord>(FenceRecord{mine->incarnation, step, mine->job_uid});
   });
 }
 

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "config/train_config.h"
 
@@ -35,10 +36,12 @@ class Replaced : public std::runtime_error {
 
 enum class FenceSlot { kChief, kEvaluator };
 
-// What a slot's fence file says: who holds it, and (the chief) the step it resumed at.
+// What a slot's fence record says: who holds it (the job, and its pod's incarnation), and (the
+// chief) the step it resumed at.
 struct FenceRecord {
   int64_t incarnation = 0;
   std::optional<int64_t> resumed_step;
+  std::string job_uid;  // "": a record of a process run by hand, or of an older cifar-train
 };
 std::optional<FenceRecord> read_fence(const TrainConfig& config, FenceSlot slot);
 

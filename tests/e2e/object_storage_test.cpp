@@ -49,15 +49,18 @@ class ObjectStorage : public Cluster {
                                "--from-literal=AWS_SECRET_ACCESS_KEY=" + secret});
     ASSERT_EQ(made.exit_code, 0) << made.output;
   }
-  // The chief's pod deleted mid-run; its replacement resumes from the bucket.
-  void delete_chief_and_expect_resume(const std::string& job, const std::string& chief) {
+  // Pod `pod` of `job` deleted mid-run; its replacement restores what it holds from the bucket:
+  // its log says `said` and the run's checkpoint in the bucket.
+  void delete_and_expect_restore(const std::string& job, const std::string& pod,
+                                 const std::string& said) {
     ASSERT_TRUE(wait_until_training(job)) << diagnose(job);
-    const auto deleted = kubectl({"delete", "pod", chief, "-n", ns_, "--wait=false"});
+    const auto deleted = kubectl({"delete", "pod", pod, "-n", ns_, "--wait=false"});
     ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
     EXPECT_TRUE(wait_for_state(job, "Succeeded", seconds(400))) << diagnose(job);
-    const auto log = kubectl({"logs", chief, "-n", ns_}).output;
-    EXPECT_NE(log.find("from s3://checkpoints/e2e/" + ns_ + "/" + job + "-"), std::string::npos)
+    const auto log = kubectl({"logs", pod, "-n", ns_}).output;
+    EXPECT_NE(log.find(said + " s3://checkpoints/e2e/" + ns_ + "/" + job + "-"), std::string::npos)
         << log;
+    EXPECT_NE(log.find("/simplecnn-step-"), std::string::npos) << log;
   }
 
   static constexpr const char* kNodeOneBridge = "10.244.0.1";
@@ -72,8 +75,10 @@ TEST_F(ObjectStorage, JobsResumeFromTheBucketAndARunContinuesInAnotherNamespace)
   checkpoint_every_steps_ = 4;
   submit("s3ps", kPsSync, kPsReplicas, "", "cifar10", 2);
   submit("s3ar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", 2);
-  delete_chief_and_expect_resume("s3ps", "s3ps-master-0");
-  delete_chief_and_expect_resume("s3ar", "s3ar-worker-0");
+  // The parameter server restores its shard from the bucket; all-reduce rank 0 reads the newest
+  // checkpoint there and every rank continues from it.
+  delete_and_expect_restore("s3ps", "s3ps-ps-0", "stripe(s) from");
+  delete_and_expect_restore("s3ar", "s3ar-worker-0", "newest checkpoint");
   const auto run = status_of("s3ps").value("modelDir", "");
   EXPECT_EQ(run.rfind("s3://checkpoints/e2e/" + ns_ + "/s3ps-", 0), 0U) << run;
   EXPECT_GT(status_of("s3ps")["progress"].value("testAccuracy", 0.0), 0) << diagnose("s3ps");
@@ -103,9 +108,12 @@ TEST_F(ObjectStorage, JobsResumeFromTheBucketAndARunContinuesInAnotherNamespace)
       },
       seconds(300)))
       << kubectl({"get", "ctj", "moved", "-n", other, "-o", "jsonpath={.status}"}).output;
-  const auto moved = kubectl({"logs", "moved-master-0", "-n", other}).output;
-  EXPECT_NE(moved.find("resumed from " + run + "/s3ps-step-"), std::string::npos) << moved;
-  EXPECT_NE(moved.find("step " + std::to_string(final_step)), std::string::npos) << moved;
+  // Its parameter server restored the run's newest checkpoint, and its master went on from there.
+  const auto ps = kubectl({"logs", "moved-ps-0", "-n", other}).output;
+  EXPECT_NE(ps.find("stripe(s) from " + run + "/simplecnn-step-"), std::string::npos) << ps;
+  const auto master = kubectl({"logs", "moved-master-0", "-n", other}).output;
+  EXPECT_NE(master.find("starting at version " + std::to_string(final_step)), std::string::npos)
+      << master;
   kubectl({"delete", "namespace", other, "--wait=false"});
 }
 

@@ -290,6 +290,21 @@ TEST(Lifecycle, AStoreThatRefusesFailsTheJobAtOnceWithItsOwnReason) {
             "unavailable: s3://ckpt at http://store:8333: GET answered 404 NoSuchBucket; not "
             "retried: fix the store or checkpoint.s3 and submit the job again");
   EXPECT_EQ(plan.status.restarts.value_or(0), 0);
+
+  // The same, seen as the kubelet restarting the container in place (OnFailure): the pod runs
+  // again, its last run ended with 5.
+  auto restarted = running(job);
+  auto& pod = pod_named(restarted, "j-worker-0");
+  pod["status"]["containerStatuses"][0]["restartCount"] = 1;
+  pod["status"]["containerStatuses"][0]["lastState"] = {
+      {"terminated",
+       {{"exitCode", 5},
+        {"message", R"({"error": "checkpoint store s3://ckpt unavailable: NoSuchBucket"})"},
+        {"finishedAt", format_time(kT0)}}}};
+  const auto in_place = reconcile(job, JobStatus{}, restarted, kT0 + seconds(1));
+  EXPECT_EQ(in_place.status.summary_reason, "CheckpointStoreUnavailable");
+  EXPECT_NE(in_place.status.summary_message->find("exit code 5"), std::string::npos)
+      << *in_place.status.summary_message;
 }
 
 TEST(Lifecycle, TheScrapersReadingIsWrittenByTheReconcile) {

@@ -83,13 +83,47 @@ TEST_F(Fence, AnOlderIncarnationCannotClaimAndTheSameOneClaimsAgain) {
   EXPECT_EQ(read_fence(run_in(dir_.path(), 6), FenceSlot::kEvaluator)->incarnation, 6);
 }
 
+// Incarnations are numbered per job: a job that continues another's run (checkpoint.resumeFrom)
+// starts at 1, below the other's numbers, and still takes the run over; the other job's writer,
+// if it still runs, stops at its next write.
+TEST_F(Fence, AJobThatContinuesAnothersRunTakesItOverWhateverItsNumbers) {
+  auto first = run_in(dir_.path(), 7);
+  first.job_uid = "uid-first";
+  claim_fence(first, FenceSlot::kChief);
+  record_resumed_step(40);
+  release_fence();
+
+  auto second = run_in(dir_.path(), 1);
+  second.job_uid = "uid-second";
+  claim_fence(second, FenceSlot::kChief);  // no Replaced, though 1 < 7
+  const auto record = read_fence(second, FenceSlot::kChief);
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->incarnation, 1);
+  EXPECT_EQ(record->job_uid, "uid-second");
+  EXPECT_NO_THROW(check_fence());
+  release_fence();
+
+  // The first job's chief, had it held the slot on, is stopped by the second job's record.
+  std::ofstream(dir_.path() / "r.chief.fence") << R"({"incarnation": 7, "job": "uid-first"})";
+  claim_fence(first, FenceSlot::kChief);
+  std::ofstream(dir_.path() / "r.chief.fence") << R"({"incarnation": 1, "job": "uid-second"})";
+  try {
+    check_fence();
+    ADD_FAILURE() << "no Replaced";
+  } catch (const Replaced& e) {
+    EXPECT_NE(std::string(e.what()).find("job uid-second continues this run now"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(StaleCheckpoint, OnlyAnOlderChiefsCheckpointPastTheStepItsReplacementResumedAt) {
-  const FenceRecord holder{5, 100};
+  const FenceRecord holder{5, 100, ""};
   EXPECT_TRUE(is_stale_checkpoint(holder, 4, 101));
   EXPECT_FALSE(is_stale_checkpoint(holder, 4, 100));  // what the replacement resumed from
   EXPECT_FALSE(is_stale_checkpoint(holder, 5, 140));  // the replacement's own
-  EXPECT_FALSE(is_stale_checkpoint(FenceRecord{5, std::nullopt}, 4, 101));  // not resumed yet
-  EXPECT_FALSE(is_stale_checkpoint(std::nullopt, 0, 101));                  // no fence
+  EXPECT_FALSE(is_stale_checkpoint(FenceRecord{5, std::nullopt, ""}, 4, 101));  // not resumed yet
+  EXPECT_FALSE(is_stale_checkpoint(std::nullopt, 0, 101));                      // no fence
 }
 
 }  // namespace
