@@ -37,9 +37,9 @@ kueue: deps
 	bash deploy/local-cluster/build-kueue.sh
 
 # The tools from their Go modules, cached like the control plane (deploy/tools/build.sh; the local
-# cluster and the tests use them): Helm, Prometheus + promtool, kind (and its config checker), the
-# Prometheus Operator's CRDs.
-TOOLS = helm prometheus kind prometheus-operator-crds
+# cluster and the tests use them): Helm, Prometheus + promtool, kind (and its config checker),
+# SeaweedFS (the object store of the storage tests and of S3=1), the Prometheus Operator's CRDs.
+TOOLS = helm prometheus kind seaweedfs prometheus-operator-crds
 TOOL_TARGETS = $(addprefix go-tool-,$(TOOLS))
 .PHONY: $(TOOL_TARGETS)
 tools: $(TOOL_TARGETS)
@@ -53,15 +53,24 @@ images: build
 
 # The local cluster, a real one of NODES nodes (1-8; NODES=2: two kubelets, each with its own
 # containerd, network and cgroups) with the CRD and the operator installed (root; one at a time per
-# machine); it prints how to point kubectl at it. KUEUE=1 installs Kueue on it too. `make
-# cluster-stop` stops it and cleans up.
+# machine); it prints how to point kubectl at it. KUEUE=1 installs Kueue on it too. S3=1 starts
+# an object store (deploy/object-store) on node 1's bridge, http://10.244.0.1:8333 with the bucket
+# `checkpoints`, which deploy/examples/s3-ps-job.yaml uses. `make cluster-stop` stops it and
+# cleans up.
 NODES ?= 1
 KUEUE ?= 0
+S3 ?= 0
 cluster: images node tools $(if $(filter 1,$(KUEUE)),kueue)
 	bash deploy/local-cluster/start.sh --nodes $(NODES) $(BUILD_DIR)/cluster $(BUILD_DIR)/images
 	if [ "$(KUEUE)" = 1 ]; then bash deploy/local-cluster/kueue.sh $(BUILD_DIR)/cluster; fi
+	if [ "$(S3)" = 1 ]; then \
+	  bash deploy/object-store/start.sh $(BUILD_DIR)/object-store --address 10.244.0.1 --port 8333 \
+	    --bucket checkpoints && \
+	  echo "then: kubectl create secret generic checkpoint-store-keys --from-env-file=$(BUILD_DIR)/object-store/credentials.env"; \
+	fi
 
 cluster-stop:
+	bash deploy/object-store/stop.sh $(BUILD_DIR)/object-store
 	bash deploy/local-cluster/stop.sh $(BUILD_DIR)/cluster
 
 # Every Go part the tests use, each its own target so that `make -j` builds them side by side:

@@ -126,27 +126,33 @@ class Cluster : public ::testing::Test {
     return run_process(args);
   }
 
-  // `kubectl apply -f` of a manifest written to a file, as a user would.
-  void apply(const std::string& manifest) {
+  // `kubectl apply -f` of a manifest written to a file, as a user would (in namespace `ns`: the
+  // test's by default).
+  void apply(const std::string& manifest, const std::string& ns = "") {
     const auto path = volumes_ / ("manifest-" + std::to_string(manifests_++) + ".yaml");
     std::ofstream(path) << manifest;
-    const auto applied = kubectl({"apply", "-n", ns_, "-f", path.string()});
+    const auto applied = kubectl({"apply", "-n", ns.empty() ? ns_ : ns, "-f", path.string()});
     ASSERT_EQ(applied.exit_code, 0) << applied.output;
   }
 
-  // A PersistentVolumeClaim `name` bound to a hostPath PersistentVolume at `path`.
-  void host_volume(const std::string& name, const std::filesystem::path& path, bool read_only) {
-    const auto pv = ns_ + "-" + name;
+  // A PersistentVolumeClaim `name` (in namespace `in`: the test's by default) bound to a hostPath
+  // PersistentVolume at `path`.
+  void host_volume(const std::string& name, const std::filesystem::path& path, bool read_only,
+                   const std::string& in = "") {
+    const auto ns = in.empty() ? ns_ : in;
+    const auto pv = ns + "-" + name;
     persistent_volumes_.push_back(pv);
     const std::string mode = read_only ? "ReadOnlyMany" : "ReadWriteMany";
     apply("apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: " + pv +
-          "}\nspec:\n  capacity: {storage: 1Gi}\n  accessModes: [" + mode +
-          "]\n  storageClassName: ''\n  persistentVolumeReclaimPolicy: Retain\n"
-          "  hostPath: {path: " +
-          path.string() + ", type: Directory}\n  claimRef: {namespace: " + ns_ + ", name: " + name +
-          "}\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: " + name +
-          "}\nspec:\n  accessModes: [" + mode + "]\n  storageClassName: ''\n  volumeName: " + pv +
-          "\n  resources: {requests: {storage: 1Gi}}\n");
+              "}\nspec:\n  capacity: {storage: 1Gi}\n  accessModes: [" + mode +
+              "]\n  storageClassName: ''\n  persistentVolumeReclaimPolicy: Retain\n"
+              "  hostPath: {path: " +
+              path.string() + ", type: Directory}\n  claimRef: {namespace: " + ns +
+              ", name: " + name +
+              "}\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: " + name +
+              "}\nspec:\n  accessModes: [" + mode + "]\n  storageClassName: ''\n  volumeName: " +
+              pv + "\n  resources: {requests: {storage: 1Gi}}\n",
+          ns);
   }
 
   // The slice of CIFAR-10 (read-only) and a fresh shared checkpoint directory, as claims.

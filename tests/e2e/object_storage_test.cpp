@@ -49,16 +49,31 @@ class ObjectStorage : public Cluster {
                                "--from-literal=AWS_SECRET_ACCESS_KEY=" + secret});
     ASSERT_EQ(made.exit_code, 0) << made.output;
   }
-  // Pod `pod` of `job` deleted mid-run; its replacement restores what it holds from the bucket:
-  // its log says `said` and the run's checkpoint in the bucket.
-  void delete_and_expect_restore(const std::string& job, const std::string& pod,
-                                 const std::string& said) {
-    ASSERT_TRUE(wait_until_training(job)) << diagnose(job);
+  // Pod `pod` of `job` deleted mid-run (after the job's first checkpoint).
+  void delete_mid_run(const std::string& job, const std::string& pod) {
+    ASSERT_TRUE(wait_for(
+        [&] {
+          return status_of(job).value("progress", json::object()).value("step", 0) >
+                 checkpoint_every_steps_;
+        },
+        seconds(180)))
+        << diagnose(job);
+    ASSERT_NE(state(job), "Succeeded") << "the job ended before it could be interrupted";
     const auto deleted = kubectl({"delete", "pod", pod, "-n", ns_, "--wait=false"});
     ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
-    EXPECT_TRUE(wait_for_state(job, "Succeeded", seconds(400))) << diagnose(job);
-    const auto log = kubectl({"logs", pod, "-n", ns_}).output;
-    EXPECT_NE(log.find(said + " s3://checkpoints/e2e/" + ns_ + "/" + job + "-"), std::string::npos)
+  }
+  // The replacement of `pod` restored what it holds from the bucket: its log says `said` and the
+  // run's checkpoint there. Read before the job ends (its pods are deleted then).
+  void expect_restored(const std::string& job, const std::string& pod, const std::string& said) {
+    const auto wanted = said + " s3://checkpoints/e2e/" + ns_ + "/" + job + "-";
+    std::string log;
+    EXPECT_TRUE(wait_for(
+        [&] {
+          log = kubectl({"logs", pod, "-n", ns_}).output;
+          return log.find(wanted) != std::string::npos;
+        },
+        seconds(180)))
+        << wanted << " not in:\n"
         << log;
     EXPECT_NE(log.find("/simplecnn-step-"), std::string::npos) << log;
   }
@@ -73,47 +88,60 @@ class ObjectStorage : public Cluster {
 TEST_F(ObjectStorage, JobsResumeFromTheBucketAndARunContinuesInAnotherNamespace) {
   host_volume("cifar10", e2e_dir() / "cifar10-slice", true);  // the data; no checkpoint volume
   checkpoint_every_steps_ = 4;
-  submit("s3ps", kPsSync, kPsReplicas, "", "cifar10", 2);
-  submit("s3ar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", 2);
+  submit("s3ps", kPsSync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt);
+  submit("s3ar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", kLongEnoughToInterrupt);
   // The parameter server restores its shard from the bucket; all-reduce rank 0 reads the newest
   // checkpoint there and every rank continues from it.
-  delete_and_expect_restore("s3ps", "s3ps-ps-0", "stripe(s) from");
-  delete_and_expect_restore("s3ar", "s3ar-worker-0", "newest checkpoint");
-  const auto run = status_of("s3ps").value("modelDir", "");
-  EXPECT_EQ(run.rfind("s3://checkpoints/e2e/" + ns_ + "/s3ps-", 0), 0U) << run;
+  delete_mid_run("s3ps", "s3ps-ps-0");
+  delete_mid_run("s3ar", "s3ar-worker-0");
+  expect_restored("s3ps", "s3ps-ps-0", "stripe(s) from");
+  expect_restored("s3ar", "s3ar-worker-0", "newest checkpoint");
+  EXPECT_TRUE(wait_for_state("s3ps", "Succeeded", seconds(400))) << diagnose("s3ps");
+  EXPECT_TRUE(wait_for_state("s3ar", "Succeeded", seconds(400))) << diagnose("s3ar");
+  const auto ps_run = status_of("s3ps").value("modelDir", "");
+  EXPECT_EQ(ps_run.rfind("s3://checkpoints/e2e/" + ns_ + "/s3ps-", 0), 0U) << ps_run;
   EXPECT_GT(status_of("s3ps")["progress"].value("testAccuracy", 0.0), 0) << diagnose("s3ps");
   EXPECT_EQ(kubectl({"get", "pvc", "-n", ns_, "-o", "name"}).output,
-            "persistentvolumeclaim/cifar10\n");
-  const int final_step = status_of("s3ps")["progress"].value("step", 0);
+            "persistentvolumeclaim/cifar10\n");  // no checkpoint volume was made or needed
 
-  // Another namespace (another cluster, for all the run knows) continues the run from its bucket.
+  // Another namespace (another cluster, for all the run knows) continues the all-reduce run from
+  // the bucket for one more epoch.
+  const auto run = status_of("s3ar").value("modelDir", "");
+  const int final_step = status_of("s3ar")["progress"].value("step", 0);
+  ASSERT_GT(final_step, 0);
   const auto other = cifar::testing::create_test_namespace(client_, "e2e-moved");
   keys_secret(other, "store-keys", secret_);
+  host_volume("cifar10", e2e_dir() / "cifar10-slice", true, other);
   const auto manifest = volumes_ / "moved.yaml";
-  std::ofstream(manifest)
-      << "apiVersion: cifartrain.io/v1alpha1\nkind: CifarTrainJob\n"
-         "metadata: {name: moved}\nspec:\n  image: " +
-             image_ +
-             "\n  model: {name: simplecnn}\n"
-             "  dataset: {name: synthetic}\n"
-             "  training: {epochs: 3, batchSize: 32}\n"
-             "  checkpoint: {" +
-             store_fields("s3://checkpoints/e2e", "store-keys") + ", resumeFrom: '" + run + "'}\n" +
-             kPsSync + "  replicaSpecs:\n    PS: {replicas: 1}\n    Master: {replicas: 1}\n";
+  std::ofstream(manifest) << "apiVersion: cifartrain.io/v1alpha1\nkind: CifarTrainJob\n"
+                             "metadata: {name: moved}\nspec:\n  image: " +
+                                 image_ +
+                                 "\n  model: {name: simplecnn}\n"
+                                 "  dataset: {name: cifar10, volume: {claimName: cifar10}}\n"
+                                 "  training: {epochs: " +
+                                 std::to_string(kLongEnoughToInterrupt + 1) +
+                                 ", batchSize: 32}\n  checkpoint: {" +
+                                 store_fields("s3://checkpoints/e2e", "store-keys") +
+                                 ", resumeFrom: '" + run + "'}\n" + kAllReduce +
+                                 "  replicaSpecs:\n    Worker: {replicas: 2}\n";
   ASSERT_EQ(kubectl({"apply", "-n", other, "-f", manifest.string()}).exit_code, 0);
+  const auto moved_state = [&] {
+    return kubectl({"get", "ctj", "moved", "-n", other, "-o", "jsonpath={.status.state}"}).output;
+  };
+  std::string rank0;
   EXPECT_TRUE(wait_for(
       [&] {
-        return kubectl({"get", "ctj", "moved", "-n", other, "-o", "jsonpath={.status.state}"})
-                   .output == "Succeeded";
+        rank0 = kubectl({"logs", "moved-worker-0", "-n", other}).output;
+        return rank0.find("step time:") != std::string::npos;  // its summary, at its end
       },
       seconds(300)))
+      << rank0;
+  EXPECT_NE(rank0.find("resumed at step " + std::to_string(final_step)), std::string::npos)
+      << rank0;
+  EXPECT_NE(rank0.find("newest checkpoint " + run + "/simplecnn-step-"), std::string::npos)
+      << rank0;
+  EXPECT_TRUE(wait_for([&] { return moved_state() == "Succeeded"; }, seconds(120)))
       << kubectl({"get", "ctj", "moved", "-n", other, "-o", "jsonpath={.status}"}).output;
-  // Its parameter server restored the run's newest checkpoint, and its master went on from there.
-  const auto ps = kubectl({"logs", "moved-ps-0", "-n", other}).output;
-  EXPECT_NE(ps.find("stripe(s) from " + run + "/simplecnn-step-"), std::string::npos) << ps;
-  const auto master = kubectl({"logs", "moved-master-0", "-n", other}).output;
-  EXPECT_NE(master.find("starting at version " + std::to_string(final_step)), std::string::npos)
-      << master;
   kubectl({"delete", "namespace", other, "--wait=false"});
 }
 
