@@ -4,6 +4,7 @@
 // cifar-train's do; bench/checkpoint_store.sh starts a local SeaweedFS for it.
 //   bench-checkpoint-store --dir DIR --uri s3://BUCKET/PREFIX [--models resnet20,alexnet] [--runs
 //   10]
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include <CLI/CLI.hpp>
@@ -78,6 +79,7 @@ int main(int argc, char** argv) {
   app.add_option("--runs", runs, "saves and loads of each, the median reported");
   CLI11_PARSE(app, argc, argv);
   torch::set_num_threads(1);
+  spdlog::set_level(spdlog::level::warn);  // not a "resumed from" line for every load
 
   std::printf(
       "| model | checkpoint | volume save | S3 save | S3 / volume | volume load | S3 load |\n");

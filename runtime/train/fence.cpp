@@ -1,8 +1,10 @@
 #include "train/fence.h"
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 
 #include "storage/store.h"
@@ -77,7 +79,10 @@ bool same_job(const FenceRecord& record, const std::string& job_uid) {
 void update_record(
     storage::Store& store, const std::string& name,
     const std::function<std::optional<FenceRecord>(const std::optional<FenceRecord>&)>& next) {
-  while (true) {
+  // Writers of one slot are a pod and perhaps its replacement: a few rounds settle it. More
+  // means a store that refuses every conditional write (one that ignores If-Match would not).
+  constexpr int kRounds = 20;
+  for (int round = 0; round < kRounds; ++round) {
     const auto current = store.get_versioned(name);
     std::optional<FenceRecord> record;
     if (current) record = parse_record(current->bytes, store.location_of(name));
@@ -88,6 +93,8 @@ void update_record(
       return;
     }
   }
+  throw std::runtime_error("fence " + store.location_of(name) + ": " + std::to_string(kRounds) +
+                           " conditional writes in a row lost to another writer");
 }
 
 // This process's fence, if it holds one.

@@ -508,6 +508,37 @@ TEST(TrainingInObjectStorage, CheckpointsAndAResumeGoThroughTheBucket) {
   EXPECT_EQ(std::count(monitor->begin(), monitor->end(), '\n'), 2) << *monitor;
 }
 
+// A checkpoint object that is not whole (written by a tool that cut it short, or damaged since: a
+// PUT of ours is whole or absent) is passed over for the next older one, as a torn file is.
+TEST(TrainingInObjectStorage, ATornNewestCheckpointInTheBucketIsPassedOver) {
+  const auto store = cifar::testing::ObjectStore::from_fixture();
+  for (const auto& variable : store.environment()) {
+    const auto at = variable.find('=');
+    ::setenv(variable.substr(0, at).c_str(), variable.substr(at + 1).c_str(), 1);
+  }
+  const auto run = std::string("s3://") + cifar::testing::ObjectStore::kBucket + "/" +
+                   cifar::testing::unique_prefix("torn");
+  auto model = models::make_model("simplecnn", {});
+  torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.1).momentum(0.9));
+  const CheckpointManager checkpoints(run, "simplecnn", 3);
+  TrainState state;
+  state.step = 10;
+  checkpoints.save(*model, optimizer, state);
+  state.step = 20;
+  checkpoints.save(*model, optimizer, state);
+  const auto newest = checkpoints.list().back();
+  const auto bytes = checkpoints.read(newest);
+  ASSERT_TRUE(bytes);
+  storage::open_store(run)->put(newest, bytes->substr(0, bytes->size() / 2));
+
+  const auto readable = checkpoints.newest_readable();
+  ASSERT_TRUE(readable);
+  EXPECT_EQ(readable->first, "simplecnn-step-0000000010.pt");
+  const auto restored = checkpoints.load_latest(*model, optimizer);
+  ASSERT_TRUE(restored);
+  EXPECT_EQ(restored->step, 10);
+}
+
 // What a user sees when the bucket cannot be used: exit 5 (contract::kExitStoreUnavailable) at
 // once, a message naming the bucket, the endpoint and the server's code, and never the secret.
 TEST(TrainingInObjectStorage, AStoreThatRefusesEndsTheRunAtOnceSayingWhy) {
