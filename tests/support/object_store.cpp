@@ -35,6 +35,13 @@ std::vector<std::string> ObjectStore::environment() const {
           "AWS_SECRET_ACCESS_KEY=" + secret_access_key};
 }
 
+void ObjectStore::export_environment() const {
+  for (const auto& variable : environment()) {
+    const auto at = variable.find('=');
+    ::setenv(variable.substr(0, at).c_str(), variable.substr(at + 1).c_str(), 1);
+  }
+}
+
 std::string unique_prefix(std::string_view name) {
   std::random_device random;
   return std::string(name) + "-" + std::to_string(random() % 1000000000);

@@ -21,6 +21,9 @@ struct ObjectStore {
   static ObjectStore from_fixture();
   // The environment an S3 tool (cifar-train) needs for it: AWS_ENDPOINT_URL and the keys.
   [[nodiscard]] std::vector<std::string> environment() const;
+  // Sets that environment in this process (a test that opens the store itself, or whose children
+  // inherit it).
+  void export_environment() const;
 };
 
 // A prefix in kBucket that no other test (or run of this one) uses: <name>-<random>.

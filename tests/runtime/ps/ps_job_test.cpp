@@ -303,10 +303,7 @@ TEST(PsFaults, KilledPsRestoresItsShardFromTheLatestCheckpoint) {
 // and the evaluator follows it to the done marker, keeping its records and best model there.
 TEST(PsJobInObjectStorage, TrainsEvaluatesAndRestoresAKilledPsFromTheBucket) {
   const auto store = cifar::testing::ObjectStore::from_fixture();
-  for (const auto& variable : store.environment()) {
-    const auto at = variable.find('=');
-    ::setenv(variable.substr(0, at).c_str(), variable.substr(at + 1).c_str(), 1);
-  }
+  store.export_environment();
   const auto run = std::string("s3://") + cifar::testing::ObjectStore::kBucket + "/" +
                    cifar::testing::unique_prefix("ps-job");
   TempDir work;

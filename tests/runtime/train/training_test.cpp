@@ -494,10 +494,7 @@ TEST(TrainingInObjectStorage, CheckpointsAndAResumeGoThroughTheBucket) {
   EXPECT_FALSE(fs::exists(work.path() / "unused"));
   EXPECT_FALSE(fs::exists("s3:"));  // nothing written to a local directory of that name
 
-  for (const auto& variable : store.environment()) {
-    const auto at = variable.find('=');
-    ::setenv(variable.substr(0, at).c_str(), variable.substr(at + 1).c_str(), 1);
-  }
+  store.export_environment();
   const CheckpointManager checkpoints(run, "simplecnn", 3);
   const auto names = checkpoints.list();
   ASSERT_EQ(names.size(), 3U);  // 70, then epoch 2's steps: the newest three kept
@@ -512,10 +509,7 @@ TEST(TrainingInObjectStorage, CheckpointsAndAResumeGoThroughTheBucket) {
 // PUT of ours is whole or absent) is passed over for the next older one, as a torn file is.
 TEST(TrainingInObjectStorage, ATornNewestCheckpointInTheBucketIsPassedOver) {
   const auto store = cifar::testing::ObjectStore::from_fixture();
-  for (const auto& variable : store.environment()) {
-    const auto at = variable.find('=');
-    ::setenv(variable.substr(0, at).c_str(), variable.substr(at + 1).c_str(), 1);
-  }
+  store.export_environment();
   const auto run = std::string("s3://") + cifar::testing::ObjectStore::kBucket + "/" +
                    cifar::testing::unique_prefix("torn");
   auto model = models::make_model("simplecnn", {});
