@@ -17,17 +17,42 @@ for bin in bench-checkpoint-store cifar-train; do
 done
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-checkpoints.XXXXXX")
 trap 'deploy/object-store/stop.sh "$work/store"; rm -rf "$work"' EXIT
-deploy/object-store/start.sh "$work/store" --bucket bench >&2
+deploy/object-store/start.sh "$work/store" --bucket bench --tls >&2
 set -a
 # shellcheck disable=SC1091
 source "$work/store/credentials.env"
 AWS_ENDPOINT_URL=$(cat "$work/store/endpoint")
 set +a
 
-echo "### Save and load (median of $runs, one thread)"
+echo "### Save and load (median of $runs, one thread), the store over http"
 echo
 "$build/bin/bench-checkpoint-store" --dir "$work/volume" --uri s3://bench/store \
   --models "$models" --runs "$runs"
+echo
+echo "### The same, the store over https (its own CA; bodies sent UNSIGNED-PAYLOAD)"
+echo
+AWS_ENDPOINT_URL=$(cat "$work/store/endpoint-https") AWS_CA_BUNDLE="$work/store/ca.pem" \
+  "$build/bin/bench-checkpoint-store" --dir "$work/volume-2" --uri s3://bench/store-tls \
+  --models "$models" --runs "$runs"
+
+echo
+echo "### The server's own floor: a bare PUT by curl (no hashing, no fence, no rotation; median of $runs)"
+echo
+echo "| object | PUT, http |"
+echo "|---:|---:|"
+floor() {  # floor BYTES: a row
+  head -c "$1" /dev/urandom >"$work/blob"
+  local i times=()
+  for i in $(seq "$runs"); do
+    times+=("$(curl -s -o /dev/null -w '%{time_total}' -X PUT --aws-sigv4 aws:amz:us-east-1:s3 \
+      --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+      --data-binary @"$work/blob" "$AWS_ENDPOINT_URL/bench/floor-$i")")
+  done
+  printf '| %.1f MB | %.1f ms |\n' "$(awk -v b="$1" 'BEGIN {print b / 1e6}')" \
+    "$(printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)] * 1000}')"
+}
+floor 2300000
+floor 14100000
 
 echo
 echo "### Training with --checkpoint-every 100 (resnet20, synthetic 5000 images, $epochs epochs, $threads threads)"

@@ -45,5 +45,6 @@ inline constexpr char kAwsEndpointUrlS3[] = "AWS_ENDPOINT_URL_S3";
 inline constexpr char kAwsRegion[] = "AWS_REGION";
 inline constexpr char kAwsDefaultRegion[] = "AWS_DEFAULT_REGION";
 inline constexpr char kS3Addressing[] = "CIFAR_S3_ADDRESSING";  // path or virtual
+inline constexpr char kAwsCaBundle[] = "AWS_CA_BUNDLE";         // a private CA's PEM for https
 
 }  // namespace cifar::contract::env

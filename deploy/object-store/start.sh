@@ -5,12 +5,19 @@
 #   endpoint          http://ADDRESS:PORT, the S3 endpoint
 #   credentials.env   AWS_ACCESS_KEY_ID=... and AWS_SECRET_ACCESS_KEY=... (made anew at each start)
 #   pid               the server's process (stop.sh stops it)
+#   endpoint-https    https://ADDRESS:PORT, the same store over TLS (with --tls)
+#   ca.pem            the certificate authority of its TLS certificate (with --tls)
 # It makes each --bucket and writes one object into it: SeaweedFS gives a bucket its storage on the
 # first write (seconds), so a warmed bucket answers writes at once.
 #   deploy/object-store/start.sh RUN_DIR [--address IP] [--port P] [--bucket NAME]... [--fresh]
+#                                [--tls]
 # --address: where it listens (default 127.0.0.1; a node's IP for pods to reach it, e.g. the
 # local cluster's 10.244.0.1 with --port 8333, as deploy/examples/s3-ps-job.yaml expects). --port:
 # the S3 port (default: a free one). --fresh: without what an earlier start stored (the tests').
+# --tls: also serves https on the next port, with a certificate for ADDRESS, localhost,
+# s3.localhost and *.s3.localhost from a CA made for it (ca.pem). Either way buckets answer
+# virtual-host style too, as BUCKET.s3.localhost:PORT (curl resolves *.localhost to the loopback
+# itself; a certificate's wildcard must leave two labels, so not *.localhost).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 run=${1:?usage: start.sh RUN_DIR [--address IP] [--bucket NAME]...}
@@ -18,10 +25,12 @@ shift
 address=127.0.0.1
 buckets=()
 fresh=0
+tls=0
 s3_port=
 while (($#)); do
   case $1 in
     --fresh) fresh=1; shift ;;
+    --tls) tls=1; shift ;;
     --port) s3_port=${2:?--port needs a number}; shift 2 ;;
     --address) address=${2:?--address needs an IP}; shift 2 ;;
     --bucket) buckets+=("${2:?--bucket needs a name}"); shift 2 ;;
@@ -36,17 +45,17 @@ if [ -f "$run/pid" ] && kill -0 "$(cat "$run/pid")" 2>/dev/null; then
 fi
 weed="$("$repo/deploy/tools/build.sh" seaweedfs)/weed"
 
-# Eight ports in a row (master, volume, filer, S3, each with its gRPC port), below the ephemeral
-# range, free a moment ago.
+# Nine ports in a row (master, volume, filer, S3, each with its gRPC port, and S3 over https),
+# below the ephemeral range, free a moment ago.
 port_free() { ! (exec 3<>"/dev/tcp/$address/$1") 2>/dev/null; }
 first=
 for _ in $(seq 200); do
   base=$((20000 + RANDOM % 12000))
   ok=1
-  for p in $(seq "$base" $((base + 7))); do port_free "$p" || { ok=0; break; }; done
+  for p in $(seq "$base" $((base + 8))); do port_free "$p" || { ok=0; break; }; done
   ((ok)) && { first=$base; break; }
 done
-[ -n "$first" ] || { echo "start.sh: no 8 free ports on $address" >&2; exit 1; }
+[ -n "$first" ] || { echo "start.sh: no 9 free ports on $address" >&2; exit 1; }
 s3_port=${s3_port:-$((first + 6))}
 s3_grpc=$((first + 7))
 
@@ -56,6 +65,18 @@ umask 077
 printf 'AWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n' "$key_id" "$secret" >"$run/credentials.env"
 printf '{"identities":[{"name":"cifartrain","credentials":[{"accessKey":"%s","secretKey":"%s"}],"actions":["Admin","Read","Write","List"]}]}\n' \
   "$key_id" "$secret" >"$run/s3.json"
+tls_flags=()
+if ((tls)); then
+  openssl req -x509 -newkey rsa:2048 -nodes -days 7 -subj "/CN=cifartrain object store CA" \
+    -keyout "$run/ca.key" -out "$run/ca.pem" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=$address" -keyout "$run/tls.key" \
+    -out "$run/tls.csr" 2>/dev/null
+  printf 'subjectAltName=IP:%s,DNS:localhost,DNS:s3.localhost,DNS:*.s3.localhost\n' "$address" >"$run/tls.ext"
+  openssl x509 -req -in "$run/tls.csr" -CA "$run/ca.pem" -CAkey "$run/ca.key" -CAcreateserial \
+    -days 7 -extfile "$run/tls.ext" -out "$run/tls.pem" 2>/dev/null
+  https_port=$((first + 8))
+  tls_flags=(-s3.cert.file="$run/tls.pem" -s3.key.file="$run/tls.key" -s3.port.https="$https_port")
+fi
 umask 022
 ((fresh)) && rm -rf "$run/data" "$run/log"
 mkdir -p "$run/data" "$run/log"
@@ -69,6 +90,7 @@ setsid "$weed" -logdir="$run/log" server -dir="$run/data" -ip="$address" -ip.bin
   -filer.port=$((first + 4)) -filer.port.grpc=$((first + 5)) -filer.localSocket="$run/filer.sock" \
   -s3 -s3.port="$s3_port" -s3.port.grpc="$s3_grpc" -s3.localSocket="$run/s3.sock" \
   -s3.config="$run/s3.json" -s3.autoCreateBucket=false -s3.port.iceberg=0 -s3.port.lance=0 \
+  -s3.domainName=s3.localhost "${tls_flags[@]}" \
   </dev/null >"$run/weed.log" 2>&1 &
 echo $! >"$run/pid"
 # A start that fails on the way (no answer, a bucket refused) leaves no server behind.
@@ -76,6 +98,8 @@ started=0
 trap '((started)) || "$(dirname "$0")/stop.sh" "$run"' EXIT
 endpoint="http://$address:$s3_port"
 echo "$endpoint" >"$run/endpoint"
+rm -f "$run/endpoint-https"
+((tls)) && echo "https://$address:$https_port" >"$run/endpoint-https"
 
 s3() {  # s3 METHOD PATH [curl args...]: a signed request; prints the HTTP status
   local method=$1 path=$2
@@ -90,6 +114,15 @@ for _ in $(seq 300); do  # 60 s
   kill -0 "$(cat "$run/pid")" 2>/dev/null || break
   sleep 0.2
 done
+if ((up && tls)); then  # the https listener starts beside the plain one
+  up=0
+  for _ in $(seq 100); do
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 --cacert "$run/ca.pem" \
+      "$(cat "$run/endpoint-https")/" || true)
+    [ "$code" = 403 ] || [ "$code" = 200 ] && { up=1; break; }
+    sleep 0.2
+  done
+fi
 if ((!up)); then
   echo "start.sh: SeaweedFS's S3 gateway did not answer at $endpoint; its log:" >&2
   tail -30 "$run/weed.log" >&2

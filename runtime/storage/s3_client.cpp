@@ -170,6 +170,7 @@ S3Client::S3Client(S3ClientOptions options)
     throw std::invalid_argument("S3 endpoint '" + endpoint_ +
                                 "' is not an http:// or https:// URL");
   }
+  https_ = endpoint_.rfind("https://", 0) == 0;
   if (options_.part_size < (size_t{5} << 20)) {
     throw std::invalid_argument("S3 part size below S3's minimum of 5 MiB");
   }
@@ -194,9 +195,45 @@ std::string S3Client::url(const std::string& bucket, const std::string& key,
   return query.empty() ? base : base + "?" + query;
 }
 
+// A handle from the idle ones (its connection perhaps still open), back among them when done
+// unless its request failed on the way (its connection is then suspect).
+class S3Client::Lease {
+ public:
+  explicit Lease(S3Client& client) : client_(client) {
+    {
+      const std::lock_guard guard(client_.idle_mu_);
+      if (!client_.idle_.empty()) {
+        handle_ = std::move(client_.idle_.back());
+        client_.idle_.pop_back();
+      }
+    }
+    if (handle_) {
+      curl_easy_reset(handle_.get());  // the options go, the connection stays
+    } else {
+      handle_ = http::make_curl_easy();
+    }
+  }
+  ~Lease() {
+    if (!reusable_) return;
+    const std::lock_guard guard(client_.idle_mu_);
+    constexpr size_t kMostIdle = 4;
+    if (client_.idle_.size() < kMostIdle) client_.idle_.push_back(std::move(handle_));
+  }
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+
+  [[nodiscard]] CURL* get() const { return handle_.get(); }
+  void keep(bool reusable) { reusable_ = reusable; }
+
+ private:
+  S3Client& client_;
+  http::CurlEasy handle_;
+  bool reusable_ = false;
+};
+
 S3Client::Response S3Client::perform_once(const Request& request) {
   Response response;
-  const auto curl = http::make_curl_easy();
+  Lease curl(*this);
   auto* h = curl.get();
   const auto target = url(request.bucket, request.key, canonical_query(request.query));
   const auto sigv4 = "aws:amz:" + options_.region + ":s3";
@@ -213,8 +250,11 @@ S3Client::Response S3Client::perform_once(const Request& request) {
   curl_easy_setopt(h, CURLOPT_HEADERDATA, &response.etag);
   char error[CURL_ERROR_SIZE] = {};
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
+  if (!options_.ca_bundle.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, options_.ca_bundle.c_str());
 
-  // The payload's hash is signed (curl 7.88 uses this header's value for it, and sends it).
+  // The payload's hash is signed (curl 7.88 uses this header's value for it, and sends it). Over
+  // https, TLS already keeps the body intact and S3 takes UNSIGNED-PAYLOAD, as the AWS SDKs send
+  // it: one pass over the body less (Content-MD5, which the server checks, stays).
   std::unique_ptr<curl_slist, HeaderListCleanup> headers;
   const auto add_header = [&](const std::string& line) {
     auto* list = curl_slist_append(headers.get(), line.c_str());
@@ -222,7 +262,8 @@ S3Client::Response S3Client::perform_once(const Request& request) {
     static_cast<void>(headers.release());
     headers.reset(list);
   };
-  add_header("x-amz-content-sha256: " + digest(EVP_sha256(), request.body, false));
+  add_header("x-amz-content-sha256: " + (https_ ? std::string("UNSIGNED-PAYLOAD")
+                                                : digest(EVP_sha256(), request.body, false)));
   if (request.with_md5) add_header("Content-MD5: " + digest(EVP_md5(), request.body, true));
   for (const auto& line : request.headers) add_header(line);
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
@@ -246,6 +287,7 @@ S3Client::Response S3Client::perform_once(const Request& request) {
     response.curl_error = error[0] != '\0' ? error : curl_easy_strerror(response.curl);
     return response;
   }
+  curl.keep(true);
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &response.status);
   // An <Error> body: of a failure, or of a CompleteMultipartUpload that answered 200 and failed.
   if (response.status >= 300 || (request.method == "POST" && !response.body.empty())) {

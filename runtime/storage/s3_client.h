@@ -8,11 +8,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "http/curl_easy.h"
 
 namespace cifar::storage {
 
@@ -31,6 +34,9 @@ struct S3ClientOptions {
   // (bucket.host/key: AWS's own).
   bool path_style = true;
   S3Credentials credentials;
+  // A PEM file of the certificate authorities to trust over https (AWS_CA_BUNDLE, as the AWS CLI
+  // reads it): a store with a private CA; "" trusts the system's.
+  std::string ca_bundle;
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds request_timeout{300};  // of one request: a large part on a slow link
   int attempts = 5;                           // of a request that fails transiently
@@ -101,6 +107,7 @@ class S3Client {
  private:
   struct Request;
   struct Response;
+  class Lease;
   Response perform(const Request& request);
   Response perform_once(const Request& request);
   void put_in_parts(const std::string& bucket, const std::string& key, std::string_view body);
@@ -110,6 +117,11 @@ class S3Client {
 
   S3ClientOptions options_;
   std::string endpoint_;
+  bool https_ = false;
+  // Handles between requests: each keeps its connection open, so that a checkpoint's requests
+  // (fence reads, the PUT, the rotation) do not each pay a TCP (and TLS) handshake.
+  std::mutex idle_mu_;
+  std::vector<http::CurlEasy> idle_;
 };
 
 // A query string as SigV4 wants it (and curl 7.88 signs it verbatim): keys in byte order, each

@@ -31,6 +31,7 @@ S3ClientOptions s3_options_from_environment() {
       !region.empty()) {
     options.region = region;
   }
+  options.ca_bundle = environment(contract::env::kAwsCaBundle);
   const auto addressing = environment(contract::env::kS3Addressing);
   if (addressing.empty()) {
     options.path_style = !options.endpoint.empty();

@@ -5,6 +5,7 @@
 #include <torch/serialize.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -118,10 +119,19 @@ void set_cpu_rng_state(const torch::Tensor& state) {
 
 CheckpointManager::CheckpointManager(std::shared_ptr<storage::Store> store, std::string prefix,
                                      int keep)
-    : store_(std::move(store)), prefix_(std::move(prefix)), keep_(std::max(keep, 1)) {}
+    : store_(std::move(store)),
+      prefix_(std::move(prefix)),
+      keep_(std::max(keep, 1)),
+      known_(std::make_shared<Known>()) {}
 
 CheckpointManager::CheckpointManager(const std::string& location, std::string prefix, int keep)
     : CheckpointManager(storage::open_store(location), std::move(prefix), keep) {}
+
+struct CheckpointManager::Known {
+  std::mutex mu;
+  bool listed = false;
+  std::vector<std::string> names;  // in key order, which is step order
+};
 
 std::string CheckpointManager::save(const torch::nn::Module& model,
                                     const torch::optim::Optimizer& optimizer,
@@ -158,10 +168,26 @@ std::string CheckpointManager::save(const torch::nn::Module& model, const TrainS
                                (system != nullptr ? system->code().message() : error_text(e)));
   }
 
-  check_fence();  // nor deletes what its replacement may have written
-  auto existing = list();
-  for (size_t i = 0; i + static_cast<size_t>(keep_) < existing.size(); ++i) {
-    store_->remove(existing[i]);
+  std::vector<std::string> pruned;
+  {
+    const std::lock_guard guard(known_->mu);
+    auto& names = known_->names;
+    if (!known_->listed) {
+      names = list();
+      known_->listed = true;
+    }
+    if (!std::binary_search(names.begin(), names.end(), name)) {
+      names.insert(std::upper_bound(names.begin(), names.end(), name), name);
+    }
+    const auto excess = names.size() > static_cast<size_t>(keep_)
+                            ? names.size() - static_cast<size_t>(keep_)
+                            : size_t{0};
+    pruned.assign(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(excess));
+    names.erase(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(excess));
+  }
+  if (!pruned.empty()) {
+    check_fence();  // nor deletes what its replacement may have written
+    for (const auto& old : pruned) store_->remove(old);
   }
   return store_->location_of(name);
 }

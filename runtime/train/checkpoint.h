@@ -84,9 +84,14 @@ class CheckpointManager {
   static void load_model_file(const std::filesystem::path& file, torch::nn::Module& model);
 
  private:
+  // The run's checkpoints as saves left them: listed at the first save, then kept up to date by
+  // each save and prune (only the chief, behind its fence, writes them), so that a save into a
+  // bucket is a PUT and perhaps a DELETE rather than a listing each time. Shared by copies.
+  struct Known;
   std::shared_ptr<storage::Store> store_;
   std::string prefix_;
   int keep_;
+  std::shared_ptr<Known> known_;
 };
 
 }  // namespace cifar::train

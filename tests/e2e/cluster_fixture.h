@@ -190,8 +190,18 @@ class Cluster : public ::testing::Test {
   // The job's status; {} before the operator first wrote it.
   json status_of(const std::string& name) { return job(name).value("status", json::object()); }
   std::string state(const std::string& name) { return status_of(name).value("state", ""); }
+  // Until job `name` is in state `wanted`; false at once when it ended otherwise (an ended job
+  // stays as it ended: a failed case reports in seconds, not after its whole budget).
   bool wait_for_state(const std::string& name, const std::string& wanted, seconds timeout) {
-    return wait_for([&] { return state(name) == wanted; }, timeout);
+    bool ended_otherwise = false;
+    wait_for(
+        [&] {
+          const auto now = state(name);
+          ended_otherwise = now != wanted && (now == "Succeeded" || now == "Failed");
+          return now == wanted || ended_otherwise;
+        },
+        timeout);
+    return !ended_otherwise && state(name) == wanted;
   }
 
   std::vector<json> pods_of(const std::string& name) {
@@ -426,6 +436,13 @@ class Cluster : public ::testing::Test {
     out += "\n---- events:\n" +
            kubectl({"get", "events", "-n", ns_, "--sort-by=.lastTimestamp"}).output;
     out += "---- pods:\n" + kubectl({"get", "pods", "-n", ns_, "-o", "wide"}).output;
+    // A node that is not Ready, under pressure or tainted explains pods evicted or not placed.
+    out += "---- nodes (conditions that are True, taints):\n" +
+           kubectl({"get", "nodes", "-o",
+                    "jsonpath={range .items[*]}{.metadata.name}: "
+                    "{range .status.conditions[?(@.status!=\"False\")]}{.type}={.status} "
+                    "{end}taints: {.spec.taints}{\"\\n\"}{end}"})
+               .output;
     for (const auto& p : pods_of(name)) {
       const auto pod_name = p["metadata"]["name"].get<std::string>();
       out += "---- logs of " + pod_name + ":\n" +

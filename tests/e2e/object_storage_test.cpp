@@ -68,13 +68,14 @@ class ObjectStorage : public Cluster {
     const auto wanted = said + " s3://checkpoints/e2e/" + ns_ + "/" + job + "-";
     std::string log;
     EXPECT_TRUE(wait_for(
-        [&] {
-          log = kubectl({"logs", pod, "-n", ns_}).output;
-          return log.find(wanted) != std::string::npos;
-        },
-        seconds(180)))
+                    [&] {
+                      log = kubectl({"logs", pod, "-n", ns_}).output;
+                      return log.find(wanted) != std::string::npos || state(job) == "Failed";
+                    },
+                    seconds(180)) &&
+                log.find(wanted) != std::string::npos)
         << wanted << " not in:\n"
-        << log;
+        << log << diagnose(job);
     EXPECT_NE(log.find("/simplecnn-step-"), std::string::npos) << log;
   }
 

@@ -21,6 +21,8 @@ ObjectStore ObjectStore::from_fixture() {
   ObjectStore store;
   std::ifstream(std::filesystem::path(run) / "endpoint") >> store.endpoint;
   store.port = std::stoi(store.endpoint.substr(store.endpoint.rfind(':') + 1));
+  std::ifstream(std::filesystem::path(run) / "endpoint-https") >> store.https_endpoint;
+  store.ca_bundle = (std::filesystem::path(run) / "ca.pem").string();
   std::ifstream credentials(std::filesystem::path(run) / "credentials.env");
   for (std::string line; std::getline(credentials, line);) {
     const auto value = line.substr(line.find('=') + 1);

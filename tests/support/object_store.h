@@ -14,6 +14,8 @@ struct ObjectStore {
 
   std::string endpoint;  // http://127.0.0.1:PORT
   int port = 0;
+  std::string https_endpoint;  // https://127.0.0.1:PORT2, the same store over TLS
+  std::string ca_bundle;       // the PEM of the CA that signed its certificate
   std::string access_key_id;
   std::string secret_access_key;
 

@@ -396,6 +396,7 @@ PullResult PsClient::pull(int trainer, const std::vector<torch::Tensor>& params)
 proto::RegisterRequest PsClient::register_request(int trainer, int shard) const {
   proto::RegisterRequest request;
   request.set_trainer(trainer);
+  request.set_total_updates(options_.total_updates);
   request.mutable_layout()->set_fingerprint(layout_.fingerprint());
   request.mutable_layout()->set_pieces(static_cast<uint32_t>(layout_.pieces(shard).size()));
   return request;

@@ -43,6 +43,9 @@ struct ClientOptions {
   // The incarnation expected of each PS, by index (membership.h; missing or 0: any): an older PS
   // is waited out as one that is down, for retry_seconds.
   std::vector<int64_t> ps_incarnations;
+  // Where training stops, by the master's plan: sent when it registers (0: not this trainer's
+  // to say). A PS that restored another total from a checkpoint takes this one.
+  int64_t total_updates = 0;
 };
 
 // What a pull (or push-and-pull) brought back.

@@ -131,7 +131,9 @@ train::TrainState ParameterServerExchange::start(const train::TrainableModel& mo
   staging_ = std::make_unique<HostStaging>(*model_);
   const int servers = static_cast<int>(dist.job.cluster.ps.size());
   stripes_ = stripes_per_server(staging_->infos, servers, dist.ps.stripes);
-  client_ = std::make_unique<PsClient>(client_options(config_, stripes_),
+  auto options = client_options(config_, stripes_);
+  if (trainer.chief) options.total_updates = total_updates_;
+  client_ = std::make_unique<PsClient>(std::move(options),
                                        ShardLayout(staging_->infos, servers * stripes_), &metrics);
   const auto& layout = client_->layout();
 

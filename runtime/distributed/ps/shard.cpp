@@ -54,6 +54,12 @@ ShardStatus Shard::register_trainer(const proto::RegisterRequest& request,
     return ShardStatus::wrong_job("trainer " + std::to_string(t) +
                                   " has another model layout than this shard: " + kSameLayoutHint);
   }
+  if (request.total_updates() > 0 && request.total_updates() != core_.total_updates.load()) {
+    spdlog::info("{}: the master's plan ends at {} updates (this shard had {})", core_.name,
+                 request.total_updates(), core_.total_updates.load());
+    core_.total_updates.store(request.total_updates());
+    core_.changed.notify_all();
+  }
   mode_->on_register(core_, t);
   if (!core_.joined[static_cast<size_t>(t)]) {
     core_.joined[static_cast<size_t>(t)] = true;
@@ -65,7 +71,7 @@ ShardStatus Shard::register_trainer(const proto::RegisterRequest& request,
   core_.set_member(t, true);
   reply->set_initialized(true);
   reply->set_version(core_.version.load());
-  reply->set_total_updates(core_.total_updates);
+  reply->set_total_updates(core_.total_updates.load());
   reply->set_done(core_.done());
   return {};
 }
@@ -141,7 +147,7 @@ ShardStatus Shard::initialize(const proto::InitRequest& request, proto::InitRepl
 
   core_.fingerprint = request.layout().fingerprint();
   core_.trainers = request.trainers();
-  core_.total_updates = request.total_updates();
+  core_.total_updates.store(request.total_updates());
   core_.piece_sizes = std::move(sizes);
   core_.piece_offsets = std::move(offsets);
   core_.last_snapshot = {};
@@ -160,7 +166,7 @@ ShardStatus Shard::initialize(const proto::InitRequest& request, proto::InitRepl
   core_.initialized.store(true);
   spdlog::info("{}: initialized with {} pieces ({} parameters) at version {} of {}, mode {}",
                core_.name, core_.piece_sizes.size(), elements, core_.version.load(),
-               core_.total_updates, mode_name(core_.options.mode));
+               core_.total_updates.load(), mode_name(core_.options.mode));
   core_.publish_state();
   for (int t = 0; t < core_.trainers; ++t) core_.publish_trainer(t);
   reply->set_already_initialized(false);

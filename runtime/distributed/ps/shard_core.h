@@ -42,7 +42,9 @@ struct ShardCore {
   // parameters in place and a snapshot must copy them.
   ShardCore(ShardOptions options, metrics::RuntimeMetrics* metrics, bool lock_free);
 
-  [[nodiscard]] bool done() const { return finished.load() || version.load() >= total_updates; }
+  [[nodiscard]] bool done() const {
+    return finished.load() || version.load() >= total_updates.load();
+  }
   [[nodiscard]] bool is_member(int trainer) const {
     return members[static_cast<size_t>(trainer)].load();
   }
@@ -77,7 +79,9 @@ struct ShardCore {
   // Fixed at initialisation.
   uint64_t fingerprint = 0;
   int trainers = 0;
-  int64_t total_updates = 0;
+  // Set at initialisation; the master's plan replaces it when it registers (a resumed run that
+  // trains longer than the checkpoint's said), read without `mu` by done().
+  std::atomic<int64_t> total_updates{0};
   int64_t elements = 0;  // of all pieces
   std::vector<int64_t> piece_sizes;
   std::vector<int64_t> piece_offsets;

@@ -415,11 +415,11 @@ TEST(PsFaults, KilledMasterRestartsAndFinishesTheJob) {
 
 // fault_args() with a checkpoint only once an epoch (48 updates): what a graceful stop saves is
 // then its own.
-std::vector<std::string> stop_args() {
+std::vector<std::string> stop_args(int epochs = 2) {
   return TrainArgs()
       .synthetic("simplecnn", 3072, 128)
-      .add({"-b", "32", "-e", "2", "--lr", "0.01", "--schedule", "constant", "--ps-mode", "sync",
-            "--ps-timeout", "3", "--ps-retry-seconds", "60"})
+      .add({"-b", "32", "-e", std::to_string(epochs), "--lr", "0.01", "--schedule", "constant",
+            "--ps-mode", "sync", "--ps-timeout", "3", "--ps-retry-seconds", "60"})
       .args();
 }
 
@@ -457,6 +457,29 @@ TEST(PsFaults, ASigtermToEveryRoleSavesTheStepTheMasterStoppedAfterAndTheJobResu
             std::string::npos)
       << job.log("master");
   EXPECT_NE(job.log("master").find(done_at(2)), std::string::npos) << job.log("master");
+}
+
+// A finished run continued with more epochs (a job whose checkpoint.resumeFrom names it): the PS
+// restores the run's last checkpoint, whose plan ended where the run did, and the master's plan
+// wins, so the job trains the new epoch instead of ending at once.
+TEST(PsJob, AFinishedRunContinuedWithMoreEpochsTrainsThem) {
+  TempDir work;
+  {
+    LocalJob first(work.path(), 1, /*workers=*/1, stop_args(1));
+    first.start_all(/*evaluator=*/false);
+    first.expect_all_succeed(240s);
+    ASSERT_NE(first.log("master").find("job done at version 48"), std::string::npos)
+        << first.all_logs();
+  }
+  LocalJob longer(work.path(), 1, /*workers=*/1, stop_args(2));
+  longer.start_all(/*evaluator=*/false);
+  longer.expect_all_succeed(240s);
+  EXPECT_NE(longer.log("ps").find("the master's plan ends at 96 updates (this shard had 48)"),
+            std::string::npos)
+      << longer.log("ps");
+  EXPECT_NE(longer.log("master").find("starting at version 48"), std::string::npos)
+      << longer.all_logs();
+  EXPECT_NE(longer.log("master").find(done_at(2)), std::string::npos) << longer.all_logs();
 }
 
 // Pods are not signalled all at once: when the master has already saved and gone before the PS

@@ -150,4 +150,61 @@ TEST_F(S3ClientAgainstServer, AConditionalPutLosesToTheWriterThatCameFirst) {
   EXPECT_FALSE(client.put_if(kBucket, key("f"), "4", WriteCondition::matching(object->etag)));
 }
 
+// The same store over TLS (the fixture's certificate, from a CA of its own): with that CA as the
+// bundle (AWS_CA_BUNDLE's way) every request goes through, the bodies signed UNSIGNED-PAYLOAD as
+// over any https, a multipart upload included; with the system's CAs the certificate is refused
+// before any request is sent, and the error says so.
+TEST_F(S3ClientAgainstServer, OverHttpsItTrustsTheCaItIsGivenAndRefusesAnUnknownCertificate) {
+  ASSERT_FALSE(server_.https_endpoint.empty()) << "the fixture's store serves no https";
+  auto opts = options();
+  opts.endpoint = server_.https_endpoint;
+  opts.ca_bundle = server_.ca_bundle;
+  opts.multipart_threshold = size_t{5} << 20;
+  opts.part_size = size_t{5} << 20;
+  S3Client client(opts);
+  client.put(kBucket, key("small.pt"), "over tls");
+  EXPECT_EQ(client.get(kBucket, key("small.pt")), "over tls");
+  std::string large((size_t{11} << 20) + 7, '\0');
+  for (size_t i = 0; i < large.size(); ++i) large[i] = static_cast<char>((i * 131) % 251);
+  client.put(kBucket, key("large.pt"), large);
+  EXPECT_EQ(client.get(kBucket, key("large.pt")), large);
+  EXPECT_TRUE(client.put_if(kBucket, key("fence"), "1", WriteCondition::absent()));
+  const auto listed = client.list(kBucket, prefix_ + "/");
+  ASSERT_EQ(listed.size(), 3U);
+  EXPECT_EQ(listed[1].key, key("large.pt"));
+  EXPECT_EQ(listed[1].size, static_cast<int64_t>(large.size()));
+
+  opts.ca_bundle.clear();  // the system's CAs, which never signed it
+  opts.attempts = 1;
+  const auto refused = error_of([&] { S3Client(opts).get(kBucket, key("small.pt")); });
+  EXPECT_EQ(refused.http_status(), 0);
+  EXPECT_NE(std::string(refused.what()).find("certificate"), std::string::npos) << refused.what();
+  EXPECT_NE(std::string(refused.what()).find(server_.https_endpoint), std::string::npos);
+}
+
+// Virtual-host addressing, AWS's own: the bucket is part of the host name
+// (cifar-tests.s3.localhost: the server is told s3.localhost is its domain, and curl resolves
+// *.localhost to the loopback), over https with a certificate for *.s3.localhost.
+TEST_F(S3ClientAgainstServer, VirtualHostAddressingPutsTheBucketInTheHostName) {
+  ASSERT_FALSE(server_.https_endpoint.empty()) << "the fixture's store serves no https";
+  auto opts = options();
+  const auto port = server_.https_endpoint.substr(server_.https_endpoint.rfind(':'));
+  opts.endpoint = "https://s3.localhost" + port;
+  opts.ca_bundle = server_.ca_bundle;
+  opts.path_style = false;
+  S3Client client(opts);
+  client.put(kBucket, key("hosted.pt"), "by host name");
+  EXPECT_EQ(client.get(kBucket, key("hosted.pt")), "by host name");
+  const auto listed = client.list(kBucket, prefix_ + "/");
+  ASSERT_EQ(listed.size(), 1U);
+  EXPECT_EQ(listed[0].key, key("hosted.pt"));
+  client.remove(kBucket, key("hosted.pt"));
+  EXPECT_FALSE(client.get_if_exists(kBucket, key("hosted.pt")));
+  // The same object by path: the one store either way.
+  client.put(kBucket, key("both.pt"), "one store");
+  opts.endpoint = server_.endpoint;
+  opts.path_style = true;
+  EXPECT_EQ(S3Client(opts).get(kBucket, key("both.pt")), "one store");
+}
+
 }  // namespace cifar::storage::s3_client_test
