@@ -80,6 +80,7 @@ std::optional<ObjectStoreSource> object_store(const json& checkpoint) {
     throw InvalidSpec(path + "s3.addressing",
                       "'" + store.addressing + "' is none of Path, VirtualHost");
   }
+  store.ca_bundle_config_map = member<std::string>(s3, "caBundleConfigMap", "", path + "s3.");
   store.credentials_secret = member<std::string>(s3, "credentialsSecret", "", path + "s3.");
   if (store.credentials_secret.empty()) {
     throw InvalidSpec(path + "s3.credentialsSecret",

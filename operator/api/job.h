@@ -38,11 +38,12 @@ struct VolumeSource {
 
 // checkpoint.uri and checkpoint.s3: the run's checkpoints in S3-compatible object storage.
 struct ObjectStoreSource {
-  std::string uri;                 // s3://BUCKET[/PREFIX]
-  std::string endpoint;            // "": AWS's regional endpoint
-  std::string region;              // "": the runtime's default (us-east-1)
-  std::string addressing;          // "Path", "VirtualHost", "": by the endpoint
-  std::string credentials_secret;  // a Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+  std::string uri;                   // s3://BUCKET[/PREFIX]
+  std::string endpoint;              // "": AWS's regional endpoint
+  std::string region;                // "": the runtime's default (us-east-1)
+  std::string addressing;            // "Path", "VirtualHost", "": by the endpoint
+  std::string credentials_secret;    // a Secret with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+  std::string ca_bundle_config_map;  // "": the system's CAs; else a ConfigMap whose ca.crt to trust
 };
 
 // The spec's fields that the CRD limits to a few names (its enums) are enums past parse_spec; each

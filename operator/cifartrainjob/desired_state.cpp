@@ -60,6 +60,11 @@ std::string data_path(const JobSpec& spec) {
   return spec.dataset_volume ? spec.dataset_volume->path : "/data";  // else an emptyDir
 }
 
+// Where a pod that uses the store finds checkpoint.s3.caBundleConfigMap's CA bundle, under the
+// key Kubernetes' own CA ConfigMaps use (kube-root-ca.crt).
+constexpr const char* kStoreCaPath = "/etc/cifartrain/store-ca";
+constexpr const char* kStoreCaKey = "ca.crt";
+
 std::string checkpoint_path(const JobSpec& spec) {
   return spec.checkpoint_volume ? spec.checkpoint_volume->path : "/checkpoints";
 }
@@ -266,6 +271,10 @@ json desired_pod(const Job& job, Role role, int index) {
       env.push_back(
           env_var(contract::env::kS3Addressing, store.addressing == "Path" ? "path" : "virtual"));
     }
+    if (!store.ca_bundle_config_map.empty()) {
+      env.push_back(
+          env_var(contract::env::kAwsCaBundle, std::string(kStoreCaPath) + "/" + kStoreCaKey));
+    }
   }
   json container = {
       {"name", "cifar-train"},
@@ -310,6 +319,17 @@ json desired_pod(const Job& job, Role role, int index) {
                                 {{"claimName", s.dataset_volume->claim_name}, {"readOnly", true}}}}
                         : json{{"name", "data"}, {"emptyDir", json::object()}});
   volumes.push_back({{"name", "tmp"}, {"emptyDir", json::object()}});
+  // A private CA of the store (checkpoint.s3.caBundleConfigMap), for the pods that use it.
+  if (s.checkpoint_store && !s.checkpoint_store->ca_bundle_config_map.empty() &&
+      uses_store(s, role, index)) {
+    container["volumeMounts"].push_back(
+        {{"name", "store-ca"}, {"mountPath", kStoreCaPath}, {"readOnly", true}});
+    volumes.push_back(
+        {{"name", "store-ca"},
+         {"configMap",
+          {{"name", s.checkpoint_store->ca_bundle_config_map},
+           {"items", json::array({{{"key", kStoreCaKey}, {"path", kStoreCaKey}}})}}}});
+  }
 
   // The template first, the job's own fields over it: names, labels, env and the container are
   // what the other replicas rely on, so a template cannot change them.

@@ -1,10 +1,10 @@
 // Checkpoints in object storage on the cluster: a real S3-compatible server (SeaweedFS,
-// deploy/object-store) on node 1's bridge, which every pod reaches, and jobs with checkpoint.uri
-// and no checkpoint volume at all. A parameter-server job (with its evaluator) and an all-reduce
-// job lose their chief mid-run and resume from the bucket; a job in another namespace continues
-// the first one's run by resumeFrom: s3://... (a run moved between clusters, within one); keys
-// that the store refuses fail a job at once with CheckpointStoreUnavailable, and no key appears in
-// the job's status, Events or logs.
+// deploy/object-store) on node 1's bridge, which every pod reaches over https with a private CA
+// (checkpoint.s3.caBundleConfigMap), and jobs with checkpoint.uri and no checkpoint volume at all.
+// A parameter-server job (with its evaluator) and an all-reduce job lose their chief mid-run and
+// resume from the bucket; a job in another namespace continues the first one's run by resumeFrom:
+// s3://... (a run moved between clusters, within one); keys that the store refuses fail a job at
+// once with CheckpointStoreUnavailable, and no key appears in the job's status, Events or logs.
 #include <fstream>
 
 #include "tests/e2e/cluster_fixture.h"
@@ -19,9 +19,9 @@ class ObjectStorage : public Cluster {
     store_dir_ = volumes_ / "object-store";
     const auto started = run_process(
         {(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/object-store/start.sh").string(),
-         store_dir_.string(), "--address", kNodeOneBridge, "--bucket", "checkpoints"});
+         store_dir_.string(), "--address", kNodeOneBridge, "--bucket", "checkpoints", "--tls"});
     ASSERT_EQ(started.exit_code, 0) << started.output;
-    std::ifstream(store_dir_ / "endpoint") >> endpoint_;
+    std::ifstream(store_dir_ / "endpoint-https") >> endpoint_;
     std::ifstream credentials(store_dir_ / "credentials.env");
     for (std::string line; std::getline(credentials, line);) {
       const auto value = line.substr(line.find('=') + 1);
@@ -29,6 +29,7 @@ class ObjectStorage : public Cluster {
       if (line.rfind("AWS_SECRET_ACCESS_KEY=", 0) == 0) secret_ = value;
     }
     keys_secret(ns_, "store-keys", secret_);
+    ca_config_map(ns_);
     checkpoint_store_ = store_fields("s3://checkpoints/e2e", "store-keys");
   }
   void TearDown() override {
@@ -40,7 +41,13 @@ class ObjectStorage : public Cluster {
   // spec.checkpoint's fields for the store.
   [[nodiscard]] std::string store_fields(const std::string& uri, const std::string& secret) const {
     return "uri: " + uri + ", s3: {endpoint: '" + endpoint_ +
-           "', addressing: Path, credentialsSecret: " + secret + "}";
+           "', addressing: Path, credentialsSecret: " + secret + ", caBundleConfigMap: store-ca}";
+  }
+  // The ConfigMap store-ca with the store's CA as ca.crt, which the jobs' store users trust.
+  void ca_config_map(const std::string& ns) {
+    const auto made = kubectl({"create", "configmap", "store-ca", "-n", ns,
+                               "--from-file=ca.crt=" + (store_dir_ / "ca.pem").string()});
+    ASSERT_EQ(made.exit_code, 0) << made.output;
   }
   // A Secret with the store's key id and `secret` as the secret key.
   void keys_secret(const std::string& ns, const std::string& name, const std::string& secret) {
@@ -112,6 +119,7 @@ TEST_F(ObjectStorage, JobsResumeFromTheBucketAndARunContinuesInAnotherNamespace)
   ASSERT_GT(final_step, 0);
   const auto other = cifar::testing::create_test_namespace(client_, "e2e-moved");
   keys_secret(other, "store-keys", secret_);
+  ca_config_map(other);
   host_volume("cifar10", e2e_dir() / "cifar10-slice", true, other);
   const auto manifest = volumes_ / "moved.yaml";
   std::ofstream(manifest) << "apiVersion: cifartrain.io/v1alpha1\nkind: CifarTrainJob\n"

@@ -192,6 +192,32 @@ TEST(DesiredState, WithAnObjectStoreOnlyItsUsersGetItsCredentialsAndNoPodAVolume
   EXPECT_EQ(with_keys, (std::set<std::string>{"mnist-ps-0", "mnist-ps-1", "mnist-master-0",
                                               "mnist-evaluator-0"}));
 
+  // A store with a private CA: its users mount the ConfigMap's ca.crt and are told where it is.
+  job = make_job(json::parse(R"({
+    "strategy": {"type": "ParameterServer"},
+    "replicaSpecs": {"PS": {"replicas": 1}, "Master": {"replicas": 1}, "Worker": {"replicas": 1}},
+    "checkpoint": {"uri": "s3://ckpt", "s3": {"endpoint": "https://store:8443",
+                   "credentialsSecret": "keys", "caBundleConfigMap": "store-ca"}}})"));
+  for (const auto& pod : desired_pods(job)) {
+    const auto name = pod["metadata"]["name"].get<std::string>();
+    const bool user = name != "mnist-worker-0";
+    EXPECT_EQ(env_of(pod, "AWS_CA_BUNDLE"), user ? "/etc/cifartrain/store-ca/ca.crt" : "") << name;
+    const auto& volumes = pod["spec"]["volumes"];
+    const auto ca = std::find_if(volumes.begin(), volumes.end(),
+                                 [](const json& v) { return v["name"] == "store-ca"; });
+    ASSERT_EQ(ca != volumes.end(), user) << name;
+    if (!user) continue;
+    EXPECT_EQ((*ca)["configMap"]["name"], "store-ca");
+    EXPECT_EQ((*ca)["configMap"]["items"], json::parse(R"([{"key": "ca.crt", "path": "ca.crt"}])"));
+    const auto& mounts = pod["spec"]["containers"][0]["volumeMounts"];
+    EXPECT_NE(std::find(mounts.begin(), mounts.end(),
+                        json({{"name", "store-ca"},
+                              {"mountPath", "/etc/cifartrain/store-ca"},
+                              {"readOnly", true}})),
+              mounts.end())
+        << mounts.dump();
+  }
+
   // An all-reduce job of workers only: rank 0, worker 0, is the one that writes.
   job = make_job(json::parse(R"({"strategy": {"type": "AllReduce"},
     "replicaSpecs": {"Worker": {"replicas": 3}},
