@@ -176,8 +176,9 @@ std::string CheckpointManager::save(const torch::nn::Module& model, const TrainS
       names = list();
       known_->listed = true;
     }
-    if (!std::binary_search(names.begin(), names.end(), name)) {
-      names.insert(std::upper_bound(names.begin(), names.end(), name), name);
+    if (const auto at = std::lower_bound(names.begin(), names.end(), name);
+        at == names.end() || *at != name) {
+      names.insert(at, name);
     }
     const auto excess = names.size() > static_cast<size_t>(keep_)
                             ? names.size() - static_cast<size_t>(keep_)

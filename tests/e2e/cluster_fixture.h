@@ -193,15 +193,14 @@ class Cluster : public ::testing::Test {
   // Until job `name` is in state `wanted`; false at once when it ended otherwise (an ended job
   // stays as it ended: a failed case reports in seconds, not after its whole budget).
   bool wait_for_state(const std::string& name, const std::string& wanted, seconds timeout) {
-    bool ended_otherwise = false;
+    std::string now;
     wait_for(
         [&] {
-          const auto now = state(name);
-          ended_otherwise = now != wanted && (now == "Succeeded" || now == "Failed");
-          return now == wanted || ended_otherwise;
+          now = state(name);
+          return now == wanted || now == "Succeeded" || now == "Failed";
         },
         timeout);
-    return !ended_otherwise && state(name) == wanted;
+    return now == wanted;
   }
 
   std::vector<json> pods_of(const std::string& name) {

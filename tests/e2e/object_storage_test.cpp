@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/support/object_store.h"
 
 namespace cifar::e2e {
 namespace {
@@ -21,13 +22,11 @@ class ObjectStorage : public Cluster {
         {(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/object-store/start.sh").string(),
          store_dir_.string(), "--address", kNodeOneBridge, "--bucket", "checkpoints", "--tls"});
     ASSERT_EQ(started.exit_code, 0) << started.output;
-    std::ifstream(store_dir_ / "endpoint-https") >> endpoint_;
-    std::ifstream credentials(store_dir_ / "credentials.env");
-    for (std::string line; std::getline(credentials, line);) {
-      const auto value = line.substr(line.find('=') + 1);
-      if (line.rfind("AWS_ACCESS_KEY_ID=", 0) == 0) key_id_ = value;
-      if (line.rfind("AWS_SECRET_ACCESS_KEY=", 0) == 0) secret_ = value;
-    }
+    const auto store = cifar::testing::ObjectStore::from_run_directory(store_dir_);
+    endpoint_ = store.https_endpoint;
+    key_id_ = store.access_key_id;
+    secret_ = store.secret_access_key;
+    ca_bundle_ = store.ca_bundle;
     keys_secret(ns_, "store-keys", secret_);
     ca_config_map(ns_);
     checkpoint_store_ = store_fields("s3://checkpoints/e2e", "store-keys");
@@ -45,8 +44,8 @@ class ObjectStorage : public Cluster {
   }
   // The ConfigMap store-ca with the store's CA as ca.crt, which the jobs' store users trust.
   void ca_config_map(const std::string& ns) {
-    const auto made = kubectl({"create", "configmap", "store-ca", "-n", ns,
-                               "--from-file=ca.crt=" + (store_dir_ / "ca.pem").string()});
+    const auto made =
+        kubectl({"create", "configmap", "store-ca", "-n", ns, "--from-file=ca.crt=" + ca_bundle_});
     ASSERT_EQ(made.exit_code, 0) << made.output;
   }
   // A Secret with the store's key id and `secret` as the secret key.
@@ -91,6 +90,7 @@ class ObjectStorage : public Cluster {
   std::string endpoint_;
   std::string key_id_;
   std::string secret_;
+  std::string ca_bundle_;
 };
 
 TEST_F(ObjectStorage, JobsResumeFromTheBucketAndARunContinuesInAnotherNamespace) {

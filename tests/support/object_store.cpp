@@ -18,12 +18,16 @@ ObjectStore ObjectStore::from_fixture() {
         "one with deploy/object-store/start.sh DIR --bucket cifar-tests and set "
         "CIFAR_OBJECT_STORE_RUN=DIR");
   }
+  return from_run_directory(run);
+}
+
+ObjectStore ObjectStore::from_run_directory(const std::filesystem::path& run) {
   ObjectStore store;
-  std::ifstream(std::filesystem::path(run) / "endpoint") >> store.endpoint;
+  std::ifstream(run / "endpoint") >> store.endpoint;
   store.port = std::stoi(store.endpoint.substr(store.endpoint.rfind(':') + 1));
-  std::ifstream(std::filesystem::path(run) / "endpoint-https") >> store.https_endpoint;
-  store.ca_bundle = (std::filesystem::path(run) / "ca.pem").string();
-  std::ifstream credentials(std::filesystem::path(run) / "credentials.env");
+  std::ifstream(run / "endpoint-https") >> store.https_endpoint;
+  store.ca_bundle = (run / "ca.pem").string();
+  std::ifstream credentials(run / "credentials.env");
   for (std::string line; std::getline(credentials, line);) {
     const auto value = line.substr(line.find('=') + 1);
     if (line.rfind("AWS_ACCESS_KEY_ID=", 0) == 0) store.access_key_id = value;

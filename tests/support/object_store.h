@@ -3,6 +3,7 @@
 // as CIFAR_OBJECT_STORE_RUN) with the bucket kBucket made and warmed. Tests keep apart by prefix.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,8 @@ struct ObjectStore {
 
   // Throws if the fixture's run directory is not there (the test was run without the fixture).
   static ObjectStore from_fixture();
+  // The store that deploy/object-store/start.sh started in `run` (its endpoints, CA and keys).
+  static ObjectStore from_run_directory(const std::filesystem::path& run);
   // The environment an S3 tool (cifar-train) needs for it: AWS_ENDPOINT_URL and the keys.
   [[nodiscard]] std::vector<std::string> environment() const;
   // Sets that environment in this process (a test that opens the store itself, or whose children
