@@ -71,24 +71,27 @@ delete_network_namespaces() {
   return 0
 }
 
-# has_kube_rules: whether the iptables-save text on stdin declares a KUBE- chain or jumps to one.
-has_kube_rules() { grep -qE '(^:KUBE-| -j KUBE-)'; }
+# The cluster's iptables chains: KUBE- (kube-proxy's and the kubelet's) and CIFAR- (node.sh's:
+# the NetworkPolicy agent's queue).
+# has_cluster_rules: whether the iptables-save text on stdin declares such a chain or jumps to one.
+has_cluster_rules() { grep -qE '(^:(KUBE|CIFAR)-| -j (KUBE|CIFAR)-)'; }
 
-# without_kube_rules: the iptables-save text on stdin without its KUBE- chains, the rules in them
-# and every rule that jumps to one (on stdout): the table as iptables-restore is to make it.
-without_kube_rules() { grep -vE '(^:KUBE-|^-A KUBE-| -j KUBE-)'; }
+# without_cluster_rules: the iptables-save text on stdin without those chains, the rules in them and
+# every rule that jumps to one (on stdout): the table as iptables-restore is to make it.
+without_cluster_rules() { grep -vE '(^:(KUBE|CIFAR)-|^-A (KUBE|CIFAR)-| -j (KUBE|CIFAR)-)'; }
 
-# remove_kube_rules: the KUBE- chains that kube-proxy --cleanup leaves (the kubelet's own:
-# KUBE-FIREWALL, the canaries), in the filter, nat and mangle tables of iptables and ip6tables:
+# remove_cluster_rules: the KUBE- chains that kube-proxy --cleanup leaves (the kubelet's own:
+# KUBE-FIREWALL, the canaries) and node.sh's CIFAR- chain, in the filter, nat and mangle tables of
+# iptables and ip6tables:
 # each table that has any saved, filtered and restored as a whole (iptables-restore replaces a
 # table atomically; no line read back is run as a command).
-remove_kube_rules() {
+remove_cluster_rules() {
   local tool table saved
   for tool in iptables ip6tables; do
     for table in filter nat mangle; do
       saved=$("$tool-save" -t "$table" 2>/dev/null) || continue
-      has_kube_rules <<<"$saved" || continue
-      without_kube_rules <<<"$saved" | "$tool-restore" -T "$table" 2>/dev/null ||
+      has_cluster_rules <<<"$saved" || continue
+      without_cluster_rules <<<"$saved" | "$tool-restore" -T "$table" 2>/dev/null ||
         echo "stop.sh: could not remove the KUBE- rules of $tool table $table" >&2
     done
   done
@@ -157,11 +160,11 @@ network_left() {
   return 0
 }
 
-# iptables_left: a KUBE- chain or rule anywhere in iptables or ip6tables.
+# iptables_left: a KUBE- or CIFAR- chain or rule anywhere in iptables or ip6tables.
 iptables_left() {
   local tool
   for tool in iptables ip6tables; do
-    "$tool-save" 2>/dev/null | grep -q 'KUBE-' && echo "$tool: KUBE- chains or rules"
+    "$tool-save" 2>/dev/null | grep -qE '(KUBE|CIFAR)-' && echo "$tool: KUBE- or CIFAR- chains or rules"
   done
   return 0
 }

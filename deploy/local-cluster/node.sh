@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One node of the local cluster that start.sh started in DIR: its containerd (+ runc and the CNI
-# bridge plugin), kubelet and kube-proxy.
+# bridge plugin), kubelet, kube-proxy and NetworkPolicy agent (kube-network-policies).
 #   node.sh network DIR INDEX   its network (start.sh, before the control plane binds node 1's)
 #   node.sh start DIR INDEX     its daemons; again after `kill`, the node comes back as it was
 #   node.sh kill DIR INDEX      a node death: its network cut, then SIGKILL to its daemons, their
@@ -23,14 +23,18 @@
 # log dir and cgroup root /nodeINDEX, so that no two kubelets ever touch each other's state.
 # Shared with the host, because no setting moves them: /var/lib/kubelet/device-plugins (no device
 # plugin runs here) and /var/log/containers (its links are named after pod and container ids).
-# shellcheck disable=SC2154 # bin, images, cluster_dns, cluster_cidr, pause_image: cluster.env's
+# NetworkPolicies are enforced per node on the traffic into its own pods: an iptables rule queues
+# every new connection out of the node's bridge (routed in, or bridged between its pods) to the
+# node's agent, which accepts or drops it as the policies of its two ends say. No agent, no
+# connection (no --queue-bypass): a node whose agent died fails closed, as kube-network-policies does.
+# shellcheck disable=SC2154 # bin, images, cluster_dns, cluster_cidr, pause_image, network_policy_agent: cluster.env's
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 command=$1
 dir=$(cd "$2" && pwd)
 index=$3
 # shellcheck source=/dev/null
-source "$dir/cluster.env"  # bin, images, cluster_dns, cluster_cidr, pause_image
+source "$dir/cluster.env"  # bin, images, cluster_dns, cluster_cidr, pause_image, network_policy_agent
 log_dir=$dir/logs
 # shellcheck source=lib.sh
 source "$here/lib.sh"
@@ -48,6 +52,7 @@ else
 fi
 sock=$node_dir/containerd.sock
 ctr=(ctr --address "$sock" -n k8s.io)
+network_policy_queue=100  # the NFQUEUE of the node's agent (one per network namespace)
 
 # Host workarounds, each a named setting (these VMs are not what the kubelet and containerd expect).
 # - No CAP_SYS_RESOURCE: containerd's negative oom_score_adj for sandboxes fails every pod start
@@ -211,6 +216,14 @@ node_start() {
     --proxy-mode=iptables --hostname-override="$name" --cluster-cidr="$cluster_cidr" \
     --bind-address=127.0.0.1 --healthz-bind-address="127.0.0.1:$(free_port)" \
     --metrics-bind-address="127.0.0.1:$(free_port)" --conntrack-max-per-core=0 --v=1
+  spawn "node$index-network-policy" "${in_node[@]}" "$network_policy_agent" \
+    --kubeconfig="$dir/kubeconfig" --node-name="$name" --nfqueue-id="$network_policy_queue" --v=1
+  # In a chain of its own (CIFAR-: stop.sh removes the cluster's chains by prefix); once per node.
+  if ! "${in_node[@]}" iptables -t mangle -S CIFAR-NETWORK-POLICY >/dev/null 2>&1; then
+    "${in_node[@]}" iptables -t mangle -N CIFAR-NETWORK-POLICY
+    "${in_node[@]}" iptables -t mangle -A CIFAR-NETWORK-POLICY -j NFQUEUE --queue-num "$network_policy_queue"
+    "${in_node[@]}" iptables -t mangle -A POSTROUTING -o cifar0 -m conntrack --ctstate NEW -j CIFAR-NETWORK-POLICY
+  fi
   echo "$name" >"$node_dir/name"
 }
 
@@ -244,7 +257,7 @@ node_kill() {
   # killed processes' connections (peers find out by their own timeouts).
   ip link set "cifar-v$index" down
   local daemon
-  for daemon in kubelet kube-proxy containerd; do stop_daemon "node$index-$daemon" KILL; done
+  for daemon in kubelet kube-proxy network-policy containerd; do stop_daemon "node$index-$daemon" KILL; done
   pkill -9 -f "containerd-shim-runc-v2 .*-address $sock" 2>/dev/null || true
   # Again until none is left: a process may fork between the read and the kill.
   local pid pids

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Starts the local cluster: a real Kubernetes cluster of one or more nodes on this machine, for
 # `make cluster` and the end-to-end tests. etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, and per node (node.sh) containerd + runc with the CNI bridge plugin, a kubelet
-# and kube-proxy, all of one pinned Kubernetes version (build.sh node); CoreDNS on the host. Node 1
-# is this machine; nodes 2.. each live in a network namespace of their own (node.sh says what
-# they share and what not). Everything of the cluster lives in DIR (`kubeconfig`, logs, state)
+# kube-scheduler, and per node (node.sh) containerd + runc with the CNI bridge plugin, a kubelet,
+# kube-proxy and a NetworkPolicy agent (kube-network-policies, deploy/tools), the Kubernetes parts
+# of one pinned Kubernetes version (build.sh node); CoreDNS on the host. Node 1 is this machine;
+# nodes 2.. each live in a network namespace of their own (node.sh says what they share and what
+# not). Everything of the cluster lives in DIR (`kubeconfig`, logs, state)
 # except what the kubelets and containerd insist on writing elsewhere, which stop.sh removes.
 # The images (scripts/build-images.sh) are loaded into every node, and the operator and its CRD
 # installed with the Helm chart (deploy/helm).
@@ -35,6 +36,7 @@ api_port=6443
 node_monitor_grace_period=20s
 
 bin=$("$here/build.sh" node)
+network_policy_agent="$("$repo/deploy/tools/build.sh" kube-network-policies)/network-policy-agent"
 "$here/stop.sh" "$dir"  # whatever a previous run left
 # stop.sh removes every KUBE- iptables chain and the bridge: refuse to run beside another cluster.
 if iptables -t nat -S 2>/dev/null | grep -q '^-N KUBE-SERVICES' || ip link show cifar0 >/dev/null 2>&1; then
@@ -60,6 +62,7 @@ images=$images
 cluster_dns=$api_ip
 cluster_cidr=$cluster_cidr
 pause_image=localhost/cifartrain/pause:dev
+network_policy_agent=$network_policy_agent
 ENV
 
 # --- certificates: one CA; every component uses the admin identity (a test cluster) -----------
@@ -146,9 +149,12 @@ cat >"$dir/operator-values.yaml" <<VALUES
 progressIntervalSeconds: 5
 nodeSelector: {kubernetes.io/hostname: $("$here/node.sh" name "$dir" 1)}
 VALUES
+# Its namespace enforces Pod Security Admission's `restricted` level: the chart's pods pass it.
+"${kubectl[@]}" create namespace cifartrain-system >/dev/null
+"${kubectl[@]}" label namespace cifartrain-system pod-security.kubernetes.io/enforce=restricted >/dev/null
 helm="$("$repo/deploy/tools/build.sh" helm)/helm"
 if ! "$helm" --kubeconfig "$dir/kubeconfig" install cifar-operator "$repo/deploy/helm/cifar-operator" \
-    --namespace cifartrain-system --create-namespace -f "$dir/operator-values.yaml" \
+    --namespace cifartrain-system -f "$dir/operator-values.yaml" \
     --wait --timeout 120s >>"$dir/logs/install.log" 2>&1; then
   log "the operator did not become ready:"
   tail -20 "$dir/logs/install.log" >&2

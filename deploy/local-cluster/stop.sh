@@ -35,6 +35,7 @@ for sock in "$dir"/node*/containerd.sock; do
   pkill -9 -f "containerd-shim-runc-v2 .*-address $sock" 2>/dev/null
 done
 for i in $nodes; do
+  stop_daemon "node$i-network-policy"
   stop_daemon "node$i-kube-proxy"
   stop_daemon "node$i-containerd"
 done
@@ -46,9 +47,9 @@ rm -f "$dir/pids"
 # --- the host as it was (host.sh: a function each, in this order) -------------------------------
 unmount_cluster_mounts
 delete_network_namespaces
-# kube-proxy's chains and rules, then the KUBE- chains that --cleanup leaves
+# kube-proxy's chains and rules, then the KUBE- chains that --cleanup leaves and node.sh's CIFAR-
 [ -x "$bin/kube-proxy" ] && "$bin/kube-proxy" --cleanup >/dev/null 2>&1
-remove_kube_rules
+remove_cluster_rules
 ip link del cifar0 2>/dev/null  # node 1's bridge (the other nodes' went with their namespaces)
 restore_sysctls
 kill_node_cgroup_processes "$cgroup_fs"

@@ -1,5 +1,5 @@
 // The fixture of the end-to-end tests on the local cluster (deploy/local-cluster, two nodes): a
-// fresh namespace per test, kubectl and an API client on the cluster's kubeconfig, hostPath volumes
+// fresh namespace per test (Pod Security Admission enforcing `restricted` there), kubectl and an API client on the cluster's kubeconfig, hostPath volumes
 // with the CIFAR-10 slice, CifarTrainJobs submitted as a user would, and on failure a diagnosis
 // (the job's status, Events, its pods' and the operator's logs).
 #pragma once
@@ -95,7 +95,7 @@ inline const std::string kAsyncPsLearningRate = "0.005";
 class Cluster : public ::testing::Test {
  protected:
   void SetUp() override {
-    ns_ = cifar::testing::create_test_namespace(client_, "e2e");
+    ns_ = cifar::testing::create_test_namespace(client_, "e2e", cifar::testing::kRestricted);
     // The namespace's default ServiceAccount (the controller-manager's) must exist before pods.
     ASSERT_TRUE(wait_for(
         [&] {
@@ -307,8 +307,11 @@ class Cluster : public ::testing::Test {
   // cluster is this machine: one PID namespace).
   int container_pid(const std::string& pod_name) { return pid_of_container(pod(pod_name)); }
   static int pid_of_container(const json& pod_object) {
-    const auto id = pod_object["status"]["containerStatuses"][0].value("containerID", "");
-    if (id.find("://") == std::string::npos) return 0;  // not started yet
+    const auto statuses =
+        pod_object.value("status", json::object()).value("containerStatuses", json::array());
+    if (statuses.empty()) return 0;  // not started yet
+    const auto id = statuses[0].value("containerID", "");
+    if (id.find("://") == std::string::npos) return 0;
     const auto bare = id.substr(id.find("://") + 3);
     const auto node = node_dir(pod_object["spec"].value("nodeName", ""));
     if (node.empty()) return 0;

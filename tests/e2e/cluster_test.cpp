@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "contract/labels.h"
 #include "tests/e2e/cluster_fixture.h"
 
 namespace cifar::e2e {
@@ -142,9 +143,9 @@ TEST_F(Cluster, UnderExitCodeAKilledProcessIsRestartedAndAPermanentCodeFailsTheJ
       << condition.dump();
 }
 
-// The bridge CNI plugin enforces no NetworkPolicy, so the job token is what keeps other pods
-// from pushing gradients: a pod that is the job's own worker in everything but the token is
-// refused by the PS, and the job goes on.
+// The token is the second factor behind the NetworkPolicy (network_policy_test.cpp): a pod that
+// is the job's own worker in everything but the token, its job label included (so the policy lets
+// it in), is refused by the PS, and the job goes on.
 TEST_F(Cluster, APodWithoutTheJobsTokenIsRefusedByItsParameterServer) {
   data_and_checkpoint_volumes();
   submit("tok", kPsAsync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt, kAsyncPsLearningRate);
@@ -153,7 +154,9 @@ TEST_F(Cluster, APodWithoutTheJobsTokenIsRefusedByItsParameterServer) {
   auto intruder = pod("tok-worker-0");
   json copy = {{"apiVersion", "v1"},
                {"kind", "Pod"},
-               {"metadata", {{"name", "intruder"}, {"labels", {{"app", "intruder"}}}}},
+               {"metadata",
+                {{"name", "intruder"},
+                 {"labels", {{contract::label::kJobName, "tok"}, {"app", "intruder"}}}}},
                {"spec", intruder["spec"]}};
   auto& spec = copy["spec"];
   for (const auto* field : {"nodeName", "hostname", "subdomain", "priority"}) spec.erase(field);

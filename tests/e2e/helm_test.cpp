@@ -108,6 +108,13 @@ class Helm : public Cluster {
 };
 
 TEST_F(Helm, TestUpgradeUninstallAndReinstallKeepTheCrdAndTheJobs) {
+  // The release's namespace enforces Pod Security Admission's restricted level (start.sh labels
+  // it, as a shared cluster would): the operator's pods (those of the upgrade below too) and
+  // helm test's pod are admitted there.
+  EXPECT_EQ(kubectl({"get", "namespace", kOperatorNamespace, "-o",
+                     R"(jsonpath={.metadata.labels.pod-security\.kubernetes\.io/enforce})"})
+                .output,
+            "restricted");
   // helm test: its pod reaches the operator's metrics through the Service.
   const auto tested = helm({"test", kRelease, "--timeout", "120s"});
   ASSERT_EQ(tested.exit_code, 0) << tested.output;

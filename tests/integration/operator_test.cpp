@@ -397,6 +397,46 @@ TEST_F(Operator, AnObjectTheServerRefusesFailsTheJobWithItsMessageInsteadOfRetry
             1U);
 }
 
+// Pod Security Admission enforcing `restricted` in the job's namespace (the API server's, as on a
+// shared cluster): every pod the operator makes is admitted, and a template that asks for what
+// the level forbids ends its job with the server's refusal, which names what was asked.
+TEST_F(Operator, InARestrictedNamespaceItsPodsAreAdmittedAndAForbiddenTemplateIsRefusedByName) {
+  client_.patch({"", "v1", "namespaces", "", ns_, ""},
+                {{"metadata", {{"labels", cifar::testing::kRestricted}}}},
+                cifar::kube::PatchType::kMerge);
+  submit("j", ps_spec());
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return pod_names("j") == kPsJobPods; }, seconds(30)))
+      << log();
+
+  const std::map<std::string, std::pair<json, std::string>> forbidden = {
+      {"privileged",
+       {{{"spec",
+          {{"initContainers",
+            json::array({{{"name", "setup"},
+                          {"image", "cifar-train:test"},
+                          {"securityContext", {{"privileged", true}}}}})}}}},
+        "securityContext.privileged=true"}},
+      {"host-path",
+       {{{"spec",
+          {{"volumes",
+            json::array({{{"name", "host"}, {"hostPath", {{"path", "/var/run"}}}}})}}}},
+        "hostPath"}},
+      {"root", {{{"spec", {{"securityContext", {{"runAsUser", 0}}}}}}, "runAsUser=0"}}};
+  for (const auto& [name, asked] : forbidden) {
+    auto spec = ps_spec();
+    spec["replicaSpecs"]["Worker"]["template"] = asked.first;
+    submit(name, spec);
+  }
+  for (const auto& [name, asked] : forbidden) {
+    EXPECT_TRUE(wait_for_state(name, "Failed")) << name << "\n" << log();
+    const auto condition = job_status(name)["conditions"].back();
+    EXPECT_EQ(condition["reason"], "CreateRejected") << name;
+    const auto message = condition.value("message", "");
+    EXPECT_NE(message.find("violates PodSecurity \"restricted"), std::string::npos) << message;
+    EXPECT_NE(message.find(asked.second), std::string::npos) << asked.second << ": " << message;
+  }
+}
+
 TEST_F(Operator, KilledAndRestartedMidReconcileItCreatesNoDuplicatesAndLosesNothing) {
   for (int i = 0; i < 3; ++i) submit("k" + std::to_string(i), ps_spec());
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // some pods created, not all

@@ -12,13 +12,21 @@
 
 namespace cifar::testing {
 
-inline std::string create_test_namespace(kube::Client& client, const std::string& prefix) {
+// `labels`: the namespace's, such as Pod Security Admission's level (kRestricted).
+inline std::string create_test_namespace(kube::Client& client, const std::string& prefix,
+                                         const nlohmann::json& labels = nlohmann::json::object()) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   auto name = prefix + "-" + std::to_string(std::hash<std::string>{}(info->name()) % 1000000) +
               "-" + std::to_string(::getpid());
   client.create({"", "v1", "namespaces", "", "", ""},
-                {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
+                {{"apiVersion", "v1"},
+                 {"kind", "Namespace"},
+                 {"metadata", {{"name", name}, {"labels", labels}}}});
   return name;
 }
+
+// Pod Security Admission (on in every kube-apiserver since 1.25) enforcing the `restricted`
+// level in a namespace: the API server refuses any pod that breaks it.
+inline const nlohmann::json kRestricted = {{"pod-security.kubernetes.io/enforce", "restricted"}};
 
 }  // namespace cifar::testing

@@ -108,16 +108,30 @@ mangle_saved='*mangle
 :PREROUTING ACCEPT [0:0]
 :OUTPUT ACCEPT [0:0]
 COMMIT'
+# node.sh's NetworkPolicy queue beside another program's mangle rule
+mangle_policy_saved='*mangle
+:POSTROUTING ACCEPT [0:0]
+:CIFAR-NETWORK-POLICY - [0:0]
+-A POSTROUTING -o podman0 -j MARK --set-xmark 0x1/0x1
+-A POSTROUTING -o cifar0 -m conntrack --ctstate NEW -j CIFAR-NETWORK-POLICY
+-A CIFAR-NETWORK-POLICY -j NFQUEUE --queue-num 100
+COMMIT'
+mangle_policy_expected='*mangle
+:POSTROUTING ACCEPT [0:0]
+-A POSTROUTING -o podman0 -j MARK --set-xmark 0x1/0x1
+COMMIT'
 
-same "without_kube_rules: nat" "$nat_expected" "$(without_kube_rules <<<"$nat_saved")"
-same "without_kube_rules: filter" "$filter_expected" "$(without_kube_rules <<<"$filter_saved")"
-check "has_kube_rules: nat" has_kube_rules <<<"$nat_saved"
-check "has_kube_rules: filter" has_kube_rules <<<"$filter_saved"
-check "has_kube_rules: nat without KUBE-" not has_kube_rules <<<"$nat_expected"
-check "has_kube_rules: filter without KUBE-" not has_kube_rules <<<"$filter_expected"
-check "has_kube_rules: mangle" not has_kube_rules <<<"$mangle_saved"
+same "without_cluster_rules: nat" "$nat_expected" "$(without_cluster_rules <<<"$nat_saved")"
+same "without_cluster_rules: filter" "$filter_expected" "$(without_cluster_rules <<<"$filter_saved")"
+check "has_cluster_rules: nat" has_cluster_rules <<<"$nat_saved"
+check "has_cluster_rules: filter" has_cluster_rules <<<"$filter_saved"
+check "has_cluster_rules: nat without KUBE-" not has_cluster_rules <<<"$nat_expected"
+check "has_cluster_rules: filter without KUBE-" not has_cluster_rules <<<"$filter_expected"
+check "has_cluster_rules: mangle" not has_cluster_rules <<<"$mangle_saved"
+check "has_cluster_rules: mangle with the NetworkPolicy queue" has_cluster_rules <<<"$mangle_policy_saved"
+same "without_cluster_rules: mangle" "$mangle_policy_expected" "$(without_cluster_rules <<<"$mangle_policy_saved")"
 
-# remove_kube_rules with iptables-save and iptables-restore as functions (they come before any
+# remove_cluster_rules with iptables-save and iptables-restore as functions (they come before any
 # command of that name): saved tables from $tmp/saved/TOOL.TABLE, restored into
 # $tmp/restored/TOOL.TABLE; ip6tables has no tables here (its save fails, as without the module).
 mkdir -p "$tmp/saved" "$tmp/restored"
@@ -133,21 +147,21 @@ ip6tables-restore() { fake_restore ip6tables "$@"; }
 for fake in iptables-save iptables-restore ip6tables-save ip6tables-restore; do
   [ "$(type -t "$fake")" = function ] || { echo "host_test.sh: $fake is not this test's function" >&2; exit 1; }
 done
-remove_kube_rules
-same "remove_kube_rules: nat restored without KUBE-" "$nat_expected" "$(cat "$tmp/restored/iptables.nat" 2>&1)"
-same "remove_kube_rules: filter restored without KUBE-" "$filter_expected" "$(cat "$tmp/restored/iptables.filter" 2>&1)"
-same "remove_kube_rules: only tables with KUBE- are restored" "iptables.filter iptables.nat" \
+remove_cluster_rules
+same "remove_cluster_rules: nat restored without KUBE-" "$nat_expected" "$(cat "$tmp/restored/iptables.nat" 2>&1)"
+same "remove_cluster_rules: filter restored without KUBE-" "$filter_expected" "$(cat "$tmp/restored/iptables.filter" 2>&1)"
+same "remove_cluster_rules: only tables with KUBE- are restored" "iptables.filter iptables.nat" \
   "$(cd "$tmp/restored" && echo *)"
 # A restore that fails is said, and the other tables are still done.
 rm -f "$tmp/restored"/*
 iptables-restore() { if [ "$2" = nat ]; then return 1; fi; fake_restore iptables "$@"; }
-said=$(remove_kube_rules 2>&1)
-same "remove_kube_rules: a failed restore is said" \
+said=$(remove_cluster_rules 2>&1)
+same "remove_cluster_rules: a failed restore is said" \
   "stop.sh: could not remove the KUBE- rules of iptables table nat" "$said"
-same "remove_kube_rules: the other tables still restored" "iptables.filter" "$(cd "$tmp/restored" && echo *)"
+same "remove_cluster_rules: the other tables still restored" "iptables.filter" "$(cd "$tmp/restored" && echo *)"
 # The audit: KUBE- anywhere in a tool's whole save.
 iptables-save() { [ $# = 0 ] && cat "$tmp/saved/iptables.filter"; }
-same "iptables_left: KUBE- left" "iptables: KUBE- chains or rules" "$(iptables_left)"
+same "iptables_left: KUBE- left" "iptables: KUBE- or CIFAR- chains or rules" "$(iptables_left)"
 iptables-save() { [ $# = 0 ] && echo "$filter_expected"; }
 same "iptables_left: none left" "" "$(iptables_left)"
 

@@ -1,0 +1,196 @@
+// The job's NetworkPolicy, as the operator writes it, enforced by the local cluster's
+// NetworkPolicy agents (kube-network-policies on every node, deploy/local-cluster/node.sh): a pod
+// outside the job, in its namespace or another, on either node, opens none of the training ports
+// of a running job's pods (the PS port, the c10d store port, a Gloo pair port), while the job's
+// own pods reach them and anyone reaches the metrics port. The connections are made for real from
+// the other pods' network namespaces (this test runs as root on the nodes' machine), with the
+// host's bash: a pause container has no shell.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <set>
+#include <sstream>
+
+#include "tests/e2e/cluster_fixture.h"
+
+namespace cifar::e2e {
+namespace {
+
+constexpr int kPsPort = 2222;
+constexpr int kC10dStorePort = 29500;
+constexpr int kMetricsPort = 9464;
+
+class EnforcedNetworkPolicy : public Cluster {
+ protected:
+  void TearDown() override {
+    if (!other_ns_.empty()) kubectl({"delete", "namespace", other_ns_, "--wait=false"});
+    Cluster::TearDown();
+  }
+
+  // An idle pod (the cluster's pause image) named `name` in `ns` on node `node`, labelled
+  // `labels` (a YAML flow mapping), restricted as the job's own pods are.
+  void idle_pod(const std::string& name, const std::string& ns, const std::string& node,
+                const std::string& labels) {
+    apply("apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + ", labels: " + labels +
+              "}\nspec:\n  nodeName: " + node +
+              "\n  securityContext: {runAsNonRoot: true, runAsUser: 65535, seccompProfile: "
+              "{type: RuntimeDefault}}\n  containers:\n  - name: idle\n"
+              "    image: localhost/cifartrain/pause:dev\n    imagePullPolicy: Never\n"
+              "    securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: "
+              "[ALL]}}\n",
+          ns);
+  }
+
+  int pid_in(const std::string& ns, const std::string& name) {
+    int pid = 0;
+    wait_for(
+        [&] {
+          try {
+            const auto object = client_.get(cifar::kube::pods(ns).named(name));
+            return (pid = pid_of_container(object)) > 0;
+          } catch (const cifar::kube::ApiError&) {
+            return false;
+          }
+        },
+        seconds(60));
+    return pid;
+  }
+
+  // What a TCP connection from the network namespace of process `pid` to ip:port meets within
+  // 3 s: a listener (opened), the pod's own stack with nothing listening (refused: a reset), or
+  // nothing (timed out: the policy agent drops the SYN, it never resets).
+  enum class Reach { kOpened, kRefused, kTimedOut };
+  static Reach reach(int pid, const std::string& ip, int port) {
+    const auto result =
+        run_process({"nsenter", "--net=/proc/" + std::to_string(pid) + "/ns/net", "--", "timeout",
+                     "3", "bash", "-c", "exec 3<>/dev/tcp/" + ip + "/" + std::to_string(port)});
+    if (result.exit_code == 0) return Reach::kOpened;
+    return result.exit_code == 124 ? Reach::kTimedOut : Reach::kRefused;
+  }
+  static const char* name_of(Reach reach) {
+    return reach == Reach::kOpened ? "opened" : reach == Reach::kRefused ? "refused" : "timed out";
+  }
+
+  // The local port of a Gloo pair of process `pid`'s rank: its established connection to the
+  // other rank at `peer_ip` that is neither the c10d store's nor metrics (from /proc/PID/net/tcp,
+  // its network namespace's table; addresses in hex, little-endian). Gloo listens for a pair only
+  // until the pair connects: the port then carries the pair's connection and nothing listens.
+  static int gloo_pair_port(int pid, const std::string& peer_ip) {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    std::sscanf(peer_ip.c_str(), "%u.%u.%u.%u", &a, &b, &c, &d);
+    char peer_hex[9];
+    std::snprintf(peer_hex, sizeof peer_hex, "%02X%02X%02X%02X", d, c, b, a);
+    std::ifstream table("/proc/" + std::to_string(pid) + "/net/tcp");
+    std::string line;
+    std::getline(table, line);  // the header
+    while (std::getline(table, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      fields >> slot >> local >> remote >> state;
+      const int local_port = std::stoi(local.substr(local.find(':') + 1), nullptr, 16);
+      const int remote_port = std::stoi(remote.substr(remote.find(':') + 1), nullptr, 16);
+      if (state == "01" && remote.rfind(peer_hex, 0) == 0 &&
+          std::set<int>{local_port, remote_port}.count(kC10dStorePort) == 0 &&
+          std::set<int>{local_port, remote_port}.count(kMetricsPort) == 0) {
+        return local_port;
+      }
+    }
+    return 0;
+  }
+
+  std::string other_ns_;
+};
+
+TEST_F(EnforcedNetworkPolicy, NoPodOutsideTheJobOpensItsTrainingPortsOnEitherNode) {
+  data_and_checkpoint_volumes();
+  const std::string spread =
+      "  runPolicy:\n    cleanPodPolicy: None\n    schedulingPolicy: {spreadAcrossNodes: "
+      "Required}\n";
+  submit("ps", kPsAsync, kPsReplicas, spread, "cifar10", 8, kAsyncPsLearningRate);
+  submit("ar", kAllReduce, "    Worker: {replicas: 2}\n", spread, "cifar10", 8);
+  ASSERT_TRUE(wait_until_training("ps")) << diagnose("ps");
+  ASSERT_TRUE(wait_until_training("ar")) << diagnose("ar");
+  const auto ps_placed = placement("ps");
+  const auto ar_placed = placement("ar");
+  ASSERT_EQ(nodes_of(ps_placed).size(), 2U);
+  ASSERT_EQ(nodes_of(ar_placed).size(), 2U);
+
+  // The targets: every training port of the jobs' pods, on both nodes, and what the job's own
+  // pod meets there.
+  struct Target {
+    std::string what, ip;
+    int port;
+    std::string insider;
+    Reach for_insider;
+  };
+  const auto ip_of = [&](const std::string& name) {
+    return pod(name)["status"].value("podIP", "");
+  };
+  std::vector<Target> targets = {
+      {"ps-ps-0's PS port", ip_of("ps-ps-0"), kPsPort, "ps-master-0", Reach::kOpened},
+      {"ar-worker-0's c10d store port", ip_of("ar-worker-0"), kC10dStorePort, "ar-worker-1",
+       Reach::kOpened}};
+  const int gloo_port = gloo_pair_port(container_pid("ar-worker-0"), ip_of("ar-worker-1"));
+  ASSERT_GT(gloo_port, 0) << "ar-worker-0 has no Gloo pair connection to ar-worker-1";
+  targets.push_back({"ar-worker-0's Gloo pair port " + std::to_string(gloo_port),
+                     ip_of("ar-worker-0"), gloo_port, "ar-worker-1", Reach::kRefused});
+
+  // The outsiders: a pod without the job's labels in the job's namespace, and one in another
+  // namespace, on each node.
+  other_ns_ =
+      cifar::testing::create_test_namespace(client_, "e2e-other", cifar::testing::kRestricted);
+  struct Outsider {
+    std::string where;
+    int pid;
+  };
+  std::vector<Outsider> outsiders;
+  for (const auto& node : nodes_of(ps_placed)) {
+    const auto name = "outsider-" + std::to_string(outsiders.size());
+    idle_pod(name, ns_, node, "{app: outsider}");
+    outsiders.push_back({"the job's namespace on " + node, pid_in(ns_, name)});
+    idle_pod(name, other_ns_, node, "{app: outsider}");
+    outsiders.push_back({"another namespace on " + node, pid_in(other_ns_, name)});
+  }
+  for (const auto& outsider : outsiders) ASSERT_GT(outsider.pid, 0) << outsider.where;
+
+  // Every attempt at once (each dropped one takes its 3 s).
+  struct Attempt {
+    std::string what;
+    Reach expected;
+    std::future<Reach> met;
+  };
+  std::vector<Attempt> attempts;
+  for (const auto& outsider : outsiders) {
+    for (const auto& target : targets) {
+      attempts.push_back(
+          {outsider.where + " -> " + target.what, Reach::kTimedOut,
+           std::async(std::launch::async, reach, outsider.pid, target.ip, target.port)});
+    }
+    attempts.push_back(
+        {outsider.where + " -> ps-ps-0's metrics port", Reach::kOpened,
+         std::async(std::launch::async, reach, outsider.pid, ip_of("ps-ps-0"), kMetricsPort)});
+  }
+  // The job's own pods reach the same ports (the ranks across the nodes): the check tells a port
+  // the policy closes from one it leaves open.
+  for (const auto& target : targets) {
+    const int pid = container_pid(target.insider);
+    ASSERT_GT(pid, 0) << target.insider;
+    attempts.push_back({target.insider + " -> " + target.what, target.for_insider,
+                        std::async(std::launch::async, reach, pid, target.ip, target.port)});
+  }
+  for (auto& attempt : attempts) {
+    EXPECT_STREQ(name_of(attempt.met.get()), name_of(attempt.expected)) << attempt.what;
+  }
+
+  // Both jobs trained on through it, across both nodes, and the operator's progress scrape of
+  // the metrics port kept working.
+  EXPECT_GT(status_of("ps")["progress"].value("imagesPerSecond", 0.0), 0.0) << diagnose("ps");
+  ASSERT_TRUE(wait_for_state("ps", "Succeeded", seconds(400))) << diagnose("ps");
+  ASSERT_TRUE(wait_for_state("ar", "Succeeded", seconds(400))) << diagnose("ar");
+  EXPECT_EQ(status_of("ar")["progress"].value("progressPercentage", 0), 100);
+}
+
+}  // namespace
+}  // namespace cifar::e2e
