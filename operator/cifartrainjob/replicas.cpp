@@ -88,11 +88,15 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
   if (queued && queued->blocks_creates) {
     delete_ended_workload(job, observed, plan);
   } else {
+    // A parameter server learns the chief's number after this round (number_new_pods): while the
+    // chief's name is held by another pod, that number is not known, and a parameter server made
+    // now would hold the run for a chief older than the one made later, and stop as replaced.
+    const bool chief_held = foreign.count(chief_name(job)) > 0;
     for (const auto& [role, index] : tally.missing) {
       // A name held by a pod the job does not control is reported (report_holdups), not taken.
-      if (foreign.count(pod_name(job, role, index)) == 0) {
-        plan.create_pods.push_back(desired_pod(job, role, index));
-      }
+      if (foreign.count(pod_name(job, role, index)) > 0) continue;
+      if (role == Role::kPs && chief_held) continue;
+      plan.create_pods.push_back(desired_pod(job, role, index));
     }
     number_new_pods(job, pods, plan);
   }

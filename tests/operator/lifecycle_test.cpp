@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/progress.h"
 #include "cifartrainjob/reconcile.h"
+#include "contract/env.h"
 #include "tests/operator/fixtures.h"
 
 namespace cifar::op::lifecycle_test {
@@ -15,6 +18,7 @@ namespace {
 
 using nlohmann::json;
 using std::chrono::seconds;
+using testing::env_of;
 using testing::kT0;
 using testing::no_pods;
 using testing::pod_named;
@@ -371,8 +375,10 @@ TEST(RunIdentity, PodsOfItsNamesThatItDoesNotControlAreReportedAndLeftAlone) {
   observed.service_exists = true;
   observed.foreign_pods["j-master-0"] = "no controller";
   const auto plan = reconcile(job, JobStatus{}, observed, kT0);
-  EXPECT_EQ(plan.create_pods.size(), 3U);
-  for (const auto& pod : plan.create_pods) EXPECT_NE(pod["metadata"]["name"], "j-master-0");
+  // Nor its parameter servers: each is told the chief's number, unknown until the chief is made.
+  std::set<std::string> made;
+  for (const auto& pod : plan.create_pods) made.insert(pod["metadata"]["name"]);
+  EXPECT_EQ(made, (std::set<std::string>{"j-worker-0", "j-evaluator-0"}));
   EXPECT_EQ(plan.status.summary_reason, "NotOwned");
   EXPECT_EQ(plan.status.summary_message,
             "pod j-master-0 exists and is not managed by this job (its controller: no "
@@ -385,6 +391,15 @@ TEST(RunIdentity, PodsOfItsNamesThatItDoesNotControlAreReportedAndLeftAlone) {
   observed.foreign_pods.clear();
   const auto after = reconcile(job, plan.status, observed, kT0 + seconds(5));
   EXPECT_EQ(after.create_pods.size(), 4U);
+  // The chief and its parameter server made together: the number the PS holds the run for is the
+  // chief's own (an e2e run made the PS a round before the chief, which then crash-looped as
+  // "replaced by incarnation 2").
+  std::map<std::string, json> by_name;
+  for (const auto& pod : after.create_pods) by_name[pod["metadata"]["name"]] = pod;
+  ASSERT_EQ(by_name.count("j-ps-0"), 1U);
+  ASSERT_EQ(by_name.count("j-master-0"), 1U);
+  EXPECT_EQ(env_of(by_name["j-ps-0"], contract::env::kChiefIncarnation),
+            env_of(by_name["j-master-0"], contract::env::kIncarnation));
 }
 
 TEST(FinalProgress, TheEvaluatorsAccuracyCountsOnlyAtTheChiefsLastStep) {

@@ -16,6 +16,7 @@ namespace {
 
 using nlohmann::json;
 using std::chrono::seconds;
+using testing::env_of;
 using testing::kT0;
 using testing::no_pods;
 using testing::pod_named;
@@ -103,13 +104,6 @@ std::string incarnation_of(const json& pod) {
   return "";
 }
 
-// The value of the pod's env var `name` ("" if absent).
-std::string env_of(const json& pod, const std::string& name) {
-  for (const auto& var : pod["spec"]["containers"][0]["env"]) {
-    if (var["name"] == name) return var["value"];
-  }
-  return "";
-}
 std::string chief_incarnation_of(const json& pod) { return env_of(pod, "CIFAR_CHIEF_INCARNATION"); }
 
 // The fence's numbers: every round that creates pods gives them one more than any before, and the
