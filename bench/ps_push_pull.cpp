@@ -5,7 +5,12 @@
 // pushes every gradient piece and pulls every parameter piece back: its effective bandwidth is
 // (pushed + pulled bytes) / time, both directions being sequential.
 //
-// Usage: bench-ps-push-pull [round trips per case, default 40] [only this parameter set]
+// With `tls` as the third argument it measures instead what the PS channel's mutual TLS costs:
+// each parameter set (one PS, its default stripes, fp32) in plaintext and over TLS with a job's
+// credentials, alternately, three times each, the median of each.
+//
+// Usage: bench-ps-push-pull [round trips per case, default 40] [only this parameter set | all]
+//                           [tls]
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -24,6 +29,7 @@
 #include "distributed/ps/server.h"
 #include "distributed/ps/tensor_codec.h"
 #include "models/model.h"
+#include "security/certificates.h"
 #include "train/host_memory.h"
 
 namespace {
@@ -95,7 +101,7 @@ struct Result {
 
 // `stripes` 0: as many as cifar-train would use (layout.h).
 Result measure(const std::string& model_name, int servers, int stripes,
-               cifar::ps::proto::DType dtype, int rounds) {
+               cifar::ps::proto::DType dtype, int rounds, bool tls = false) {
   auto model = cifar::models::make_model(model_name, {});
   std::vector<ParameterInfo> infos;
   std::vector<torch::Tensor> params;
@@ -113,6 +119,13 @@ Result measure(const std::string& model_name, int servers, int stripes,
   cifar::ps::ClientOptions options;
   options.wire_dtype = dtype;
   options.stripes = stripes;
+  cifar::ps::DoorOptions door;
+  if (tls) {  // as a local job's: `cifar-train certs`
+    cifar::security::CertificateRequest request;
+    request.common_name = "bench job";
+    request.ip_addresses = {"127.0.0.1"};
+    options.tls = door.tls = cifar::security::make_job_credentials(request);
+  }
   for (int server = 0; server < servers; ++server) {
     std::vector<std::shared_ptr<cifar::ps::Shard>> shard_stripes;
     for (int stripe = 0; stripe < stripes; ++stripe) {
@@ -121,7 +134,7 @@ Result measure(const std::string& model_name, int servers, int stripes,
       shard_options.mode = cifar::ps::Mode::kAsync;
       shard_stripes.push_back(std::make_shared<cifar::ps::Shard>(shard_options, nullptr));
     }
-    running.push_back(std::make_unique<cifar::ps::ShardServer>(shard_stripes, "127.0.0.1:0", "",
+    running.push_back(std::make_unique<cifar::ps::ShardServer>(shard_stripes, "127.0.0.1:0", door,
                                                                int64_t{512} << 20));
     options.addresses.push_back("127.0.0.1:" + std::to_string(running.back()->port()));
   }
@@ -174,11 +187,42 @@ Result measure(const std::string& model_name, int servers, int stripes,
 
 }  // namespace
 
+// Plaintext against mutual TLS, alternately (a drift of the machine hits both alike).
+int compare_tls(int rounds, const std::string& only) {
+  fmt::print(
+      "| parameters | stripes | MB per round trip | plaintext push+pull MB/s | TLS push+pull "
+      "MB/s | TLS / plaintext | cores busy plaintext | cores busy TLS |\n"
+      "|---|---|---|---|---|---|---|---|\n");
+  for (const std::string model : {"alexnet", "resnet20"}) {
+    if (!only.empty() && only != "all" && only != model) continue;
+    std::vector<Result> plain;
+    std::vector<Result> tls;
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      plain.push_back(measure(model, 1, 0, cifar::ps::proto::FLOAT32, rounds));
+      tls.push_back(measure(model, 1, 0, cifar::ps::proto::FLOAT32, rounds, true));
+    }
+    const auto median = [](std::vector<Result> results) {
+      std::sort(results.begin(), results.end(), [](const Result& a, const Result& b) {
+        return a.bytes_per_second < b.bytes_per_second;
+      });
+      return results[results.size() / 2];
+    };
+    const auto p = median(plain);
+    const auto t = median(tls);
+    fmt::print("| {} | {} | {:.2f} | {:.0f} | {:.0f} | {:.2f}x | {:.2f} | {:.2f} |\n", model,
+               p.stripes, static_cast<double>(p.bytes_per_round_trip) / 1e6,
+               p.bytes_per_second / 1e6, t.bytes_per_second / 1e6,
+               t.bytes_per_second / p.bytes_per_second, p.cores_busy, t.cores_busy);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::stoi(argv[1]) : 40;
   spdlog::set_level(spdlog::level::warn);
   cifar::train::keep_freed_memory_for_reuse();  // as cifar-train does in every role
   torch::set_num_threads(1);
+  if (argc > 3 && std::string(argv[3]) == "tls") return compare_tls(rounds, argv[2]);
   auto tcp = [] { return cifar::bench::median_tcp_stream_bandwidth(int64_t{2} << 30, false); };
   const double tcp_before = tcp();
   struct Case {
@@ -202,7 +246,8 @@ int main(int argc, char** argv) {
                                    {"resnet20", 2, 0, cifar::ps::proto::FLOAT32, "fp32"}};
   std::vector<std::pair<Case, Result>> results;
   results.reserve(cases.size());
-  const std::string only = argc > 2 ? argv[2] : "";
+  std::string only = argc > 2 ? argv[2] : "";
+  if (only == "all") only.clear();
   for (const auto& c : cases) {
     if (only.empty() || c.model == only) {
       results.emplace_back(c, measure(c.model, c.servers, c.stripes, c.dtype, rounds));

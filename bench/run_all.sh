@@ -18,3 +18,4 @@ echo; echo "## 12. CIFAR-10 accuracy per way of training, beside PyTorch"
 /usr/bin/python3 "$here/cifar10_accuracy.py" --build "$build" --seeds 1,2 --train-limit 10000 \
   --test-limit 5000 --results "$(mktemp -d)/results.jsonl"
 echo; echo "## 15. Checkpoints in object storage against a local volume"; bash "$here/checkpoint_store.sh" "$build" 2>/dev/null
+echo; echo "## 16. Parameter server: mutual TLS against plaintext"; bash "$here/ps_tls.sh" "$build"

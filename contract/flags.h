@@ -70,6 +70,11 @@ inline constexpr std::array kAll = {
     kKeepCheckpoints, kMetricsPort,  kProgress,       kMetricsLinger, kStrategy,
     kPsMode,          kStaleness,    kDistBackend,    kBucketCapMb,   kNoOverlap,
     kDistTimeout,     kPrecision,    kTerminationLog};
+
+// Not in kAll (the flags the operator writes): the parameter-server channel's TLS, the job's
+// credentials (the operator gives them by env::kTlsDir instead) or plaintext (never on Kubernetes).
+inline constexpr Flag kTlsDir{"--tls-dir", ""};
+inline constexpr Flag kInsecure{"--insecure", ""};
 }  // namespace flag
 
 // --metrics-linger for a job's pods: a trainer whose loss turns NaN or infinite keeps serving it

@@ -38,6 +38,10 @@ inline constexpr char kPsUpdates[] = "cifar_ps_updates_total";
 inline constexpr char kPsReceivedBytes[] = "cifar_ps_received_bytes_total";
 inline constexpr char kPsSentBytes[] = "cifar_ps_sent_bytes_total";
 inline constexpr char kPsEvictions[] = "cifar_ps_evictions_total";
+// Calls the PS's door refused, by reason (label kRefusalLabel): no_certificate,
+// foreign_certificate (not the job's CA's), token.
+inline constexpr char kPsRefusedCalls[] = "cifar_ps_refused_calls_total";
+inline constexpr char kRefusalLabel[] = "reason";
 inline constexpr char kPsVersion[] = "cifar_ps_version";
 inline constexpr char kPsMembers[] = "cifar_ps_members";
 // Per trainer of the job (label `trainer`: its rank, the master 0, workers after it), from each

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cli/certs.h"
 #include "cli/launch.h"
 #include "cli/options.h"
 #include "contract/exit_codes.h"
@@ -77,6 +78,7 @@ int run(const cifar::train::TrainConfig& config) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "certs") return cifar::cli::make_certificates(argc, argv);
   if (argc > 1 && std::string(argv[1]) == "launch") {
     return cifar::cli::launch_local_ranks(argc, argv);  // forwards SIGTERM to its ranks
   }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs a whole parameter-server job as local processes, the way the seed projects do: the PS
 # shards, the master, the workers and an evaluator, each `cifar-train --distributed --dist-type
-# <role>` with the same flags. Every log line names its process; the master shows progress.
+# <role>` with the same flags. Every log line names its process; the master shows progress. The
+# processes talk mutual TLS with credentials made for the job (--insecure: plaintext).
 #
 # Usage: scripts/local-job.sh [--bin PATH] [--ps N] [--workers N] [--port P] [--no-evaluator]
 #                             -- <cifar-train flags shared by all processes>
@@ -25,6 +26,14 @@ while (($#)); do
 done
 common=(--distributed --ps-count "$ps_count" --worker-count "$workers" --dist-start-port "$port"
         "$@")
+# The PS channel is mutual TLS: unless the flags give the job's credentials (--tls-dir) or turn TLS
+# off (--insecure), credentials are made for this job (`cifar-train certs`), removed at its end.
+tls_dir=""
+if [[ " $* " != *" --tls-dir "* && " $* " != *" --insecure "* && -z "${CIFAR_TLS_DIR:-}" ]]; then
+  tls_dir=$(mktemp -d "${TMPDIR:-/tmp}/cifar-job-tls.XXXXXX")
+  "$bin" certs --out "$tls_dir" >/dev/null
+  common+=(--tls-dir "$tls_dir")
+fi
 
 declare -A name_of  # the pid of each process still running -> its name
 start() {  # start <name> <cifar-train flags...>
@@ -38,6 +47,7 @@ stop_all() {
   for pid in "${!name_of[@]}"; do kill "$pid" 2>/dev/null || true; done
 }
 trap 'stop_all; exit 130' INT TERM
+trap '[ -z "$tls_dir" ] || rm -rf "$tls_dir"' EXIT
 
 for ((i = 0; i < ps_count; i++)); do start "ps $i" --dist-type ps --ps-index "$i" --progress none; done
 start "master 0" --dist-type master

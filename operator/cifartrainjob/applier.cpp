@@ -106,7 +106,9 @@ void Applier::apply(const json& object, const Job& job, const Plan& plan,
 void Applier::create_objects(const Job& job, const Plan& plan, int& created) {
   const auto key = job.namespace_ + "/" + job.name;
   if (plan.create_token_secret) {
-    create_owned(client_, kube::secrets(job.namespace_), desired_token_secret(job, random_token()),
+    create_owned(client_, kube::secrets(job.namespace_),
+                 desired_token_secret(job, random_token(),
+                                      security::make_job_credentials(job_certificate_request(job))),
                  job);
   }
   if (plan.create_network_policy) {

@@ -10,6 +10,7 @@
 #include "contract/labels.h"
 #include "contract/ports.h"
 #include "contract/termination.h"
+#include "security/tls_dir.h"
 
 namespace cifar::op {
 namespace {
@@ -64,6 +65,14 @@ std::string data_path(const JobSpec& spec) {
 // key Kubernetes' own CA ConfigMaps use (kube-root-ca.crt).
 constexpr const char* kStoreCaPath = "/etc/cifartrain/store-ca";
 constexpr const char* kStoreCaKey = "ca.crt";
+// Where a parameter-server job's PS and trainers find the job's credentials (CIFAR_TLS_DIR).
+constexpr const char* kTlsPath = "/etc/cifartrain/tls";
+
+// Whose channel is mutual TLS: a parameter-server job's PS and trainers (its evaluator reads
+// checkpoints, and all-reduce has no TLS in LibTorch).
+bool uses_job_tls(const JobSpec& spec, Role role) {
+  return spec.parameter_server && (role == Role::kPs || contract::is_trainer(role));
+}
 
 std::string checkpoint_path(const JobSpec& spec) {
   return spec.checkpoint_volume ? spec.checkpoint_volume->path : "/checkpoints";
@@ -214,12 +223,25 @@ json desired_service(const Job& job) {
 
 std::string token_secret_name(const Job& job) { return job.name + "-token"; }
 
-json desired_token_secret(const Job& job, const std::string& token) {
+json desired_token_secret(const Job& job, const std::string& token,
+                          const security::JobCredentials& credentials) {
   return {{"apiVersion", "v1"},
           {"kind", "Secret"},
           {"metadata", owned_metadata(job, token_secret_name(job))},
           {"type", "Opaque"},
-          {"stringData", {{"token", token}}}};
+          {"stringData",
+           {{"token", token},
+            {security::kCaFile, credentials.ca_certificate},
+            {security::kCertificateFile, credentials.certificate},
+            {security::kKeyFile, credentials.private_key}}}};
+}
+
+security::CertificateRequest job_certificate_request(const Job& job) {
+  security::CertificateRequest request;
+  request.common_name = job.namespace_ + "/" + job.name;
+  const auto service = job.name + "." + job.namespace_ + ".svc";
+  request.dns_names = {"*." + service, "*." + service + ".cluster.local"};
+  return request;
 }
 
 json desired_network_policy(const Job& job) {
@@ -329,6 +351,21 @@ json desired_pod(const Job& job, Role role, int index) {
          {"configMap",
           {{"name", s.checkpoint_store->ca_bundle_config_map},
            {"items", json::array({{{"key", kStoreCaKey}, {"path", kStoreCaKey}}})}}}});
+  }
+
+  if (uses_job_tls(s, role)) {
+    container["env"].push_back(env_var(contract::env::kTlsDir, kTlsPath));
+    container["volumeMounts"].push_back(
+        {{"name", "job-tls"}, {"mountPath", kTlsPath}, {"readOnly", true}});
+    json items = json::array();
+    for (const char* key : {security::kCaFile, security::kCertificateFile, security::kKeyFile}) {
+      items.push_back({{"key", key}, {"path", key}});
+    }
+    // Readable by the pod's group (its fsGroup) only: the key is the job's identity.
+    volumes.push_back(
+        {{"name", "job-tls"},
+         {"secret",
+          {{"secretName", token_secret_name(job)}, {"items", items}, {"defaultMode", 0440}}}});
   }
 
   // The template first, the job's own fields over it: names, labels, env and the container are

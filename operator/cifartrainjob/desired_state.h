@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/job.h"
+#include "security/certificates.h"
 
 namespace cifar::op {
 
@@ -51,10 +52,17 @@ nlohmann::json replica_labels(const Job& job, Role role, int index);
 std::optional<Role> pod_role(const nlohmann::json& pod);
 
 nlohmann::json desired_service(const Job& job);
-// "<job>-token": the Secret (key `token`) whose value every pod gets as CIFAR_PS_TOKEN, so that
-// only the job's own pods can call its parameter servers. The token is the caller's (random).
+// "<job>-token": the Secret whose `token` every pod gets as CIFAR_PS_TOKEN, and whose job
+// credentials (ca.crt, tls.crt, tls.key: a CA of the job's own and the certificate of its members)
+// a parameter-server job's PS and trainers mount at CIFAR_TLS_DIR: only the job's own pods can
+// call its parameter servers, over mutual TLS. Token and credentials are the caller's (random),
+// made once with the Secret and never rotated while it lives.
 std::string token_secret_name(const Job& job);
-nlohmann::json desired_token_secret(const Job& job, const std::string& token);
+nlohmann::json desired_token_secret(const Job& job, const std::string& token,
+                                    const security::JobCredentials& credentials);
+// What the job's certificate names: every pod's DNS name under the job's headless Service
+// (<job>-<role>-<i>.<job>.<namespace>.svc[.cluster.local], as TF_CONFIG names the PS).
+security::CertificateRequest job_certificate_request(const Job& job);
 // Admits the job's own pods to every port of its pods (gRPC, the c10d store, and Gloo's pair
 // connections on ephemeral ports), and anyone to the metrics port (Prometheus, the operator).
 nlohmann::json desired_network_policy(const Job& job);

@@ -185,6 +185,14 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
       ->check(CLI::PositiveNumber)
       ->group(group)
       ->capture_default_str();
+  app.add_option(cli_names(flag::kTlsDir), ps.tls_dir,
+                 "The job's TLS credentials (ca.crt, tls.crt, tls.key; `cifar-train certs` makes "
+                 "them): the channel between trainers and parameter servers is mutual TLS")
+      ->envname(contract::env::kTlsDir)
+      ->group(group);
+  app.add_flag(cli_names(flag::kInsecure), ps.insecure,
+               "The parameter-server channel in plaintext, without TLS (benchmarks)")
+      ->group(group);
 }
 
 // --strategy allreduce: this process's rank (an evaluator task of TF_CONFIG evaluates).

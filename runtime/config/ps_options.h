@@ -53,6 +53,11 @@ struct Options {
   int64_t max_message_mb = 512;  // larger gRPC messages are refused
   double retry_seconds = 120;    // how long a trainer retries an unreachable PS
   std::string token;  // shared secret of the job's members (env CIFAR_PS_TOKEN); empty: none
+  // The job's TLS credentials (ca.crt, tls.crt, tls.key: security/tls_dir.h; env CIFAR_TLS_DIR):
+  // every channel between trainers and parameter servers is mutual TLS with them. A PS job needs
+  // them unless `insecure` (--insecure: plaintext, for benchmarks).
+  std::string tls_dir;
+  bool insecure = false;
 };
 
 }  // namespace cifar::ps

@@ -90,6 +90,10 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
            .Name(metric::kPsTrainerDroppedAtStep)
            .Help("PS: the version (the job's step) at which the trainer was last dropped.")
            .Register(r);
+  ps_refused_calls_ = &prometheus::BuildCounter()
+                           .Name(metric::kPsRefusedCalls)
+                           .Help("PS: calls refused at its door (TLS certificate, job token).")
+                           .Register(r);
   allreduce_bytes_ = counter(metric::kAllReduceBytes, "All-reduce: gradient bytes reduced.");
   allreduce_seconds_ = histogram(
       metric::kAllReduceSeconds,
@@ -197,6 +201,12 @@ void RuntimeMetrics::set_ps_trainer_training(int trainer, bool training) {
 
 void RuntimeMetrics::record_ps_trainer_dropped(int trainer, int64_t version) {
   trainer_series(*ps_trainer_dropped_at_, labels_, trainer).Set(static_cast<double>(version));
+}
+
+void RuntimeMetrics::record_ps_refusal(std::string_view reason) {
+  auto labels = labels_;
+  labels[metric::kRefusalLabel] = std::string(reason);
+  ps_refused_calls_->Add(labels).Increment();  // the series of these labels, made the first time
 }
 
 prometheus::Registry& RuntimeMetrics::registry() { return *registry_; }

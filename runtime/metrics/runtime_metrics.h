@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace prometheus {
 class Counter;
@@ -62,6 +63,8 @@ class RuntimeMetrics {
   void record_ps_update(int64_t staleness);
   void record_ps_traffic(int64_t received_bytes, int64_t sent_bytes);
   void record_ps_eviction();
+  // A call the PS's door refused, and why (contract/metrics.h, kPsRefusedCalls).
+  void record_ps_refusal(std::string_view reason);
   // All-reduce, per step: gradient bytes all-reduced, seconds from the first bucket's all-reduce
   // to the last one done, seconds the step waited for them after backward.
   void record_allreduce(int64_t bytes, double seconds, double wait_seconds);
@@ -104,6 +107,7 @@ class RuntimeMetrics {
   prometheus::Labels labels_;  // the identity's, which the per-trainer series extend
   prometheus::Family<prometheus::Gauge>* ps_trainer_training_;
   prometheus::Family<prometheus::Gauge>* ps_trainer_dropped_at_;
+  prometheus::Family<prometheus::Counter>* ps_refused_calls_;
   prometheus::Counter* allreduce_bytes_;
   prometheus::Histogram* allreduce_seconds_;
   prometheus::Histogram* allreduce_wait_seconds_;

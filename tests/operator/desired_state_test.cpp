@@ -10,11 +10,13 @@
 
 #include "cluster/cluster.h"
 #include "contract/labels.h"
+#include "tests/operator/fixtures.h"
 
 namespace cifar::op::desired_state_test {
 namespace {
 
 using nlohmann::json;
+using testing::env_of;
 namespace label = contract::label;
 
 Job make_job(const json& spec) {
@@ -30,13 +32,6 @@ Job ps_job() {
     "replicaSpecs": {"PS": {"replicas": 1}, "Master": {"replicas": 1}, "Worker": {"replicas": 2},
                      "Evaluator": {"replicas": 1}},
     "checkpoint": {"volume": {"claimName": "checkpoints"}}})"));
-}
-
-std::string env_of(const json& pod, const std::string& name) {
-  for (const auto& e : pod["spec"]["containers"][0]["env"]) {
-    if (e["name"] == name) return e.contains("value") ? e["value"].get<std::string>() : "(ref)";
-  }
-  return "";
 }
 
 TEST(DesiredState, OneHeadlessServiceWithTheJobsPorts) {
@@ -146,7 +141,7 @@ TEST(DesiredState, ATemplateAddsToThePodButCannotChangeItsIdentity) {
 
 TEST(DesiredState, EveryPodGetsTheJobsTokenFromItsSecret) {
   const auto job = ps_job();
-  const auto secret = desired_token_secret(job, "s3cret");
+  const auto secret = desired_token_secret(job, "s3cret", {"ca", "cert", "key"});
   EXPECT_EQ(secret["metadata"]["name"], "mnist-token");
   EXPECT_EQ(secret["metadata"]["namespace"], "team");
   EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["uid"], "uid-1");
@@ -159,6 +154,40 @@ TEST(DesiredState, EveryPodGetsTheJobsTokenFromItsSecret) {
     EXPECT_EQ(token["valueFrom"]["secretKeyRef"], json({{"name", "mnist-token"}, {"key", "token"}}))
         << pod["metadata"]["name"];
   }
+}
+
+// The job's TLS credentials live in its Secret beside the token; a PS job's PS and trainers mount
+// them (readable by the pod's group only) and are told where, and its certificate names every pod
+// as TF_CONFIG does. The evaluator, which calls no PS, and an all-reduce job's pods get none.
+TEST(DesiredState, APsJobsPsAndTrainersMountTheJobsCredentialsFromItsSecret) {
+  const auto job = ps_job();
+  const auto secret = desired_token_secret(job, "s3cret", {"the CA", "the cert", "the key"});
+  EXPECT_EQ(secret["stringData"]["ca.crt"], "the CA");
+  EXPECT_EQ(secret["stringData"]["tls.crt"], "the cert");
+  EXPECT_EQ(secret["stringData"]["tls.key"], "the key");
+  const auto request = job_certificate_request(job);
+  EXPECT_EQ(request.dns_names,
+            (std::vector<std::string>{"*.mnist.team.svc", "*.mnist.team.svc.cluster.local"}));
+  EXPECT_EQ(pod_host(job, Role::kPs, 0), "mnist-ps-0.mnist.team.svc");  // under the wildcard
+  for (const auto& pod : desired_pods(job)) {
+    const std::string name = pod["metadata"]["name"];
+    const bool member = name.find("evaluator") == std::string::npos;
+    EXPECT_EQ(env_of(pod, "CIFAR_TLS_DIR"), member ? "/etc/cifartrain/tls" : "") << name;
+    const auto& volumes = pod["spec"]["volumes"];
+    const auto tls = std::find_if(volumes.begin(), volumes.end(),
+                                  [](const json& v) { return v["name"] == "job-tls"; });
+    ASSERT_EQ(tls != volumes.end(), member) << name;
+    if (!member) continue;
+    EXPECT_EQ((*tls)["secret"]["secretName"], "mnist-token");
+    EXPECT_EQ((*tls)["secret"]["defaultMode"], 0440);
+    EXPECT_EQ((*tls)["secret"]["items"].size(), 3U);
+    EXPECT_EQ(
+        pod["spec"]["containers"][0]["volumeMounts"].back(),
+        json({{"name", "job-tls"}, {"mountPath", "/etc/cifartrain/tls"}, {"readOnly", true}}));
+  }
+  auto allreduce = make_job(json::parse(R"({"strategy": {"type": "AllReduce"},
+    "replicaSpecs": {"Worker": {"replicas": 2}}})"));
+  for (const auto& pod : desired_pods(allreduce)) EXPECT_EQ(env_of(pod, "CIFAR_TLS_DIR"), "");
 }
 
 // checkpoint.uri: the run is a prefix of the bucket, and only the pods that read or write it get

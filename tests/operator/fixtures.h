@@ -23,10 +23,11 @@ inline Observed no_pods() {
 }
 
 // `pod` (a desired pod) with a UID of its own, as the API server gives every pod it creates.
-// The value of the pod's env var `name` ("" if absent).
+// The value of the pod's env var `name` ("" if absent, "(ref)" if it comes from a reference).
 inline std::string env_of(const nlohmann::json& pod, const std::string& name) {
   for (const auto& var : pod["spec"]["containers"][0]["env"]) {
-    if (var["name"] == name) return var["value"];
+    if (var["name"] == name)
+      return var.contains("value") ? var["value"].get<std::string>() : "(ref)";
   }
   return "";
 }

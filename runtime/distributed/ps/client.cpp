@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "distributed/ps/job_tls.h"
 #include "distributed/ps/tensor_codec.h"
 #include "distributed/ps/transport.h"
 #include "distributed/ps/wire_framing.h"
@@ -64,7 +65,7 @@ class PsClient::Connection {
     args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS, 1000);
     for (const auto& [name, value] : large_message_channel_args()) args.SetInt(name, value);
     for (const auto& [name, value] : keepalive_client_args()) args.SetInt(name, value);
-    channel_ = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+    channel_ = grpc::CreateCustomChannel(address_, channel_credentials(options.tls), args);
     stub_ = proto::ParameterServer::NewStub(channel_);
     generic_ = std::make_unique<grpc::GenericStub>(channel_);
   }

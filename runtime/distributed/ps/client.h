@@ -17,6 +17,7 @@
 #include "distributed/ps/layout.h"
 #include "distributed/ps/membership.h"
 #include "proto/ps.pb.h"
+#include "security/certificates.h"
 
 namespace grpc {
 class ByteBuffer;
@@ -33,6 +34,8 @@ struct ClientOptions {
   std::vector<std::string> addresses;  // one per PS
   int stripes = 1;    // per PS (layout.h): the layout has addresses x stripes shards
   std::string token;  // sent as "authorization: Bearer <token>" when set
+  // The job's TLS credentials: every channel is mutual TLS with them (none: plaintext).
+  std::optional<security::JobCredentials> tls;
   int64_t max_message_bytes = int64_t{512} << 20;
   proto::DType wire_dtype = proto::FLOAT32;
   double retry_seconds = 120;  // give up on a shard unreachable this long

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "distributed/ps/client.h"
+#include "distributed/ps/job_tls.h"
 #include "distributed/ps/layout.h"
 #include "distributed/ps/ps_checkpoint.h"
 #include "distributed/ps/tensor_codec.h"
@@ -82,6 +83,7 @@ ClientOptions client_options(const train::TrainConfig& config, int stripes) {
   o.addresses = config.distributed.job.cluster.ps;
   o.stripes = stripes;
   o.token = ps.token;
+  o.tls = job_credentials(ps);
   o.max_message_bytes = ps.max_message_mb << 20;
   o.wire_dtype = wire_dtype(ps.wire_dtype);
   o.retry_seconds = ps.retry_seconds;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "contract/exit_codes.h"
+#include "distributed/ps/job_tls.h"
 #include "distributed/ps/ps_checkpoint.h"
 #include "distributed/ps/server.h"
 #include "metrics/runtime_metrics.h"
@@ -129,7 +130,10 @@ int run_parameter_server(const train::TrainConfig& config) {
   }
 
   const auto address = listen_address(job.cluster.ps.at(static_cast<size_t>(job.index)));
-  ShardServer server(stripes, address, dist.ps.token, dist.ps.max_message_mb << 20,
+  DoorOptions door{dist.ps.token, job_credentials(dist.ps), [&metrics](Refusal refusal) {
+                     if (metrics) metrics->record_ps_refusal(refusal_name(refusal));
+                   }};
+  ShardServer server(stripes, address, std::move(door), dist.ps.max_message_mb << 20,
                      config.incarnation);
   spdlog::info("ps {}: serving shard {} of {} on {} (mode {})", job.index, job.index, servers,
                address, mode_name(dist.ps.mode));

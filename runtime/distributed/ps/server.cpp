@@ -149,18 +149,18 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
   CallPool calls_;
 };
 
-ShardServer::ShardServer(std::shared_ptr<Shard> shard, const std::string& address,
-                         std::string token, int64_t max_message_bytes)
-    : ShardServer(std::vector<std::shared_ptr<Shard>>{std::move(shard)}, address, std::move(token),
+ShardServer::ShardServer(std::shared_ptr<Shard> shard, const std::string& address, DoorOptions door,
+                         int64_t max_message_bytes)
+    : ShardServer(std::vector<std::shared_ptr<Shard>>{std::move(shard)}, address, std::move(door),
                   max_message_bytes) {}
 
 ShardServer::ShardServer(std::vector<std::shared_ptr<Shard>> stripes, const std::string& address,
-                         std::string token, int64_t max_message_bytes, int64_t incarnation)
+                         DoorOptions door, int64_t max_message_bytes, int64_t incarnation)
     : stripes_(std::move(stripes)),
       service_(std::make_unique<ParameterServerService>(stripes_, incarnation)) {
   if (stripes_.empty()) throw std::invalid_argument("a PS serves at least one stripe");
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, token_checking_credentials(std::move(token)), &port_);
+  builder.AddListeningPort(address, door_credentials(std::move(door)), &port_);
   builder.RegisterService(service_.get());
   const int limit = static_cast<int>(std::min<int64_t>(max_message_bytes, INT32_MAX));
   builder.SetMaxReceiveMessageSize(limit);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "distributed/ps/shard.h"
+#include "distributed/ps/token_auth.h"
 
 namespace grpc {
 class Server;
@@ -18,15 +19,15 @@ namespace cifar::ps {
 
 class ParameterServerService;
 
-// A PS's stripes served on `address` ("host:port", port 0 picks one). `token`, when set, must come
-// with every call as "authorization: Bearer <token>". Messages over `max_message_bytes` are
-// refused. `incarnation`: this PS's (membership.h; 0: none), which calls may expect newer.
+// A PS's stripes served on `address` ("host:port", port 0 picks one), behind `door` (the job's
+// TLS and token: token_auth.h). Messages over `max_message_bytes` are refused. `incarnation`:
+// this PS's (membership.h; 0: none), which calls may expect newer.
 class ShardServer {
  public:
   ShardServer(std::vector<std::shared_ptr<Shard>> stripes, const std::string& address,
-              std::string token, int64_t max_message_bytes, int64_t incarnation = 0);
+              DoorOptions door, int64_t max_message_bytes, int64_t incarnation = 0);
   // One stripe.
-  ShardServer(std::shared_ptr<Shard> shard, const std::string& address, std::string token,
+  ShardServer(std::shared_ptr<Shard> shard, const std::string& address, DoorOptions door,
               int64_t max_message_bytes);
   ~ShardServer();
   ShardServer(const ShardServer&) = delete;

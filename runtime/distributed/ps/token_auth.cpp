@@ -3,7 +3,9 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
-#include <grpcpp/security/auth_metadata_processor.h>
+
+#include <mutex>
+#include <set>
 
 namespace cifar::ps {
 namespace {
@@ -12,30 +14,75 @@ std::string_view view(const grpc_slice& slice) {
   return {reinterpret_cast<const char*>(GRPC_SLICE_START_PTR(slice)), GRPC_SLICE_LENGTH(slice)};
 }
 
-// gRPC's processor interface: `state` is the expected header value, owned by the credentials
-// (released by `destroy`). Runs on a transport thread, so it only compares and answers.
-void check_token(void* state, grpc_auth_context* /*context*/, const grpc_metadata* metadata,
-                 size_t count, grpc_process_auth_metadata_done_cb done, void* user_data) {
-  const auto& expected = *static_cast<const std::string*>(state);
-  bool admitted = false;
-  for (size_t i = 0; i < count; ++i) {
-    if (view(metadata[i].key) == "authorization") {
-      admitted = equal_in_constant_time(view(metadata[i].value), expected);
-      break;
+// What the checks need, owned by the core credentials (released by `destroy_door`).
+struct Door {
+  std::string expected_header;  // "" : no token asked for
+  std::optional<std::string> ca;
+  std::function<void(Refusal)> on_refusal;
+  std::mutex mutex;
+  std::set<std::string> admitted_certificates;  // PEMs the CA issued (a job has one)
+
+  // Why the caller of this call is refused, if it is; the certificate first.
+  std::optional<Refusal> refusal(grpc_auth_context* context, const grpc_metadata* metadata,
+                                 size_t count) {
+    if (ca) {
+      auto properties =
+          grpc_auth_context_find_properties_by_name(context, GRPC_X509_PEM_CERT_PROPERTY_NAME);
+      const grpc_auth_property* pem = grpc_auth_property_iterator_next(&properties);
+      if (pem == nullptr) return Refusal::kNoCertificate;
+      if (!admits(std::string(pem->value, pem->value_length))) return Refusal::kForeignCertificate;
     }
+    if (expected_header.empty()) return std::nullopt;
+    for (size_t i = 0; i < count; ++i) {
+      if (view(metadata[i].key) == "authorization") {
+        if (equal_in_constant_time(view(metadata[i].value), expected_header)) return std::nullopt;
+        break;
+      }
+    }
+    return Refusal::kToken;
   }
-  done(user_data, nullptr, 0, nullptr, 0, admitted ? GRPC_STATUS_OK : GRPC_STATUS_UNAUTHENTICATED,
-       admitted ? nullptr : kTokenRefusal.data());  // a literal: NUL-terminated
+
+  bool admits(const std::string& certificate) {
+    {
+      std::lock_guard lock(mutex);
+      if (admitted_certificates.count(certificate) > 0) return true;
+    }
+    if (!security::issued_by(certificate, *ca)) return false;
+    std::lock_guard lock(mutex);
+    if (admitted_certificates.size() < 16) admitted_certificates.insert(certificate);
+    return true;
+  }
+};
+
+const char* message_of(Refusal refusal) {  // literals: NUL-terminated
+  switch (refusal) {
+    case Refusal::kNoCertificate:
+      return kNoCertificateRefusal.data();
+    case Refusal::kForeignCertificate:
+      return kForeignCertificateRefusal.data();
+    case Refusal::kToken:
+      break;
+  }
+  return kTokenRefusal.data();
 }
 
-void destroy_token(void* state) {
-  std::unique_ptr<std::string>(static_cast<std::string*>(state));  // freed here
+// gRPC's processor interface. Runs on a transport thread, so it only checks and answers.
+void check_call(void* state, grpc_auth_context* context, const grpc_metadata* metadata,
+                size_t count, grpc_process_auth_metadata_done_cb done, void* user_data) {
+  auto& door = *static_cast<Door*>(state);
+  const auto refusal = door.refusal(context, metadata, count);
+  if (refusal && door.on_refusal) door.on_refusal(*refusal);
+  done(user_data, nullptr, 0, nullptr, 0, refusal ? GRPC_STATUS_UNAUTHENTICATED : GRPC_STATUS_OK,
+       refusal ? message_of(*refusal) : nullptr);
 }
 
-class TokenCheckingCredentials final : public grpc::ServerCredentials {
+void destroy_door(void* state) {
+  std::unique_ptr<Door>(static_cast<Door*>(state));  // freed here
+}
+
+class DoorCredentials final : public grpc::ServerCredentials {
  public:
-  explicit TokenCheckingCredentials(std::string token)
-      : expected_header_("Bearer " + std::move(token)) {}
+  explicit DoorCredentials(DoorOptions options) : options_(std::move(options)) {}
 
   void SetAuthMetadataProcessor(
       const std::shared_ptr<grpc::AuthMetadataProcessor>& /*processor*/) override {}
@@ -43,19 +90,45 @@ class TokenCheckingCredentials final : public grpc::ServerCredentials {
  private:
   // What grpc::Server calls for each listening port (private in ServerCredentials, overridable).
   int AddPortToServer(const std::string& address, grpc_server* server) override {
-    grpc_server_credentials* credentials = grpc_insecure_server_credentials_create();
-    auto state = std::make_unique<std::string>(expected_header_);
-    grpc_server_credentials_set_auth_metadata_processor(
-        credentials, {check_token, destroy_token, state.release()});
+    grpc_server_credentials* credentials = nullptr;
+    if (options_.tls) {
+      // The chain is checked against the job's CA by the door (check_call), so that a stranger's
+      // certificate is refused as a call, counted, rather than as a handshake nobody sees.
+      grpc_ssl_pem_key_cert_pair pair{options_.tls->private_key.c_str(),
+                                      options_.tls->certificate.c_str()};
+      credentials = grpc_ssl_server_credentials_create_ex(
+          options_.tls->ca_certificate.c_str(), &pair, 1,
+          GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_BUT_DONT_VERIFY, nullptr);
+    } else {
+      credentials = grpc_insecure_server_credentials_create();
+    }
+    auto door = std::make_unique<Door>();
+    if (!options_.token.empty()) door->expected_header = "Bearer " + options_.token;
+    if (options_.tls) door->ca = options_.tls->ca_certificate;
+    door->on_refusal = options_.on_refusal;
+    grpc_server_credentials_set_auth_metadata_processor(credentials,
+                                                        {check_call, destroy_door, door.release()});
     const int port = grpc_server_add_http2_port(server, address.c_str(), credentials);
     grpc_server_credentials_release(credentials);
     return port;
   }
 
-  std::string expected_header_;
+  DoorOptions options_;
 };
 
 }  // namespace
+
+std::string_view refusal_name(Refusal refusal) {
+  switch (refusal) {
+    case Refusal::kNoCertificate:
+      return "no_certificate";
+    case Refusal::kForeignCertificate:
+      return "foreign_certificate";
+    case Refusal::kToken:
+      break;
+  }
+  return "token";
+}
 
 bool equal_in_constant_time(std::string_view given, std::string_view expected) {
   unsigned char difference = given.size() == expected.size() ? 0 : 1;
@@ -66,9 +139,9 @@ bool equal_in_constant_time(std::string_view given, std::string_view expected) {
   return difference == 0;
 }
 
-std::shared_ptr<grpc::ServerCredentials> token_checking_credentials(std::string token) {
-  if (token.empty()) return grpc::InsecureServerCredentials();
-  return std::make_shared<TokenCheckingCredentials>(std::move(token));
+std::shared_ptr<grpc::ServerCredentials> door_credentials(DoorOptions options) {
+  if (options.token.empty() && !options.tls) return grpc::InsecureServerCredentials();
+  return std::make_shared<DoorCredentials>(std::move(options));
 }
 
 }  // namespace cifar::ps

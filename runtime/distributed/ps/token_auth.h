@@ -1,29 +1,50 @@
-// The job token's check at the PS's door: server credentials for a plain (insecure) listening port
-// whose calls must carry "authorization: Bearer <token>". The check runs in gRPC's auth filter on
-// the call's initial metadata, before the request message is read: a call without the token is
-// refused (UNAUTHENTICATED) having cost the server its headers, not its payload, however large
-// the payload it was about to send (the handlers' own check came after gRPC had received up to
-// the message limit, 512 MB). The comparison takes the same time wherever the token differs.
+// The PS's door: the listening port's credentials, and the checks every call passes before its
+// request message is read. Mutual TLS with the job's credentials (security/certificates.h): the
+// port speaks TLS only, asks every caller for its certificate, and admits a call only if that
+// certificate was issued by the job's own CA; then the job token, "authorization: Bearer <token>"
+// (a second factor: a stolen certificate alone is not enough). A refused call is UNAUTHENTICATED
+// and has cost the server its headers, not its payload. The comparison of tokens takes the same
+// time wherever they differ. A plaintext caller of a TLS port never gets as far as a call: its
+// connection fails in the handshake (UNAVAILABLE at its end), which gRPC does not report to us.
 //
-// gRPC's C++ InsecureServerCredentials cannot take an auth metadata processor (it asserts), but
-// the core's insecure credentials can: these credentials are those, with the processor set.
+// The checks run in gRPC's auth filter (an auth metadata processor on the core credentials):
+// gRPC's C++ InsecureServerCredentials cannot take one (it asserts), the core's can. The CA's
+// verdict on a certificate is remembered (a job has one certificate: one verification per
+// process, not per call).
 #pragma once
 
 #include <grpcpp/security/server_credentials.h>
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "security/certificates.h"
+
 namespace cifar::ps {
 
-// Plain insecure credentials for an empty token.
-std::shared_ptr<grpc::ServerCredentials> token_checking_credentials(std::string token);
+enum class Refusal { kNoCertificate, kForeignCertificate, kToken };
+std::string_view refusal_name(Refusal refusal);  // the metric's label: no_certificate, ...
+
+struct DoorOptions {
+  std::string token;                            // empty: no token asked for
+  std::optional<security::JobCredentials> tls;  // none: plaintext (--insecure)
+  std::function<void(Refusal)> on_refusal;      // counts refusals; called on gRPC's threads
+};
+
+std::shared_ptr<grpc::ServerCredentials> door_credentials(DoorOptions options);
 
 // Whether `given` equals `expected`, in a time that depends only on their lengths.
 bool equal_in_constant_time(std::string_view given, std::string_view expected);
 
 inline constexpr std::string_view kTokenRefusal =
     "missing or wrong job token (CIFAR_PS_TOKEN must match the PS's)";
+inline constexpr std::string_view kNoCertificateRefusal =
+    "no client certificate: the PS admits the job's members, which present the job's certificate "
+    "(CIFAR_TLS_DIR)";
+inline constexpr std::string_view kForeignCertificateRefusal =
+    "a client certificate not issued by this job's CA";
 
 }  // namespace cifar::ps

@@ -1,6 +1,9 @@
-// The PS's door (distributed/ps/token_auth.h) on a real cifar-train PS process: a push without
-// the job's token is refused before the server reads its payload, so a 256 MB push costs the PS
-// its headers, not 256 MB; the same push with the token is read (the measurement can tell).
+// The PS's door (distributed/ps/token_auth.h) on a real cifar-train PS process, serving mutual TLS
+// with its job's credentials: a push without the job's token is refused before the server reads
+// its payload, so a 256 MB push costs the PS its headers, not 256 MB (the same push with the token
+// is read: the measurement can tell); a caller without the job's certificate, with another job's,
+// or in plaintext is refused, and the PS counts the refusals it sees; credentials that have
+// expired or are not yet valid stop the PS with a message that says so.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -8,9 +11,11 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <regex>
 #include <string>
 
 #include "distributed/ps/token_auth.h"
+#include "security/tls_dir.h"
 #include "tests/support/process.h"
 
 namespace cifar::ps {
@@ -46,46 +51,142 @@ grpc::Status push_bytes(const std::shared_ptr<grpc::Channel>& channel, size_t by
   return done.get_future().get();
 }
 
-TEST(PsDoor, AnUnauthenticatedOversizedPushIsRefusedBeforeItsPayloadIsRead) {
-  TempDir work;
-  const int port = cifar::testing::free_port();
-  ::setenv("CIFAR_PS_TOKEN", "the-jobs-token", 1);
-  ChildProcess ps({CIFAR_TRAIN_BIN, "-m", "simplecnn", "-md", (work.path() / "model").string(),
-                   "--metrics-port", "-1", "--distributed", "--dist-type", "ps", "--ps-count", "1",
-                   "--worker-count", "1", "--dist-start-port", std::to_string(port)},
-                  work.path() / "ps.log");
-  ::unsetenv("CIFAR_PS_TOKEN");
-  grpc::ChannelArguments args;
-  args.SetMaxSendMessageSize(-1);
-  const auto channel = grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port),
-                                                 grpc::InsecureChannelCredentials(), args);
-  ASSERT_TRUE(channel->WaitForConnected(std::chrono::system_clock::now() + 30s))
-      << cifar::testing::read_file(work.path() / "ps.log");
+// Credentials for a job whose processes reach each other at 127.0.0.1, valid from `from` to `to`
+// (seconds from now).
+security::JobCredentials credentials(int64_t from = -300, int64_t to = 86400) {
+  security::CertificateRequest request;
+  request.common_name = "door test job";
+  request.ip_addresses = {"127.0.0.1"};
+  request.valid_before_now = std::chrono::seconds(-from);
+  request.valid_for = std::chrono::seconds(to);
+  return security::make_job_credentials(request);
+}
+
+// Mutual TLS as a member of the job holding `own` would call, trusting `trusted`'s CA; no client
+// certificate without `own`.
+std::shared_ptr<grpc::ChannelCredentials> tls(const security::JobCredentials& trusted,
+                                              const security::JobCredentials* own) {
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = trusted.ca_certificate;
+  if (own != nullptr) {
+    options.pem_private_key = own->private_key;
+    options.pem_cert_chain = own->certificate;
+  }
+  return grpc::SslCredentials(options);
+}
+
+// A cifar-train PS serving the job's credentials, with the job's token.
+class PsDoor : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    security::write_tls_dir(work_.path() / "tls", job_);
+    ::setenv("CIFAR_PS_TOKEN", "the-jobs-token", 1);
+    ps_ = std::make_unique<ChildProcess>(
+        std::vector<std::string>{
+            CIFAR_TRAIN_BIN, "-m", "simplecnn", "-md", (work_.path() / "model").string(),
+            "--metrics-port", std::to_string(metrics_port_), "--distributed", "--dist-type", "ps",
+            "--ps-count", "1", "--worker-count", "1", "--dist-start-port", std::to_string(port_),
+            "--tls-dir", (work_.path() / "tls").string()},
+        work_.path() / "ps.log");
+    ::unsetenv("CIFAR_PS_TOKEN");
+  }
+
+  std::shared_ptr<grpc::Channel> channel(const std::shared_ptr<grpc::ChannelCredentials>& as) {
+    grpc::ChannelArguments args;
+    args.SetMaxSendMessageSize(-1);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);  // a connection (a handshake) of its own
+    return grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(port_), as, args);
+  }
+  std::string log() { return cifar::testing::read_file(work_.path() / "ps.log"); }
+
+  // The PS's count of refusals for `reason` (0 while it has none).
+  int refusals(const std::string& reason) {
+    const auto text =
+        cifar::testing::http_get("http://127.0.0.1:" + std::to_string(metrics_port_) + "/metrics");
+    std::smatch match;
+    const std::regex series("cifar_ps_refused_calls_total\\{[^}]*reason=\"" + reason +
+                            "\"[^}]*\\} ([0-9.e+]+)");
+    return std::regex_search(text, match, series) ? static_cast<int>(std::stod(match[1])) : 0;
+  }
+
+  TempDir work_;
+  int port_ = cifar::testing::free_port();
+  int metrics_port_ = cifar::testing::free_port();
+  security::JobCredentials job_ = credentials();
+  std::unique_ptr<ChildProcess> ps_;
+};
+
+TEST_F(PsDoor, AnUnauthenticatedOversizedPushIsRefusedBeforeItsPayloadIsRead) {
+  const auto member = channel(tls(job_, &job_));
+  ASSERT_TRUE(member->WaitForConnected(std::chrono::system_clock::now() + 30s)) << log();
 
   constexpr size_t kPush = size_t{256} << 20;
-  const auto before = peak_rss_mb(ps.pid());
+  const auto before = peak_rss_mb(ps_->pid());
   for (const auto* token : {"", "a-guess"}) {
-    const auto refused = push_bytes(channel, kPush, token);
+    const auto refused = push_bytes(member, kPush, token);
     EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAUTHENTICATED) << refused.error_message();
     EXPECT_EQ(refused.error_message(), kTokenRefusal);
   }
-  const auto after_refusals = peak_rss_mb(ps.pid());
+  const auto after_refusals = peak_rss_mb(ps_->pid());
   EXPECT_LT(after_refusals - before, 32)
       << "the PS read a refused push: " << before << " MB -> " << after_refusals << " MB";
+  EXPECT_EQ(refusals("token"), 2);
 
   // With the token the same bytes get in, are read, and are refused as no PushRequest: the
   // measurement sees a read payload.
-  const auto read = push_bytes(channel, kPush, "the-jobs-token");
+  const auto read = push_bytes(member, kPush, "the-jobs-token");
   EXPECT_NE(read.error_code(), grpc::StatusCode::UNAUTHENTICATED) << read.error_message();
   EXPECT_FALSE(read.ok());
-  const auto after_read = peak_rss_mb(ps.pid());
+  const auto after_read = peak_rss_mb(ps_->pid());
   std::cout << "PS peak RSS: " << before << " MB, after two refused 256 MB pushes "
             << after_refusals << " MB, after one admitted " << after_read << " MB\n";
   EXPECT_GT(after_read - after_refusals, 200);
-  EXPECT_TRUE(ps.running());  // and it kept serving
+  EXPECT_TRUE(ps_->running());  // and it kept serving
 }
 
-TEST(PsDoor, TheTokenComparisonIsExactAndIndependentOfWhereItDiffers) {
+TEST_F(PsDoor, OnlyTheJobsCertificateGetsInAndEveryRefusalItSeesIsCounted) {
+  const auto other_job = credentials();
+  ASSERT_TRUE(channel(tls(job_, &job_))->WaitForConnected(std::chrono::system_clock::now() + 30s))
+      << log();
+  // The job's token, but no certificate, or another job's: refused at the door, and counted.
+  const auto anonymous = push_bytes(channel(tls(job_, nullptr)), 1024, "the-jobs-token");
+  EXPECT_EQ(anonymous.error_code(), grpc::StatusCode::UNAUTHENTICATED) << anonymous.error_message();
+  EXPECT_EQ(anonymous.error_message(), kNoCertificateRefusal);
+  const auto stranger = push_bytes(channel(tls(job_, &other_job)), 1024, "the-jobs-token");
+  EXPECT_EQ(stranger.error_code(), grpc::StatusCode::UNAUTHENTICATED) << stranger.error_message();
+  EXPECT_EQ(stranger.error_message(), kForeignCertificateRefusal);
+  EXPECT_EQ(refusals("no_certificate"), 1);
+  EXPECT_EQ(refusals("foreign_certificate"), 1);
+  // Plaintext never gets past the TLS handshake (no call for the door to count).
+  const auto plaintext =
+      push_bytes(channel(grpc::InsecureChannelCredentials()), 1024, "the-jobs-token");
+  EXPECT_EQ(plaintext.error_code(), grpc::StatusCode::UNAVAILABLE) << plaintext.error_message();
+  // And a member checks the PS too: a server whose certificate is not its job's CA's is refused.
+  const auto impostor = push_bytes(channel(tls(other_job, &other_job)), 1024, "the-jobs-token");
+  EXPECT_EQ(impostor.error_code(), grpc::StatusCode::UNAVAILABLE) << impostor.error_message();
+  EXPECT_TRUE(ps_->running());
+}
+
+// The PS's own credentials out of their time: it does not start, and says why.
+TEST(PsDoorCredentials, ExpiredOrNotYetValidOnesStopThePsWithAClearMessage) {
+  for (const auto& [from, to, said] :
+       {std::tuple{int64_t{-172800}, int64_t{-86400}, std::string("is expired on ")},
+        std::tuple{int64_t{3600}, int64_t{86400}, std::string("is not valid before ")}}) {
+    TempDir work;
+    security::write_tls_dir(work.path() / "tls", credentials(from, to));
+    const auto result = cifar::testing::run_process(
+        {CIFAR_TRAIN_BIN, "-m", "simplecnn", "-md", (work.path() / "model").string(),
+         "--metrics-port", "-1", "--distributed", "--dist-type", "ps", "--ps-count", "1",
+         "--worker-count", "1", "--dist-start-port", std::to_string(cifar::testing::free_port()),
+         "--tls-dir", (work.path() / "tls").string()});
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    const std::string expected =
+        "the job's TLS certificate " + (work.path() / "tls" / "ca.crt").string() + " " + said;
+    EXPECT_NE(result.output.find(expected), std::string::npos) << result.output;
+  }
+}
+
+TEST(PsDoorToken, TheComparisonIsExactAndIndependentOfWhereItDiffers) {
   EXPECT_TRUE(equal_in_constant_time("Bearer abc", "Bearer abc"));
   EXPECT_FALSE(equal_in_constant_time("Bearer abd", "Bearer abc"));
   EXPECT_FALSE(equal_in_constant_time("Bearer ab", "Bearer abc"));

@@ -1,9 +1,11 @@
 // Whole parameter-server jobs as real processes on loopback: every mode learns with 1 and 2
 // shards, sync equals single-process training with the global batch, kill -9 of a worker, a PS
-// and the master, and metrics from every role.
+// and the master, and metrics from every role. Every job talks mutual TLS with credentials of its
+// own, as a local job does.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <map>
@@ -11,6 +13,7 @@
 #include <regex>
 
 #include "models/model.h"
+#include "security/tls_dir.h"
 #include "storage/store.h"
 #include "tests/support/object_store.h"
 #include "tests/support/parameters.h"
@@ -39,6 +42,15 @@ class LocalJob {
     // One range for both, so the gRPC and metrics ports cannot overlap.
     grpc_port_ = cifar::testing::free_port_range(2 * processes);
     metrics_port_ = grpc_port_ + processes;
+    // The job's own TLS credentials, as `cifar-train certs` makes them for a local job.
+    if (std::find(args_.begin(), args_.end(), "--insecure") == args_.end()) {
+      security::CertificateRequest request;
+      request.common_name = "test job";
+      request.dns_names = {"localhost"};
+      request.ip_addresses = {"127.0.0.1"};
+      security::write_tls_dir(work_ / "tls", security::make_job_credentials(request));
+      args_.insert(args_.end(), {"--tls-dir", (work_ / "tls").string()});
+    }
   }
 
   [[nodiscard]] fs::path model_dir() const { return work_ / kModelDir; }

@@ -55,7 +55,9 @@ class ServedShard {
       options.staleness = staleness;
       shards.push_back(std::make_shared<Shard>(options, metrics));
     }
-    server_ = std::make_unique<ShardServer>(shards, "127.0.0.1:0", std::move(token), max_bytes,
+    DoorOptions door;
+    door.token = std::move(token);
+    server_ = std::make_unique<ShardServer>(shards, "127.0.0.1:0", std::move(door), max_bytes,
                                             incarnation);
     channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
                                    grpc::InsecureChannelCredentials());
