@@ -14,6 +14,7 @@
 #include "cifartrainjob/replica_tally.h"
 #include "cifartrainjob/restart_count.h"
 #include "contract/exit_codes.h"
+#include "framework/pod_status.h"
 
 namespace cifar::op {
 namespace {
@@ -107,7 +108,17 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
                                " stopped on request with the job's state saved; recreating it "
                                "(not a restart: backoffLimit is not charged)"});
   }
-  count_restarts(pods, status);
+  // A pod the kubelet restarted in place after its store refused is not charged: the job ends on
+  // the refusal, which is never retried (and its other pods meet the same store).
+  if (tally.permanent && tally.permanent->exit_code == contract::kExitStoreUnavailable) {
+    PodsByName charged;
+    for (const auto& [name, pod] : pods) {
+      if (pod_exit_code(pod) != contract::kExitStoreUnavailable) charged.emplace(name, pod);
+    }
+    count_restarts(charged, status);
+  } else {
+    count_restarts(pods, status);
+  }
   for (const auto& failed : tally.retryable) {
     plan.delete_pods.push_back(failed.name);
     const auto* pod = find_pod(pods, failed.name);

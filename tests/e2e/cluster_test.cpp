@@ -67,6 +67,9 @@ TEST_F(Cluster, AParameterServerJobRunsToSucceededAndReportsItsProgress) {
       json::parse(master["spec"]["containers"][0]["env"][0]["value"].get<std::string>());
   EXPECT_EQ(tf_config["cluster"]["ps"][0], "ps-ps-0.ps." + ns_ + ".svc:2222");
   EXPECT_EQ(phase("ps-master-0"), "Succeeded");
+  // ... over mutual TLS with the job's certificate, which names it (the operator's, per job).
+  const auto ps_log = kubectl({"logs", "ps-ps-0", "-n", ns_}).output;
+  EXPECT_NE(ps_log.find("mutual TLS with the job's certificate"), std::string::npos) << ps_log;
 }
 
 TEST_F(Cluster, AnAllReduceJobWithTwoRanksRunsToSucceeded) {

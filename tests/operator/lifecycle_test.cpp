@@ -309,6 +309,9 @@ TEST(Lifecycle, AStoreThatRefusesFailsTheJobAtOnceWithItsOwnReason) {
   EXPECT_EQ(in_place.status.summary_reason, "CheckpointStoreUnavailable");
   EXPECT_NE(in_place.status.summary_message->find("exit code 5"), std::string::npos)
       << *in_place.status.summary_message;
+  // Not a restart of the job's: nothing asked for it, and nothing is retried (an e2e run saw the
+  // PS restarted in place before the master's refusal ended the job, and counted it).
+  EXPECT_EQ(in_place.status.restarts.value_or(0), 0);
 }
 
 TEST(Lifecycle, TheScrapersReadingIsWrittenByTheReconcile) {

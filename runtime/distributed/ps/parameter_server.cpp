@@ -133,10 +133,11 @@ int run_parameter_server(const train::TrainConfig& config) {
   DoorOptions door{dist.ps.token, job_credentials(dist.ps), [&metrics](Refusal refusal) {
                      if (metrics) metrics->record_ps_refusal(refusal_name(refusal));
                    }};
+  const std::string channel = door.tls ? "mutual TLS with the job's certificate" : "plaintext";
   ShardServer server(stripes, address, std::move(door), dist.ps.max_message_mb << 20,
                      config.incarnation);
-  spdlog::info("ps {}: serving shard {} of {} on {} (mode {})", job.index, job.index, servers,
-               address, mode_name(dist.ps.mode));
+  spdlog::info("ps {}: serving shard {} of {} on {} (mode {}, {})", job.index, job.index, servers,
+               address, mode_name(dist.ps.mode), channel);
   // Stripe 0 is always used; by the time the master finishes it, every other stripe it uses has
   // been initialised (before training) and is finished too. Each stripe is waited for once.
   auto& first = *stripes.front();
