@@ -12,6 +12,7 @@
 #include "contract/exit_codes.h"
 #include "data/dataset.h"
 #include "distributed/allreduce/trainer.h"
+#include "distributed/ps/job_tls.h"
 #include "distributed/ps/parameter_server.h"
 #include "distributed/ps/trainer.h"
 #include "storage/s3_client.h"
@@ -32,6 +33,12 @@ namespace {
 int run(const cifar::train::TrainConfig& config) {
   using cifar::cluster::Role;
   const auto& dist = config.distributed;
+  // A PS job's credentials are read and checked before anything else (a PS would otherwise claim
+  // the run and restore its checkpoints, a trainer build its model and data, and only then stop).
+  if (dist.enabled && dist.strategy == cifar::train::Strategy::kParameterServer &&
+      dist.job.role != Role::kEvaluator) {
+    static_cast<void>(cifar::ps::job_credentials(dist.ps));
+  }
   // The run's store answers (its bucket is there, the keys are right) before any work starts: a job
   // that cannot keep its checkpoints fails at once, not at its first checkpoint.
   if (dist.uses_store()) {

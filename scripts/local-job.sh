@@ -29,7 +29,9 @@ common=(--distributed --ps-count "$ps_count" --worker-count "$workers" --dist-st
 # The PS channel is mutual TLS: unless the flags give the job's credentials (--tls-dir) or turn TLS
 # off (--insecure), credentials are made for this job (`cifar-train certs`), removed at its end.
 tls_dir=""
-if [[ " $* " != *" --tls-dir "* && " $* " != *" --insecure "* && -z "${CIFAR_TLS_DIR:-}" ]]; then
+trap '[ -z "$tls_dir" ] || rm -rf "$tls_dir"' EXIT
+if [[ " $* " != *" --tls-dir "* && " $* " != *" --tls-dir="* && " $* " != *" --insecure "* &&
+      -z "${CIFAR_TLS_DIR:-}" ]]; then
   tls_dir=$(mktemp -d "${TMPDIR:-/tmp}/cifar-job-tls.XXXXXX")
   "$bin" certs --out "$tls_dir" >/dev/null
   common+=(--tls-dir "$tls_dir")
@@ -47,7 +49,6 @@ stop_all() {
   for pid in "${!name_of[@]}"; do kill "$pid" 2>/dev/null || true; done
 }
 trap 'stop_all; exit 130' INT TERM
-trap '[ -z "$tls_dir" ] || rm -rf "$tls_dir"' EXIT
 
 for ((i = 0; i < ps_count; i++)); do start "ps $i" --dist-type ps --ps-index "$i" --progress none; done
 start "master 0" --dist-type master

@@ -92,7 +92,7 @@ remove_cluster_rules() {
       saved=$("$tool-save" -t "$table" 2>/dev/null) || continue
       has_cluster_rules <<<"$saved" || continue
       without_cluster_rules <<<"$saved" | "$tool-restore" -T "$table" 2>/dev/null ||
-        echo "stop.sh: could not remove the KUBE- rules of $tool table $table" >&2
+        echo "stop.sh: could not remove the KUBE- and CIFAR- rules of $tool table $table" >&2
     done
   done
   return 0

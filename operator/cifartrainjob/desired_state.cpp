@@ -361,11 +361,12 @@ json desired_pod(const Job& job, Role role, int index) {
     for (const char* key : {security::kCaFile, security::kCertificateFile, security::kKeyFile}) {
       items.push_back({{"key", key}, {"path", key}});
     }
-    // Readable by the pod's group (its fsGroup) only: the key is the job's identity.
+    // Readable by whoever the container runs as (a template may name another user and no
+    // fsGroup): the container is the job's process alone.
     volumes.push_back(
         {{"name", "job-tls"},
          {"secret",
-          {{"secretName", token_secret_name(job)}, {"items", items}, {"defaultMode", 0440}}}});
+          {{"secretName", token_secret_name(job)}, {"items", items}, {"defaultMode", 0444}}}});
   }
 
   // The template first, the job's own fields over it: names, labels, env and the container are

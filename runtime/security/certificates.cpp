@@ -12,6 +12,7 @@
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
 
+#include <ctime>
 #include <memory>
 #include <stdexcept>
 
@@ -32,11 +33,20 @@ using Extension = std::unique_ptr<X509_EXTENSION, Deleter<X509_EXTENSION_free>>;
 using Store = std::unique_ptr<X509_STORE, Deleter<X509_STORE_free>>;
 using StoreContext = std::unique_ptr<X509_STORE_CTX, Deleter<X509_STORE_CTX_free>>;
 
+// Throws, with OpenSSL's reason; leaves the thread's error queue empty (the operator's reconcile
+// thread also runs cpprest's TLS).
 [[noreturn]] void fail(const std::string& what) {
   const unsigned long code = ERR_get_error();
   char reason[256] = "";
   if (code != 0) ERR_error_string_n(code, reason, sizeof reason);
+  ERR_clear_error();
   throw std::runtime_error("cannot " + what + (code != 0 ? std::string(": ") + reason : ""));
+}
+
+Bio memory_bio() {
+  Bio bio(BIO_new(BIO_s_mem()));
+  if (!bio) fail("allocate a memory BIO");
+  return bio;
 }
 
 void check(int ok, const std::string& what) {
@@ -79,16 +89,16 @@ Certificate new_certificate(const EVP_PKEY* key, const std::string& common_name,
     fail("set the validity");
   }
   X509_NAME* name = X509_get_subject_name(certificate.get());
+  const auto cut = common_name.substr(0, ub_common_name);  // X.509's bound (64)
   check(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
-                                   reinterpret_cast<const unsigned char*>(common_name.c_str()), -1,
-                                   -1, 0),
-        "name the certificate " + common_name);
+                                   reinterpret_cast<const unsigned char*>(cut.c_str()), -1, -1, 0),
+        "name the certificate " + cut);
   check(X509_set_pubkey(certificate.get(), const_cast<EVP_PKEY*>(key)), "set the public key");
   return certificate;
 }
 
 std::string pem_of(const X509* certificate) {
-  Bio bio(BIO_new(BIO_s_mem()));
+  auto bio = memory_bio();
   check(PEM_write_bio_X509(bio.get(), const_cast<X509*>(certificate)), "write a certificate");
   char* data = nullptr;
   const long size = BIO_get_mem_data(bio.get(), &data);
@@ -96,7 +106,7 @@ std::string pem_of(const X509* certificate) {
 }
 
 std::string pem_of(const EVP_PKEY* key) {
-  Bio bio(BIO_new(BIO_s_mem()));
+  auto bio = memory_bio();
   check(PEM_write_bio_PrivateKey(bio.get(), const_cast<EVP_PKEY*>(key), nullptr, nullptr, 0,
                                  nullptr, nullptr),
         "write a private key");
@@ -107,6 +117,7 @@ std::string pem_of(const EVP_PKEY* key) {
 
 Certificate parse_certificate(const std::string& pem) {
   Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+  if (!bio) fail("read a certificate");
   Certificate certificate(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
   if (!certificate) {
     ERR_clear_error();
@@ -127,7 +138,7 @@ std::string utc_text(const ASN1_TIME* time) {
 
 JobCredentials make_job_credentials(const CertificateRequest& request) {
   const auto ca_key = new_key();
-  auto ca = new_certificate(ca_key.get(), request.common_name + " CA", request);
+  auto ca = new_certificate(ca_key.get(), "CA " + request.common_name, request);
   check(X509_set_issuer_name(ca.get(), X509_get_subject_name(ca.get())), "set the CA's issuer");
   add_extension(ca.get(), ca.get(), NID_basic_constraints, "critical,CA:TRUE,pathlen:0");
   add_extension(ca.get(), ca.get(), NID_key_usage, "critical,keyCertSign,cRLSign");
@@ -154,9 +165,35 @@ std::string validity_problem(const std::string& certificate_pem) {
   const auto certificate = parse_certificate(certificate_pem);
   const ASN1_TIME* not_before = X509_get0_notBefore(certificate.get());
   const ASN1_TIME* not_after = X509_get0_notAfter(certificate.get());
-  if (X509_cmp_current_time(not_before) > 0) return "not valid before " + utc_text(not_before);
-  if (X509_cmp_current_time(not_after) < 0) return "expired on " + utc_text(not_after);
+  const int before = X509_cmp_current_time(not_before);
+  const int after = X509_cmp_current_time(not_after);
+  if (before == 0 || after == 0) return "of an unreadable validity";  // 0: OpenSSL's error
+  if (before > 0) return "not valid before " + utc_text(not_before);
+  if (after < 0) return "expired on " + utc_text(not_after);
   return "";
+}
+
+std::chrono::system_clock::time_point expiry_of(const std::string& certificate_pem) {
+  const auto certificate = parse_certificate(certificate_pem);
+  struct tm parts {};
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(certificate.get()), &parts) != 1) {
+    throw std::invalid_argument("a certificate of an unreadable validity");
+  }
+  return std::chrono::system_clock::from_time_t(timegm(&parts));
+}
+
+bool key_matches(const std::string& certificate_pem, const std::string& private_key_pem) {
+  Certificate certificate;
+  try {
+    certificate = parse_certificate(certificate_pem);
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  Bio bio(BIO_new_mem_buf(private_key_pem.data(), static_cast<int>(private_key_pem.size())));
+  const Key key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  const bool matches = key && X509_check_private_key(certificate.get(), key.get()) == 1;
+  ERR_clear_error();
+  return matches;
 }
 
 bool issued_by(const std::string& certificate_pem, const std::string& ca_pem) {

@@ -18,7 +18,9 @@ struct JobCredentials {
 };
 
 struct CertificateRequest {
-  std::string common_name;                // names the job in both certificates
+  // Names the job in both certificates (cut to X.509's 64 characters; the SANs are what peers
+  // check).
+  std::string common_name;
   std::vector<std::string> dns_names;     // SANs; a leading "*." is a one-label wildcard
   std::vector<std::string> ip_addresses;  // SANs
   std::chrono::seconds valid_for = std::chrono::hours(24 * 365);
@@ -36,5 +38,11 @@ std::string validity_problem(const std::string& certificate_pem);
 // Whether `certificate_pem` is signed by `ca_pem` (and valid now): the check a member makes of
 // a peer's certificate.
 bool issued_by(const std::string& certificate_pem, const std::string& ca_pem);
+
+// When `certificate_pem` stops being valid. std::invalid_argument if it is no PEM certificate.
+std::chrono::system_clock::time_point expiry_of(const std::string& certificate_pem);
+
+// Whether `private_key_pem` is the private half of `certificate_pem`'s key.
+bool key_matches(const std::string& certificate_pem, const std::string& private_key_pem);
 
 }  // namespace cifar::security

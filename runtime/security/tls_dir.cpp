@@ -1,7 +1,11 @@
 #include "security/tls_dir.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -18,13 +22,27 @@ std::string read_file(const std::filesystem::path& path) {
   return text.str();
 }
 
+// Created with `mode` from the start (a key is never readable by others, not even for a moment),
+// never through a symlink.
 void write_file(const std::filesystem::path& path, const std::string& text, mode_t mode) {
-  {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
+  const auto failed = [&](const char* what) {
+    return std::runtime_error(std::string("cannot ") + what + " " + path.string() + ": " +
+                              std::strerror(errno));
+  };
+  struct File {
+    int fd;
+    ~File() { ::close(fd); }
+  };
+  const File file{
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode)};
+  if (file.fd < 0) throw failed("create");
+  if (::fchmod(file.fd, mode) != 0) throw failed("chmod");  // an existing file keeps its mode
+  for (size_t written = 0; written < text.size();) {
+    const auto n = ::write(file.fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw failed("write");
+    written += static_cast<size_t>(n);
   }
-  if (::chmod(path.c_str(), mode) != 0) throw std::runtime_error("cannot chmod " + path.string());
 }
 
 }  // namespace
@@ -49,14 +67,17 @@ JobCredentials read_tls_dir(const std::filesystem::path& dir) {
     throw std::invalid_argument((dir / kCertificateFile).string() + " is not issued by " +
                                 (dir / kCaFile).string());
   }
-  if (credentials.private_key.find("PRIVATE KEY-----") == std::string::npos) {
-    throw std::invalid_argument((dir / kKeyFile).string() + " holds no PEM private key");
+  if (!key_matches(credentials.certificate, credentials.private_key)) {
+    throw std::invalid_argument((dir / kKeyFile).string() + " is not the private key of " +
+                                (dir / kCertificateFile).string());
   }
   return credentials;
 }
 
 void write_tls_dir(const std::filesystem::path& dir, const JobCredentials& credentials) {
-  std::filesystem::create_directories(dir);
+  if (std::filesystem::create_directories(dir)) {  // one it made: its owner's only
+    std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+  }
   write_file(dir / kCaFile, credentials.ca_certificate, 0644);
   write_file(dir / kCertificateFile, credentials.certificate, 0644);
   write_file(dir / kKeyFile, credentials.private_key, 0600);

@@ -1,7 +1,8 @@
 // The fixture of the end-to-end tests on the local cluster (deploy/local-cluster, two nodes): a
-// fresh namespace per test (Pod Security Admission enforcing `restricted` there), kubectl and an API client on the cluster's kubeconfig, hostPath volumes
-// with the CIFAR-10 slice, CifarTrainJobs submitted as a user would, and on failure a diagnosis
-// (the job's status, Events, its pods' and the operator's logs).
+// fresh namespace per test (Pod Security Admission enforcing `restricted` there), kubectl and an
+// API client on the cluster's kubeconfig, hostPath volumes with the CIFAR-10 slice,
+// CifarTrainJobs submitted as a user would, and on failure a diagnosis (the job's status, Events,
+// its pods' and the operator's logs).
 #pragma once
 
 #include <gtest/gtest.h>

@@ -60,17 +60,30 @@ class EnforcedNetworkPolicy : public Cluster {
 
   // What a TCP connection from the network namespace of process `pid` to ip:port meets within
   // 3 s: a listener (opened), the pod's own stack with nothing listening (refused: a reset), or
-  // nothing (timed out: the policy agent drops the SYN, it never resets).
-  enum class Reach { kOpened, kRefused, kTimedOut };
+  // nothing (timed out: the policy agent drops the SYN, it never resets); anything else (the
+  // namespace gone, ...) is a failure of the check itself.
+  enum class Reach { kOpened, kRefused, kTimedOut, kCheckFailed };
   static Reach reach(int pid, const std::string& ip, int port) {
     const auto result =
         run_process({"nsenter", "--net=/proc/" + std::to_string(pid) + "/ns/net", "--", "timeout",
                      "3", "bash", "-c", "exec 3<>/dev/tcp/" + ip + "/" + std::to_string(port)});
     if (result.exit_code == 0) return Reach::kOpened;
-    return result.exit_code == 124 ? Reach::kTimedOut : Reach::kRefused;
+    if (result.exit_code == 124) return Reach::kTimedOut;
+    return result.output.find("Connection refused") != std::string::npos ? Reach::kRefused
+                                                                         : Reach::kCheckFailed;
   }
   static const char* name_of(Reach reach) {
-    return reach == Reach::kOpened ? "opened" : reach == Reach::kRefused ? "refused" : "timed out";
+    switch (reach) {
+      case Reach::kOpened:
+        return "opened";
+      case Reach::kRefused:
+        return "refused";
+      case Reach::kTimedOut:
+        return "timed out";
+      case Reach::kCheckFailed:
+        break;
+    }
+    return "the check failed";
   }
 
   // The local port of a Gloo pair of process `pid`'s rank: its established connection to the

@@ -117,7 +117,8 @@ TEST_F(ObjectStorage, JobsResumeFromTheBucketAndARunContinuesInAnotherNamespace)
   const auto run = status_of("s3ar").value("modelDir", "");
   const int final_step = status_of("s3ar")["progress"].value("step", 0);
   ASSERT_GT(final_step, 0);
-  const auto other = cifar::testing::create_test_namespace(client_, "e2e-moved", cifar::testing::kRestricted);
+  const auto other =
+      cifar::testing::create_test_namespace(client_, "e2e-moved", cifar::testing::kRestricted);
   keys_secret(other, "store-keys", secret_);
   ca_config_map(other);
   host_volume("cifar10", e2e_dir() / "cifar10-slice", true, other);

@@ -12,6 +12,7 @@
 
 #include "contract/labels.h"
 #include "kube/client.h"
+#include "security/certificates.h"
 #include "tests/integration/cifartrainjobs.h"
 #include "tests/integration/test_namespace.h"
 #include "tests/support/process.h"
@@ -411,15 +412,13 @@ TEST_F(Operator, InARestrictedNamespaceItsPodsAreAdmittedAndAForbiddenTemplateIs
   const std::map<std::string, std::pair<json, std::string>> forbidden = {
       {"privileged",
        {{{"spec",
-          {{"initContainers",
-            json::array({{{"name", "setup"},
-                          {"image", "cifar-train:test"},
-                          {"securityContext", {{"privileged", true}}}}})}}}},
+          {{"initContainers", json::array({{{"name", "setup"},
+                                            {"image", "cifar-train:test"},
+                                            {"securityContext", {{"privileged", true}}}}})}}}},
         "securityContext.privileged=true"}},
       {"host-path",
        {{{"spec",
-          {{"volumes",
-            json::array({{{"name", "host"}, {"hostPath", {{"path", "/var/run"}}}}})}}}},
+          {{"volumes", json::array({{{"name", "host"}, {"hostPath", {{"path", "/var/run"}}}}})}}}},
         "hostPath"}},
       {"root", {{{"spec", {{"securityContext", {{"runAsUser", 0}}}}}}, "runAsUser=0"}}};
   for (const auto& [name, asked] : forbidden) {
@@ -435,6 +434,42 @@ TEST_F(Operator, InARestrictedNamespaceItsPodsAreAdmittedAndAForbiddenTemplateIs
     EXPECT_NE(message.find("violates PodSecurity \"restricted"), std::string::npos) << message;
     EXPECT_NE(message.find(asked.second), std::string::npos) << asked.second << ": " << message;
   }
+}
+
+// A PS job's Secret as an operator before the job's TLS made it (a token, no credentials): the pods
+// made now mount the credentials, so the operator adds them first, and they are the job's own.
+TEST_F(Operator, APsJobsSecretWithoutCredentialsGetsThemBeforeNewPodsMountThem) {
+  submit("j", ps_spec());
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return pod_names("j") == kPsJobPods; }, seconds(30)))
+      << log();
+  const auto secret = cifar::kube::secrets(ns_).named("j-token");
+  const auto made = client_.get(secret)["data"];
+  ASSERT_TRUE(made.contains("ca.crt") && made.contains("tls.crt") && made.contains("tls.key"));
+  client_.patch(secret,
+                {{"data", {{"ca.crt", nullptr}, {"tls.crt", nullptr}, {"tls.key", nullptr}}}},
+                cifar::kube::PatchType::kMerge);
+  ASSERT_FALSE(client_.get(secret)["data"].contains("ca.crt"));
+  client_.remove(cifar::kube::pods(ns_).named("j-worker-1"));
+  json data;
+  EXPECT_TRUE(cifar::testing::wait_for(
+      [&] {
+        data = client_.get(secret)["data"];
+        return pod_names("j").count("j-worker-1") == 1 && data.contains("ca.crt");
+      },
+      seconds(30)))
+      << log();
+  const auto decoded = [&](const std::string& key) {  // as a user reads a Secret's key
+    const auto dot = key.find('.');
+    const auto escaped = key.substr(0, dot) + "\\." + key.substr(dot + 1);  // tls\.crt
+    return cifar::testing::run_process({"bash", "-c",
+                                        "kubectl --kubeconfig " + kubeconfig() +
+                                            " get secret j-token -n " + ns_ +
+                                            " -o jsonpath='{.data." + escaped + "}' | base64 -d"})
+        .output;
+  };
+  EXPECT_TRUE(cifar::security::issued_by(decoded("tls.crt"), decoded("ca.crt")));
+  EXPECT_TRUE(cifar::security::key_matches(decoded("tls.crt"), decoded("tls.key")));
+  EXPECT_EQ(data["token"], made["token"]);  // the token kept
 }
 
 TEST_F(Operator, KilledAndRestartedMidReconcileItCreatesNoDuplicatesAndLosesNothing) {

@@ -157,7 +157,7 @@ TEST(DesiredState, EveryPodGetsTheJobsTokenFromItsSecret) {
 }
 
 // The job's TLS credentials live in its Secret beside the token; a PS job's PS and trainers mount
-// them (readable by the pod's group only) and are told where, and its certificate names every pod
+// them and are told where, and its certificate names every pod
 // as TF_CONFIG does. The evaluator, which calls no PS, and an all-reduce job's pods get none.
 TEST(DesiredState, APsJobsPsAndTrainersMountTheJobsCredentialsFromItsSecret) {
   const auto job = ps_job();
@@ -179,7 +179,7 @@ TEST(DesiredState, APsJobsPsAndTrainersMountTheJobsCredentialsFromItsSecret) {
     ASSERT_EQ(tls != volumes.end(), member) << name;
     if (!member) continue;
     EXPECT_EQ((*tls)["secret"]["secretName"], "mnist-token");
-    EXPECT_EQ((*tls)["secret"]["defaultMode"], 0440);
+    EXPECT_EQ((*tls)["secret"]["defaultMode"], 0444);
     EXPECT_EQ((*tls)["secret"]["items"].size(), 3U);
     EXPECT_EQ(
         pod["spec"]["containers"][0]["volumeMounts"].back(),

@@ -22,16 +22,17 @@ inline Observed no_pods() {
   return observed;
 }
 
-// `pod` (a desired pod) with a UID of its own, as the API server gives every pod it creates.
 // The value of the pod's env var `name` ("" if absent, "(ref)" if it comes from a reference).
 inline std::string env_of(const nlohmann::json& pod, const std::string& name) {
   for (const auto& var : pod["spec"]["containers"][0]["env"]) {
-    if (var["name"] == name)
+    if (var["name"] == name) {
       return var.contains("value") ? var["value"].get<std::string>() : "(ref)";
+    }
   }
   return "";
 }
 
+// `pod` (a desired pod) with a UID of its own, as the API server gives every pod it creates.
 inline nlohmann::json created(nlohmann::json pod) {
   static int created_pods = 0;
   pod["metadata"]["uid"] = "uid-" + std::to_string(++created_pods);

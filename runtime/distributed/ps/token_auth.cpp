@@ -4,8 +4,9 @@
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
 
+#include <chrono>
+#include <map>
 #include <mutex>
-#include <set>
 
 namespace cifar::ps {
 namespace {
@@ -17,15 +18,16 @@ std::string_view view(const grpc_slice& slice) {
 // What the checks need, owned by the core credentials (released by `destroy_door`).
 struct Door {
   std::string expected_header;  // "" : no token asked for
-  std::optional<std::string> ca;
+  std::optional<std::string> ca_certificate_pem;
   std::function<void(Refusal)> on_refusal;
   std::mutex mutex;
-  std::set<std::string> admitted_certificates;  // PEMs the CA issued (a job has one)
+  // PEMs the CA issued (a job has one), until they expire.
+  std::map<std::string, std::chrono::system_clock::time_point> admitted_certificates;
 
   // Why the caller of this call is refused, if it is; the certificate first.
   std::optional<Refusal> refusal(grpc_auth_context* context, const grpc_metadata* metadata,
                                  size_t count) {
-    if (ca) {
+    if (ca_certificate_pem) {
       auto properties =
           grpc_auth_context_find_properties_by_name(context, GRPC_X509_PEM_CERT_PROPERTY_NAME);
       const grpc_auth_property* pem = grpc_auth_property_iterator_next(&properties);
@@ -43,13 +45,16 @@ struct Door {
   }
 
   bool admits(const std::string& certificate) {
+    const auto now = std::chrono::system_clock::now();
     {
       std::lock_guard lock(mutex);
-      if (admitted_certificates.count(certificate) > 0) return true;
+      const auto known = admitted_certificates.find(certificate);
+      if (known != admitted_certificates.end() && now < known->second) return true;
     }
-    if (!security::issued_by(certificate, *ca)) return false;
+    if (!security::issued_by(certificate, *ca_certificate_pem)) return false;  // checks the time
     std::lock_guard lock(mutex);
-    if (admitted_certificates.size() < 16) admitted_certificates.insert(certificate);
+    if (admitted_certificates.size() >= 16) admitted_certificates.clear();
+    admitted_certificates[certificate] = security::expiry_of(certificate);
     return true;
   }
 };
@@ -104,7 +109,7 @@ class DoorCredentials final : public grpc::ServerCredentials {
     }
     auto door = std::make_unique<Door>();
     if (!options_.token.empty()) door->expected_header = "Bearer " + options_.token;
-    if (options_.tls) door->ca = options_.tls->ca_certificate;
+    if (options_.tls) door->ca_certificate_pem = options_.tls->ca_certificate;
     door->on_refusal = options_.on_refusal;
     grpc_server_credentials_set_auth_metadata_processor(credentials,
                                                         {check_call, destroy_door, door.release()});
