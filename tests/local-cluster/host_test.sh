@@ -157,7 +157,7 @@ rm -f "$tmp/restored"/*
 iptables-restore() { if [ "$2" = nat ]; then return 1; fi; fake_restore iptables "$@"; }
 said=$(remove_cluster_rules 2>&1)
 same "remove_cluster_rules: a failed restore is said" \
-  "stop.sh: could not remove the KUBE- rules of iptables table nat" "$said"
+  "stop.sh: could not remove the KUBE- and CIFAR- rules of iptables table nat" "$said"
 same "remove_cluster_rules: the other tables still restored" "iptables.filter" "$(cd "$tmp/restored" && echo *)"
 # The audit: KUBE- anywhere in a tool's whole save.
 iptables-save() { [ $# = 0 ] && cat "$tmp/saved/iptables.filter"; }
