@@ -202,7 +202,9 @@ TEST_F(WhenAJobGoesWrong, ACreateRefusedByAQuotaWaitsWithAReasonAndTheJobRunsOnc
 // case's own; once the job trains, the label goes and the worker's pod is deleted, so its
 // replacement can never be placed (as if its node were gone, without taking the other cases'
 // pods with it). The PS drops the silent worker after its timeout (30 s) and the master trains
-// on: the job says so while it runs and when it ends.
+// on: the job says so while it runs and when it ends. Long enough that the master, alone after
+// the drop, trains for several of the operator's 5 s progress scrapes (with 4 epochs a cold CI
+// run saw the job end 6 s after the drop, before a scrape had seen it).
 TEST_F(WhenAJobGoesWrong, AWorkerGoneForGoodMidRunIsReportedAsDroppedAndTheJobsEndSaysSo) {
   data_and_checkpoint_volumes();
   const auto node = kubectl({"get", "nodes", "-o", "jsonpath={.items[0].metadata.name}"}).output;
@@ -212,7 +214,7 @@ TEST_F(WhenAJobGoesWrong, AWorkerGoneForGoodMidRunIsReportedAsDroppedAndTheJobsE
          "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker:\n      replicas: 1\n"
          "      template: {spec: {nodeSelector: {" +
              label + ": worker}}}\n",
-         "", "cifar10", kLongEnoughToInterrupt);
+         "", "cifar10", 3 * kLongEnoughToInterrupt);
   ASSERT_TRUE(wait_until_training("gone")) << diagnose("gone");
   ASSERT_TRUE(unlabel_node());
   ASSERT_EQ(kubectl({"delete", "pod", "gone-worker-0", "-n", ns_, "--wait=false"}).exit_code, 0);
