@@ -33,8 +33,11 @@ trap '[ -z "$tls_dir" ] || rm -rf "$tls_dir"' EXIT
 if [[ " $* " != *" --tls-dir "* && " $* " != *" --tls-dir="* && " $* " != *" --insecure "* &&
       -z "${CIFAR_TLS_DIR:-}" ]]; then
   tls_dir=$(mktemp -d "${TMPDIR:-/tmp}/cifar-job-tls.XXXXXX")
-  "$bin" certs --out "$tls_dir" >/dev/null
-  common+=(--tls-dir "$tls_dir")
+  # A binary from before TLS (bench/compare_builds.sh runs old builds) has no `certs` and speaks
+  # plaintext; a current one that could not make them stops, saying what it needs.
+  if "$bin" certs --out "$tls_dir" >/dev/null 2>&1; then
+    common+=(--tls-dir "$tls_dir")
+  fi
 fi
 
 declare -A name_of  # the pid of each process still running -> its name
