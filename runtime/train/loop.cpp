@@ -155,6 +155,9 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
   auto& metrics = *metrics_endpoint;
   TrainState state = exchange.start(trainable(*model), plan, metrics);
   if (place.chief) record_resumed_step(state.step);  // its fence's (claimed in main)
+  // A SIGTERM from here on stops at a step boundary with the step saved. Opened before the line
+  // below, so that whoever reads that line knows a stop is no longer an immediate exit.
+  const StopWindow stop_window;
   spdlog::info("model {}: {} trainable parameters, {} threads, device {}, {}; {}", config.model,
                models::parameter_count(*model), threads, device.str(),
                contract::name_of(kPrecisionNames, precision), exchange.describe());
@@ -185,8 +188,7 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
   begin_epoch(run);
   metrics.set_job_position(state.step, plan.total_updates);
   bool done = state.step >= plan.total_updates;
-  bool epoch_open = !done;       // whether the current epoch has batches not yet recorded
-  const StopWindow stop_window;  // a SIGTERM from here on stops at a step boundary, saved
+  bool epoch_open = !done;  // whether the current epoch has batches not yet recorded
   while (!done) {
     const auto t_start = Clock::now();
     auto batch = train_loader.next();

@@ -69,9 +69,11 @@ TEST_F(Drains, ADrainOfAnAllReduceJobsRank1NodeLosesAtMostAStep) {
   data_and_checkpoint_volumes();
   checkpoint_every_steps_ = 0;
   // cleanPodPolicy None: rank 1's replacement, which says where it resumed, may still be running
-  // when rank 0 ends the job (the default, Running, would delete it then).
+  // when rank 0 ends the job (the default, Running, would delete it then). Spread: with both ranks
+  // on one node the drain would evict rank 0 too.
   submit("ardrain", kAllReduce, "    Worker: {replicas: 2}\n",
-         "  runPolicy: {cleanPodPolicy: None}\n", "cifar10", kLongEnoughToInterrupt);
+         "  runPolicy: {cleanPodPolicy: None, schedulingPolicy: {spreadAcrossNodes: Required}}\n",
+         "cifar10", kLongEnoughToInterrupt);
   ASSERT_TRUE(wait_until_training("ardrain")) << diagnose("ardrain");
   // Rank 0 stops with rank 1 (the stop rides on the next step's all-reduce) and saves the step,
   // then waits inside its process for rank 1's replacement, which resumes there with it.
