@@ -5,7 +5,7 @@ JOBS ?= 2
 WERROR ?= ON
 
 .PHONY: all deps configure build control-plane node kueue tools go-parts go-node go-kueue \
-        images cluster cluster-stop test \
+        fake-gpu-plugin images cluster cluster-stop test \
         demo bench format tidy chart-files clean
 
 all: build
@@ -30,6 +30,11 @@ control-plane: deps
 
 node: deps
 	bash deploy/local-cluster/build.sh node
+
+# The local cluster's fake GPUs' device plugin (C++, against the kubelet's device plugin API from
+# its Go module), cached alike (~1 minute the first time).
+fake-gpu-plugin: deps
+	bash deploy/local-cluster/build-fake-gpu-plugin.sh >/dev/null
 
 # Kueue's manager (sigs.k8s.io/kueue, pinned in deploy/local-cluster/modules/kueue), cached alike
 # (~3 minutes the first time); deploy/local-cluster/kueue.sh installs it on the local cluster.
@@ -57,12 +62,17 @@ images: build
 # machine); it prints how to point kubectl at it. KUEUE=1 installs Kueue on it too. S3=1 starts
 # an object store (deploy/object-store) on node 1's bridge, http://10.244.0.1:8333 with the bucket
 # `checkpoints`, which deploy/examples/s3-ps-job.yaml uses. `make cluster-stop` stops it and
-# cleans up.
+# cleans up. GPUS=G (NODES=2 or more) gives every node but node 1 G fake nvidia.com/gpu (a device
+# plugin advertises devices that are not there; pods that ask for them run on the CPU), GPU_TAINT=1
+# taints those nodes nvidia.com/gpu:NoSchedule.
 NODES ?= 1
+GPUS ?= 0
+GPU_TAINT ?= 0
 KUEUE ?= 0
 S3 ?= 0
-cluster: images node tools $(if $(filter 1,$(KUEUE)),kueue)
-	bash deploy/local-cluster/start.sh --nodes $(NODES) $(BUILD_DIR)/cluster $(BUILD_DIR)/images
+cluster: images node tools fake-gpu-plugin $(if $(filter 1,$(KUEUE)),kueue)
+	bash deploy/local-cluster/start.sh --nodes $(NODES) --gpus $(GPUS) \
+	  $(if $(filter 1,$(GPU_TAINT)),--gpu-taint) $(BUILD_DIR)/cluster $(BUILD_DIR)/images
 	if [ "$(KUEUE)" = 1 ]; then bash deploy/local-cluster/kueue.sh $(BUILD_DIR)/cluster; fi
 	if [ "$(S3)" = 1 ]; then \
 	  bash deploy/object-store/start.sh $(BUILD_DIR)/object-store --address 10.244.0.1 --port 8333 \
@@ -74,10 +84,10 @@ cluster-stop:
 	bash deploy/object-store/stop.sh $(BUILD_DIR)/object-store
 	bash deploy/local-cluster/stop.sh $(BUILD_DIR)/cluster
 
-# Every Go part the tests use, each its own target so that `make -j` builds them side by side:
+# Every Go part the tests use (and the fake GPU plugin, whose API comes from a Go module), each its own target so that `make -j` builds them side by side:
 # go-node includes the control plane (whose build shares a staging directory with it). Go's module
 # and build caches are safe to share between concurrent builds.
-GO_PARTS = go-node go-kueue $(TOOL_TARGETS)
+GO_PARTS = go-node go-kueue fake-gpu-plugin $(TOOL_TARGETS)
 go-parts: $(GO_PARTS)
 go-node: deps
 	bash deploy/local-cluster/build.sh node >/dev/null
@@ -114,6 +124,8 @@ tidy: deps
 	cmake --build build-tidy --target cifar_proto_generate >/dev/null
 	git ls-files 'runtime/*.cpp' 'operator/*.cpp' 'tests/*.cpp' 'bench/*.cpp' | \
 	  xargs -P $(JOBS) -n 1 clang-tidy -p build-tidy --quiet
+	clang-tidy -p "$$(dirname "$$(bash deploy/local-cluster/build-fake-gpu-plugin.sh)")/build" --quiet \
+	  deploy/local-cluster/fake-gpu-plugin/*.cpp
 
 # The Helm chart's copies of the CRD, the alert rules and the dashboard (its files/), written from
 # deploy/, their one source; ctest Helm.CopiesInSync runs it with --check.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One node of the local cluster that start.sh started in DIR: its containerd (+ runc and the CNI
-# bridge plugin), kubelet, kube-proxy and NetworkPolicy agent (kube-network-policies).
+# bridge plugin), kubelet, kube-proxy and NetworkPolicy agent (kube-network-policies), and on a GPU
+# node (start.sh --gpus) the fake GPUs' device plugin (fake-gpu-plugin/).
 #   node.sh network DIR INDEX   its network (start.sh, before the control plane binds node 1's)
 #   node.sh start DIR INDEX     its daemons; again after `kill`, the node comes back as it was
 #   node.sh kill DIR INDEX      a node death: its network cut, then SIGKILL to its daemons, their
@@ -21,20 +22,30 @@
 # host routes its pod CIDR 10.244.INDEX-1.0/24 to it; it routes everything else to the host), with
 # its own iptables (its kube-proxy's), its own containerd (root, state, socket), kubelet root, pod
 # log dir and cgroup root /nodeINDEX, so that no two kubelets ever touch each other's state.
-# Shared with the host, because no setting moves them: /var/lib/kubelet/device-plugins (no device
-# plugin runs here) and /var/log/containers (its links are named after pod and container ids).
+# Every node (node 1 too) also has a mount namespace of its own (DIR/nodeINDEX/mounts), in which
+# its daemons and pods run: there /var/lib/kubelet/device-plugins, a constant of the kubelet's
+# device plugin API, is the node's own DIR/nodeINDEX/device-plugins (its kubelet's socket and
+# checkpoint, its device plugins' sockets), and the mounts its kubelet and containerd make (pod
+# volumes, container filesystems, the pods' network namespaces) stay out of the host's and the
+# other nodes' sight, as on machines of their own. Shared with the host, because no setting moves
+# it: /var/log/containers (its links are named after pod and container ids).
+# A GPU node (INDEX >= 2 when start.sh got --gpus N) has N fake nvidia.com/gpu, advertised by
+# fake-gpu-plugin through the kubelet's device plugin API, the labels NVIDIA's GPU operator puts
+# on a GPU node, the containerd handler `nvidia` (plain runc: there is no GPU to inject) behind the
+# RuntimeClass of the same name, and with --gpu-taint the taint nvidia.com/gpu:NoSchedule.
 # NetworkPolicies are enforced per node on the traffic into its own pods: an iptables rule queues
 # every new connection out of the node's bridge (routed in, or bridged between its pods) to the
 # node's agent, which accepts or drops it as the policies of its two ends say. No agent, no
 # connection (no --queue-bypass): a node whose agent died fails closed, as kube-network-policies does.
-# shellcheck disable=SC2154 # bin, images, cluster_dns, cluster_cidr, pause_image, network_policy_agent: cluster.env's
+# shellcheck disable=SC2154 # bin, images, cluster_dns, ..., gpus, gpu_taint, gpu_plugin: cluster.env's
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 command=$1
 dir=$(cd "$2" && pwd)
 index=$3
 # shellcheck source=/dev/null
-source "$dir/cluster.env"  # bin, images, cluster_dns, cluster_cidr, pause_image, network_policy_agent
+source "$dir/cluster.env"  # bin, images, cluster_dns, cluster_cidr, pause_image, network_policy_agent,
+                           # gpus, gpu_taint, gpu_plugin
 log_dir=$dir/logs
 # shellcheck source=lib.sh
 source "$here/lib.sh"
@@ -43,13 +54,18 @@ host=$(hostname | tr '[:upper:]' '[:lower:]')
 node_dir=$dir/node$index
 pod_cidr=10.244.$((index - 1)).0/24
 bridge_ip=10.244.$((index - 1)).1
+mounts=$node_dir/mounts  # its mount namespace, kept by a bind mount of it there
 if [ "$index" -eq 1 ]; then
   name=$host netns="" node_ip=$bridge_ip cgroup_root=/
   in_node=()
+  on_node=(nsenter "--mount=$mounts" --)
 else
   name=$host-node$index netns=cifar-node$index node_ip=10.250.$index.2 cgroup_root=/node$index
-  in_node=(nsenter "--net=/var/run/netns/$netns" --)
+  in_node=(nsenter "--net=/var/run/netns/$netns" --)  # its network (the commands that set it up)
+  on_node=(nsenter "--mount=$mounts" "--net=/var/run/netns/$netns" --)  # its daemons
 fi
+node_gpus=0
+[ "$index" -ge 2 ] && node_gpus=${gpus:-0}
 sock=$node_dir/containerd.sock
 ctr=(ctr --address "$sock" -n k8s.io)
 network_policy_queue=100  # the NFQUEUE of the node's agent (one per network namespace)
@@ -149,6 +165,18 @@ state = "$node_dir/containerd/state"
         # runc's state of this node's containers, not /run/containerd/runc (every node's default)
         Root = "$node_dir/runc"
 TOML
+  if [ "$node_gpus" -gt 0 ]; then
+    # The handler of RuntimeClass nvidia. On a real GPU node it runs runc through
+    # nvidia-container-runtime, which injects the devices in NVIDIA_VISIBLE_DEVICES; here there
+    # is nothing to inject, and it is runc itself.
+    cat >>"$node_dir/containerd.toml" <<TOML
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
+        SystemdCgroup = false
+        Root = "$node_dir/runc"
+TOML
+  fi
   cat >"$node_dir/kubelet.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -189,6 +217,19 @@ fileCheckFrequency: 5s
 nodeLeaseDurationSeconds: 20
 nodeStatusUpdateFrequency: 5s
 YAML
+  if [ "$node_gpus" -gt 0 ] && [ "${gpu_taint:-false}" = true ]; then
+    echo 'registerWithTaints: [{key: nvidia.com/gpu, effect: NoSchedule}]' >>"$node_dir/kubelet.yaml"
+  fi
+}
+
+# Its mount namespace, made once (it outlives a kill, as the host's mounts did before nodes had
+# their own): a copy of the host's, private, with the node's own device plugin directory.
+node_mounts() {
+  findmnt -n "$mounts" >/dev/null 2>&1 && return
+  mkdir -p "$node_dir/device-plugins" /var/lib/kubelet/device-plugins
+  touch "$mounts"
+  unshare --mount="$mounts" --propagation private \
+    mount --bind "$node_dir/device-plugins" /var/lib/kubelet/device-plugins
 }
 
 node_start() {
@@ -198,7 +239,8 @@ node_start() {
   done
   [ -f "$node_dir/kubelet.yaml" ] || node_configure
   [ -z "$netns" ] || node_heal  # after a kill: its network back
-  spawn "node$index-containerd" "${in_node[@]}" containerd --config "$node_dir/containerd.toml"
+  node_mounts
+  spawn "node$index-containerd" "${on_node[@]}" containerd --config "$node_dir/containerd.toml"
   wait_for "node$index-containerd" 30 "${ctr[@]}" version
   # The images, once per node (a registry-less node has only what was imported into it).
   if ! [ -f "$node_dir/images-imported" ]; then
@@ -209,14 +251,24 @@ node_start() {
     done
     touch "$node_dir/images-imported"
   fi
-  spawn "node$index-kubelet" "${in_node[@]}" "$bin/kubelet" --config="$node_dir/kubelet.yaml" \
+  local labels=()
+  if [ "$node_gpus" -gt 0 ]; then
+    # What NVIDIA's GPU operator (GPU feature discovery) labels a GPU node with.
+    labels=(--node-labels="nvidia.com/gpu.present=true,nvidia.com/gpu.product=Fake-GPU,nvidia.com/gpu.count=$node_gpus")
+  fi
+  spawn "node$index-kubelet" "${on_node[@]}" "$bin/kubelet" --config="$node_dir/kubelet.yaml" \
     --kubeconfig="$dir/kubeconfig" --root-dir="$node_dir/kubelet/root" \
-    --cert-dir="$node_dir/kubelet/pki" --hostname-override="$name" --node-ip="$node_ip" --v=1
-  spawn "node$index-kube-proxy" "${in_node[@]}" "$bin/kube-proxy" --kubeconfig="$dir/kubeconfig" \
+    --cert-dir="$node_dir/kubelet/pki" --hostname-override="$name" --node-ip="$node_ip" \
+    "${labels[@]}" --v=1
+  if [ "$node_gpus" -gt 0 ]; then
+    # It registers once the kubelet's socket is there, and again whenever the kubelet restarts.
+    spawn "node$index-gpu-plugin" "${on_node[@]}" "$gpu_plugin" --node="$name" --count="$node_gpus"
+  fi
+  spawn "node$index-kube-proxy" "${on_node[@]}" "$bin/kube-proxy" --kubeconfig="$dir/kubeconfig" \
     --proxy-mode=iptables --hostname-override="$name" --cluster-cidr="$cluster_cidr" \
     --bind-address=127.0.0.1 --healthz-bind-address="127.0.0.1:$(free_port)" \
     --metrics-bind-address="127.0.0.1:$(free_port)" --conntrack-max-per-core=0 --v=1
-  spawn "node$index-network-policy" "${in_node[@]}" "$network_policy_agent" \
+  spawn "node$index-network-policy" "${on_node[@]}" "$network_policy_agent" \
     --kubeconfig="$dir/kubeconfig" --node-name="$name" --nfqueue-id="$network_policy_queue" --v=1
   # In a chain of its own (CIFAR-: stop.sh removes the cluster's chains by prefix); once per node.
   if ! "${in_node[@]}" iptables -t mangle -S CIFAR-NETWORK-POLICY >/dev/null 2>&1; then
@@ -257,7 +309,7 @@ node_kill() {
   # killed processes' connections (peers find out by their own timeouts).
   ip link set "cifar-v$index" down
   local daemon
-  for daemon in kubelet kube-proxy network-policy containerd; do stop_daemon "node$index-$daemon" KILL; done
+  for daemon in kubelet gpu-plugin kube-proxy network-policy containerd; do stop_daemon "node$index-$daemon" KILL; done
   pkill -9 -f "containerd-shim-runc-v2 .*-address $sock" 2>/dev/null || true
   # Again until none is left: a process may fork between the read and the kill.
   local pid pids

@@ -9,9 +9,14 @@
 # except what the kubelets and containerd insist on writing elsewhere, which stop.sh removes.
 # The images (scripts/build-images.sh) are loaded into every node, and the operator and its CRD
 # installed with the Helm chart (deploy/helm).
-#   deploy/local-cluster/start.sh [--nodes N] DIR [IMAGES_DIR]
+#   deploy/local-cluster/start.sh [--nodes N] [--gpus G [--gpu-taint]] DIR [IMAGES_DIR]
 # N: 1 (default) to 8. IMAGES_DIR holds pause.tar (made here), runtime.tar and operator.tar
 # (default ~/.cache/cifartrain/images).
+# G (default 0): every node but node 1 is a GPU node with G fake nvidia.com/gpu (node.sh says
+# what a GPU node has), and the cluster gets the RuntimeClass nvidia
+# (deploy/kind/nvidia-runtimeclass.yaml); --gpu-taint taints the GPU nodes nvidia.com/gpu:NoSchedule
+# as many GPU clusters do. The devices are not there: pods that ask for them are scheduled,
+# allocated and given NVIDIA_VISIBLE_DEVICES as on a GPU node, and run on the CPU.
 #
 # Addresses: node 1's pod bridge cifar0 is 10.244.0.1/24, and the API server and CoreDNS listen
 # there (every pod reaches them; nothing listens on eth0); node N's pods are 10.244.N-1.0/24.
@@ -19,9 +24,21 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-nodes=1
-if [ "${1:-}" = --nodes ]; then nodes=$2; shift 2; fi
+nodes=1 gpus=0 gpu_taint=false
+while [[ "${1:-}" == --* ]]; do
+  case $1 in
+    --nodes) nodes=${2:-}; shift 2 ;;
+    --gpus) gpus=${2:-}; shift 2 ;;
+    --gpu-taint) gpu_taint=true; shift ;;
+    *) echo "start.sh: unknown option $1 (--nodes N, --gpus G, --gpu-taint)" >&2; exit 2 ;;
+  esac
+done
 [[ "$nodes" =~ ^[1-8]$ ]] || { echo "start.sh: --nodes takes 1 to 8, not '$nodes'" >&2; exit 2; }
+[[ "$gpus" =~ ^([0-9]|[1-5][0-9]|6[0-4])$ ]] || { echo "start.sh: --gpus takes 0 to 64, not '$gpus'" >&2; exit 2; }
+if [ "$gpus" -gt 0 ] && [ "$nodes" -lt 2 ]; then
+  echo "start.sh: --gpus makes nodes 2.. GPU nodes (node 1 runs the control plane and the operator): --nodes 2 or more" >&2
+  exit 2
+fi
 dir=$(mkdir -p "$1" && cd "$1" && pwd)
 images=${2:-${CIFAR_IMAGE_CACHE:-$HOME/.cache/cifartrain/images}}
 [ "$(id -u)" -eq 0 ] || { echo "start.sh: a kubelet and containerd need root" >&2; exit 1; }
@@ -37,6 +54,8 @@ node_monitor_grace_period=20s
 
 bin=$("$here/build.sh" node)
 network_policy_agent="$("$repo/deploy/tools/build.sh" kube-network-policies)/network-policy-agent"
+gpu_plugin=""
+[ "$gpus" -eq 0 ] || gpu_plugin="$("$here/build-fake-gpu-plugin.sh")/fake-gpu-plugin"
 "$here/stop.sh" "$dir"  # whatever a previous run left
 # stop.sh removes every KUBE- iptables chain and the bridge: refuse to run beside another cluster.
 if iptables -t nat -S 2>/dev/null | grep -q '^-N KUBE-SERVICES' || ip link show cifar0 >/dev/null 2>&1; then
@@ -63,6 +82,9 @@ cluster_dns=$api_ip
 cluster_cidr=$cluster_cidr
 pause_image=localhost/cifartrain/pause:dev
 network_policy_agent=$network_policy_agent
+gpus=$gpus
+gpu_taint=$gpu_taint
+gpu_plugin=$gpu_plugin
 ENV
 
 # --- certificates: one CA; every component uses the admin identity (a test cluster) -----------
@@ -141,6 +163,15 @@ done
 # the ServiceAccount admission needs each namespace's default account (controller-manager's)
 wait_for kube-controller-manager 60 "${kubectl[@]}" get serviceaccount default -n default
 
+# --- the GPU nodes: the RuntimeClass nvidia, and their fake GPUs allocatable (the plugin registered)
+advertises_gpus() { [ "$("${kubectl[@]}" get node "$1" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')" = "$gpus" ]; }
+if [ "$gpus" -gt 0 ]; then
+  "${kubectl[@]}" apply -f "$repo/deploy/kind/nvidia-runtimeclass.yaml" >/dev/null
+  for i in $(seq 2 "$nodes"); do
+    wait_for "node$i-gpu-plugin" 60 advertises_gpus "$("$here/node.sh" name "$dir" "$i")"
+  done
+fi
+
 # --- the CRD and the operator: the Helm chart, as a user installs it ----------------------------
 # Its values (kept for whoever installs it again, as the Helm e2e test does): progress every 5 s
 # (the chart's default is 15: the tests watch it move within a short job), and the operator on
@@ -165,7 +196,7 @@ fi
 
 echo "$dir/kubeconfig"
 cat >&2 <<DONE
-The cluster is up ($nodes node(s), the operator in namespace cifartrain-system: Helm release
+The cluster is up ($nodes node(s)$([ "$gpus" -eq 0 ] || echo ", $gpus fake GPUs on each but node 1"), the operator in namespace cifartrain-system: Helm release
 cifar-operator). Point kubectl (and helm) at it:
   export KUBECONFIG=$dir/kubeconfig
   kubectl get nodes

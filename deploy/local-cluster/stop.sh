@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stops the local cluster that start.sh started in DIR and leaves the machine as it was: the pods'
-# containers, the daemons (by the pids start.sh saved, never by name), their mounts, the nodes'
+# containers, the daemons (by the pids start.sh saved, never by name), their mounts (the nodes'
+# mount namespaces, which hold the pods' mounts, with them), the nodes'
 # network namespaces (and the /run/netns bind mount that `ip netns add` made), iptables rules
 # (kube-proxy --cleanup and every KUBE- chain), the bridge, the cgroups the kubelets made, the
 # directories the kubelets and containerd write outside DIR, and the sysctls start.sh turned on.
@@ -35,6 +36,7 @@ for sock in "$dir"/node*/containerd.sock; do
   pkill -9 -f "containerd-shim-runc-v2 .*-address $sock" 2>/dev/null
 done
 for i in $nodes; do
+  stop_daemon "node$i-gpu-plugin"
   stop_daemon "node$i-network-policy"
   stop_daemon "node$i-kube-proxy"
   stop_daemon "node$i-containerd"
