@@ -17,6 +17,7 @@
 #include "distributed/ps/trainer.h"
 #include "storage/s3_client.h"
 #include "storage/store.h"
+#include "train/device.h"
 #include "train/error_text.h"
 #include "train/evaluator.h"
 #include "train/fence.h"
@@ -33,6 +34,9 @@ namespace {
 int run(const cifar::train::TrainConfig& config) {
   using cifar::cluster::Role;
   const auto& dist = config.distributed;
+  // The device first: a pod that was told -c cuda and sees no GPU says so at once (exit 2, which a
+  // job does not retry), not after its rendezvous, its data and its model.
+  static_cast<void>(cifar::train::resolve_device(config.device));
   // A PS job's credentials are read and checked before anything else (a PS would otherwise claim
   // the run and restore its checkpoints, a trainer build its model and data, and only then stop).
   if (dist.enabled && dist.strategy == cifar::train::Strategy::kParameterServer &&

@@ -110,8 +110,8 @@ std::string_view replica_type(Role role) {
 
 int64_t ReplicaSpec::gpus() const {
   const auto limits = resources.find("limits");
-  if (limits == resources.end() || !limits->contains("nvidia.com/gpu")) return 0;
-  const auto& value = (*limits)["nvidia.com/gpu"];
+  if (limits == resources.end() || !limits->contains(kGpuResource)) return 0;
+  const auto& value = (*limits)[kGpuResource];
   if (value.is_number_integer()) return value.get<int64_t>();
   const auto text = value.is_string() ? value.get<std::string>() : std::string();
   if (text.empty() || !std::all_of(text.begin(), text.end(),
@@ -167,6 +167,7 @@ JobSpec parse_spec(const json& spec) {
   s.weight_decay = member(training, "weightDecay", s.weight_decay, "training.");
   s.label_smoothing = member(training, "labelSmoothing", s.label_smoothing, "training.");
   s.precision = named_member(training, "precision", s.precision, kPrecisionNames, "training.");
+  s.device = named_member(training, "device", s.device, kDeviceNames, "training.");
   s.seed = member(training, "seed", s.seed, "training.");
 
   const auto& strategy = object_at(spec, "strategy", "");
@@ -213,6 +214,10 @@ JobSpec parse_spec(const json& spec) {
                                              : "PS replicas need strategy.type ParameterServer");
   }
   if (!s.parameter_server && s.backend == "nccl") {
+    if (s.device == Device::kCpu) {
+      throw InvalidSpec("training.device",
+                        "nccl runs on GPUs only: with training.device cpu the backend is gloo");
+    }
     for (const auto role : {Role::kMaster, Role::kWorker}) {
       if (s.count(role) > 0 && s.replicas[role].gpus() == 0) {
         throw InvalidSpec("strategy.allReduce.backend",

@@ -60,6 +60,19 @@ inline constexpr EnumNames<Precision, 3> kPrecisionNames{{
     {"bf16", Precision::kBf16},
 }};
 
+// The extended resource of NVIDIA's device plugin: a replica's GPUs, and GPU nodes' taint key.
+inline constexpr char kGpuResource[] = "nvidia.com/gpu";
+
+// Where the trainers compute (training.device), cifar-train's -c: auto is cuda for a replica that
+// asks for nvidia.com/gpu and cpu for one that does not; cpu and cuda say so whatever it asks for
+// (cpu: a job that must hold GPUs without using them, e.g. on nodes whose GPUs are not there).
+enum class Device { kAuto, kCpu, kCuda };
+inline constexpr EnumNames<Device, 3> kDeviceNames{{
+    {"auto", Device::kAuto},
+    {"cpu", Device::kCpu},
+    {"cuda", Device::kCuda},
+}};
+
 // What a failed pod means (runPolicy.restartPolicy): Never, the job fails; OnFailure, the kubelet
 // restarts it in place; ExitCode, the operator recreates it if its exit code is retryable
 // (contract/exit_codes.h) and else fails the job.
@@ -109,6 +122,7 @@ struct JobSpec {
   double weight_decay = 0.0005;
   double label_smoothing = 0;
   Precision precision = Precision::kAuto;
+  Device device = Device::kAuto;
   int64_t seed = 1;
 
   bool parameter_server = false;  // strategy.type ParameterServer (else AllReduce)

@@ -78,7 +78,34 @@ std::string checkpoint_path(const JobSpec& spec) {
   return spec.checkpoint_volume ? spec.checkpoint_volume->path : "/checkpoints";
 }
 
+// Tolerates the taint GPU nodes are commonly given (nvidia.com/gpu, any value, NoSchedule).
+json gpu_toleration() {
+  return {{"key", kGpuResource}, {"operator", "Exists"}, {"effect", "NoSchedule"}};
+}
+
+// Adds `toleration` to the pod's, unless the template tolerates its key already.
+void tolerate(json& spec, const json& toleration) {
+  auto& tolerations = spec["tolerations"];
+  if (tolerations.is_null()) tolerations = json::array();
+  for (const auto& t : tolerations) {
+    if (t.value("key", "") == toleration["key"]) return;
+  }
+  tolerations.push_back(toleration);
+}
+
 }  // namespace
+
+std::string device_of(const JobSpec& spec, Role role) {
+  switch (spec.device) {
+    case Device::kCpu:
+      return "cpu";
+    case Device::kCuda:
+      return "cuda";
+    case Device::kAuto:
+      break;
+  }
+  return spec.count(role) > 0 && spec.replicas.at(role).gpus() > 0 ? "cuda" : "cpu";
+}
 
 std::string model_dir(const Job& job) {
   if (!job.run_dir.empty()) return job.run_dir;
@@ -173,7 +200,7 @@ std::vector<std::string> container_args(const Job& job, Role role) {
     a.emplace_back(flag::kDownload.name);
     if (!s.download_mirror.empty()) add(flag::kDownloadMirror, s.download_mirror);
   }
-  if (s.replicas.at(role).gpus() > 0) add(flag::kContext, "cuda");
+  add(flag::kContext, device_of(s, role));
   if (s.parameter_server) {
     add(flag::kPsMode, s.ps_mode);
     if (s.staleness) add(flag::kStaleness, std::to_string(*s.staleness));
@@ -395,6 +422,9 @@ json desired_pod(const Job& job, Role role, int index) {
                                {"fsGroup", kRuntimeUser},
                                {"seccompProfile", {{"type", "RuntimeDefault"}}}};
   }
+  // A GPU pod tolerates the taint that keeps other pods off GPU nodes (what the
+  // ExtendedResourceToleration admission plugin adds, where a cluster enables it).
+  if (replica.gpus() > 0) tolerate(spec, gpu_toleration());
   // Training pods never call the API: no service account token in them unless a template asks.
   if (!spec.contains("automountServiceAccountToken")) spec["automountServiceAccountToken"] = false;
   // Spread over nodes: one node's death takes as little of the job as it can. Nodes tainted

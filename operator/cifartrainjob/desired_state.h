@@ -29,6 +29,8 @@ std::string tf_config(const Job& job, Role role, int index);
 // cifar-train's arguments for the job's spec (the same for every replica: the role comes from
 // TF_CONFIG, ranks from the PyTorch env).
 std::vector<std::string> container_args(const Job& job, Role role);
+// cifar-train's -c for the replicas of `role`: training.device, auto resolved by their GPUs.
+std::string device_of(const JobSpec& spec, Role role);
 // The run's model dir as the pods see it: its own directory on the checkpoint volume,
 // <path>/<namespace>/<name>-<uid>, so that a job deleted and applied again under the same name
 // (or one of the same name in another namespace on a shared volume) starts a run of its own;

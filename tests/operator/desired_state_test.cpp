@@ -121,6 +121,43 @@ TEST(DesiredState, GpusAndSchedulingReachThePod) {
   const auto cuda = std::find(args.begin(), args.end(), "-c");
   ASSERT_NE(cuda, args.end());
   EXPECT_EQ(*(cuda + 1), "cuda");
+  // It tolerates GPU nodes' taint.
+  EXPECT_EQ(
+      pod["spec"]["tolerations"],
+      json::parse(R"([{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])"));
+}
+
+TEST(DesiredState, TrainingDeviceAutoIsCudaExactlyForTheReplicasGivenGpus) {
+  auto spec = json::parse(R"({
+    "strategy": {"type": "ParameterServer"},
+    "replicaSpecs": {"PS": {"replicas": 1},
+                     "Worker": {"replicas": 2, "resources": {"limits": {"nvidia.com/gpu": 1}}}}})");
+  const auto device = [&](const char* name, Role role) {
+    spec["training"]["device"] = name;
+    const auto job = make_job(spec);
+    const auto args = desired_pod(job, role, 0)["spec"]["containers"][0]["args"];
+    const auto flag = std::find(args.begin(), args.end(), "-c");
+    return flag == args.end() ? std::string("(none)") : (flag + 1)->get<std::string>();
+  };
+  EXPECT_EQ(device("auto", Role::kWorker), "cuda");
+  EXPECT_EQ(device("auto", Role::kPs), "cpu");
+  EXPECT_EQ(device("cpu", Role::kWorker), "cpu");  // GPUs held, not used (fake GPU nodes)
+  EXPECT_EQ(device("cuda", Role::kPs), "cuda");    // a runtime that injects GPUs by itself
+}
+
+TEST(DesiredState, OnlyGpuPodsTolerateTheGpuTaintAndATemplatesOwnTolerationStays) {
+  const auto job = make_job(json::parse(R"({
+    "strategy": {"type": "ParameterServer"},
+    "replicaSpecs": {"PS": {"replicas": 1},
+                     "Worker": {"replicas": 1, "resources": {"limits": {"nvidia.com/gpu": 2}},
+                                "template": {"spec": {"tolerations": [
+                                  {"key": "nvidia.com/gpu", "operator": "Equal", "value": "a100",
+                                   "effect": "NoSchedule"},
+                                  {"key": "spot", "operator": "Exists"}]}}}}})"));
+  EXPECT_FALSE(desired_pod(job, Role::kPs, 0)["spec"].contains("tolerations"));
+  const auto tolerations = desired_pod(job, Role::kWorker, 0)["spec"]["tolerations"];
+  ASSERT_EQ(tolerations.size(), 2U) << tolerations;  // the template's say which GPU nodes
+  EXPECT_EQ(tolerations[0]["value"], "a100");
 }
 
 TEST(DesiredState, ATemplateAddsToThePodButCannotChangeItsIdentity) {

@@ -162,6 +162,13 @@ TEST(ParseSpec, WhatTheSchemaCannotCheckIsInvalidSpecNamingTheField) {
       "strategy.allReduce.backend", "nccl needs nvidia.com/gpu in replicaSpecs.Worker");
   expect_invalid(
       [](json& s) {
+        s["strategy"]["allReduce"] = {{"backend", "nccl"}};
+        s["replicaSpecs"]["Worker"]["resources"] = {{"limits", {{"nvidia.com/gpu", 1}}}};
+        s["training"] = {{"device", "cpu"}};
+      },
+      "training.device", "nccl runs on GPUs only");
+  expect_invalid(
+      [](json& s) {
         s["replicaSpecs"]["Worker"]["resources"] = {{"limits", {{"nvidia.com/gpu", "0.5"}}}};
       },
       "replicaSpecs.Worker.resources.limits", "whole number of GPUs");
@@ -201,6 +208,7 @@ void expect_every_name_read(const EnumNames<Enum, N>& names, const std::string& 
 
 TEST(ParseSpec, EveryNameOfAnEnumFieldIsReadAndAnyOtherRefused) {
   expect_every_name_read(kPrecisionNames, "/training/precision", &JobSpec::precision);
+  expect_every_name_read(kDeviceNames, "/training/device", &JobSpec::device);
   expect_every_name_read(kRestartPolicyNames, "/runPolicy/restartPolicy", &JobSpec::restart_policy);
   expect_every_name_read(kCleanPodPolicyNames, "/runPolicy/cleanPodPolicy",
                          &JobSpec::clean_pod_policy);
@@ -290,6 +298,7 @@ TEST(ParseSpec, ReadsAnObjectStoreForTheCheckpoints) {
 TEST(ParseSpec, TheEnumFieldsNamesAndDefaultsAreTheCrds) {
   const JobSpec defaults;
   expect_crds_names("precision", kPrecisionNames, defaults.precision);
+  expect_crds_names("device", kDeviceNames, defaults.device);
   expect_crds_names("restartPolicy", kRestartPolicyNames, defaults.restart_policy);
   expect_crds_names("cleanPodPolicy", kCleanPodPolicyNames, defaults.clean_pod_policy);
   expect_crds_names("spreadAcrossNodes", kNodeSpreadNames, defaults.spread_across_nodes);
