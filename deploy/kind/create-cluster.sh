@@ -6,9 +6,15 @@
 #        installs NVIDIA's container toolkit into the GPU workers, the RuntimeClass `nvidia` and
 #        NVIDIA's device plugin; loads the images (runtime-gpu too), installs the operator, submits
 #        deploy/examples/gpu-allreduce-job.yaml and waits for it to end.
+#   fake-gpu: the same cluster on a machine without GPUs (CI): no host checks, no toolkit (the
+#        `nvidia` handler runs plain runc), and instead of NVIDIA's device plugin the local
+#        cluster's fake one (deploy/local-cluster/fake-gpu-plugin: its image, built here, as a
+#        DaemonSet) advertises FAKE_GPUS nvidia.com/gpu per worker that are not there. The example
+#        runs as it is but on gloo and the CPU (training.device: cpu, the runtime image): its
+#        placement, RuntimeClass, tolerations and device allocation are real, its CUDA is not.
 # Needs Docker, kind, kubectl and helm (README "kind with GPUs" lists what the host needs for gpu).
 # A cluster of that name that already exists is reused.
-#   deploy/kind/create-cluster.sh cpu|gpu
+#   deploy/kind/create-cluster.sh cpu|gpu|fake-gpu
 # Environment:
 #   CLUSTER_NAME          default cifartrain (cpu) or cifartrain-gpu (gpu)
 #   KIND, HELM            the kind and helm binaries (default: on PATH, else the pinned ones that
@@ -17,21 +23,23 @@
 #   NVIDIA_CTK_VERSION    NVIDIA container toolkit installed in the GPU workers (default 1.19.0-1)
 #   DEVICE_PLUGIN_VERSION NVIDIA device plugin chart (default 0.18.2)
 #   JOB_TIMEOUT           seconds to wait for the GPU example job (default 1800)
+#   FAKE_GPUS             fake-gpu: nvidia.com/gpu per GPU worker (default 4)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 mode=${1:-}
 case $mode in
-  cpu|gpu) ;;
-  *) echo "usage: create-cluster.sh cpu|gpu" >&2; exit 2 ;;
+  cpu|gpu|fake-gpu) ;;
+  *) echo "usage: create-cluster.sh cpu|gpu|fake-gpu" >&2; exit 2 ;;
 esac
-default_name=cifartrain
-[ "$mode" = cpu ] || default_name=cifartrain-gpu
+default_name=cifartrain-$mode
+[ "$mode" = cpu ] && default_name=cifartrain
 name=${CLUSTER_NAME:-$default_name}
 images=${CIFAR_IMAGE_CACHE:-$HOME/.cache/cifartrain/images}
 ctk_version=${NVIDIA_CTK_VERSION:-1.19.0-1}
 plugin_version=${DEVICE_PLUGIN_VERSION:-0.18.2}
 job_timeout=${JOB_TIMEOUT:-1800}
+fake_gpus=${FAKE_GPUS:-4}
 job=resnet20-gpu-allreduce  # metadata.name in deploy/examples/gpu-allreduce-job.yaml
 
 say() { echo "create-cluster: $*" >&2; }
@@ -71,15 +79,23 @@ fi
 if "$kind" get clusters 2>/dev/null | grep -qx "$name"; then
   say "cluster $name exists: reusing it"
 else
-  "$kind" create cluster --name "$name" --config "$here/cluster-$mode.yaml" --wait 5m
+  config=$here/cluster-$mode.yaml
+  [ "$mode" = fake-gpu ] && config=$here/cluster-gpu.yaml  # its /dev/null mounts inject nothing here
+  "$kind" create cluster --name "$name" --config "$config" --wait 5m
 fi
 workers=$("$kind" get nodes --name "$name" | grep -v -- '-control-plane$' | sort | paste -sd, -)
 [ -n "$workers" ] || die "cluster $name has no workers"
 
-if [ "$mode" = gpu ]; then
+if [ "$mode" != cpu ]; then
   gpu_nodes=$(k get nodes -l nvidia.com/gpu.present=true -o jsonpath='{.items[*].metadata.name}')
   [ -n "$gpu_nodes" ] || die "no node is labelled nvidia.com/gpu.present=true (cluster-gpu.yaml)"
   for node in $gpu_nodes; do
+    if [ "$mode" = fake-gpu ]; then
+      # The handler `nvidia` of cluster-gpu.yaml runs /usr/bin/nvidia-container-runtime: here
+      # runc itself, as there is no GPU to inject.
+      docker exec "$node" sh -c 'ln -sf "$(command -v runc)" /usr/bin/nvidia-container-runtime'
+      continue
+    fi
     # The host's runtime put the GPUs and the driver's tools into the node container, or not.
     docker exec "$node" nvidia-smi -L >&2 ||
       die "$node sees no GPU: check the host set-up (README: kind with GPUs) and recreate the cluster"
@@ -100,19 +116,30 @@ if [ "$mode" = gpu ]; then
     fi
   done
   k apply -f "$here/nvidia-runtimeclass.yaml"
-  # NVIDIA's device plugin chart at a pinned version: its pods run under the nvidia handler (to
-  # see the GPUs through NVML) and, by the chart's own node affinity, only on nodes labelled
-  # nvidia.com/gpu.present=true.
-  "$helm" --kube-context "kind-$name" upgrade --install nvidia-device-plugin nvidia-device-plugin \
-    --repo https://nvidia.github.io/k8s-device-plugin --version "$plugin_version" \
-    --namespace nvidia-device-plugin --create-namespace --set runtimeClassName=nvidia --wait --timeout 5m
+  if [ "$mode" = gpu ]; then
+    # NVIDIA's device plugin chart at a pinned version: its pods run under the nvidia handler (to
+    # see the GPUs through NVML) and, by the chart's own node affinity, only on nodes labelled
+    # nvidia.com/gpu.present=true.
+    "$helm" --kube-context "kind-$name" upgrade --install nvidia-device-plugin nvidia-device-plugin \
+      --repo https://nvidia.github.io/k8s-device-plugin --version "$plugin_version" \
+      --namespace nvidia-device-plugin --create-namespace --set runtimeClassName=nvidia --wait --timeout 5m
+    plugin_logs="-n nvidia-device-plugin logs -l app.kubernetes.io/name=nvidia-device-plugin"
+  else
+    # The local cluster's fake device plugin, its image built here, as a DaemonSet on the GPU nodes.
+    plugin_tar=$images/fake-gpu-plugin.tar
+    "$repo/deploy/local-cluster/build-fake-gpu-plugin.sh" --image "$plugin_tar" >/dev/null
+    "$kind" load image-archive "$plugin_tar" --name "$name" --nodes "$(echo "$gpu_nodes" | tr ' ' ,)"
+    sed "s/{name: FAKE_GPUS, value: \"[0-9]*\"}/{name: FAKE_GPUS, value: \"$fake_gpus\"}/" \
+      "$repo/deploy/local-cluster/fake-gpu-plugin/daemonset.yaml" | k apply -f -
+    plugin_logs="-n kube-system logs -l app.kubernetes.io/name=fake-gpu-plugin"
+  fi
   for node in $gpu_nodes; do
     for _ in $(seq 60); do
       gpus=$(k get node "$node" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')
       [ "${gpus:-0}" -gt 0 ] && break
       sleep 2
     done
-    [ "${gpus:-0}" -gt 0 ] || die "$node advertises no nvidia.com/gpu: kubectl --context kind-$name -n nvidia-device-plugin logs -l app.kubernetes.io/name=nvidia-device-plugin"
+    [ "${gpus:-0}" -gt 0 ] || die "$node advertises no nvidia.com/gpu: kubectl --context kind-$name $plugin_logs"
     say "$node: $gpus allocatable nvidia.com/gpu"
   done
 fi
@@ -149,7 +176,13 @@ if [ "$mode" = cpu ]; then
   exit 0
 fi
 
-k apply -f "$repo/deploy/examples/gpu-allreduce-job.yaml"
+if [ "$mode" = fake-gpu ]; then
+  # The example on the CPU: gloo instead of NCCL, the runtime image, training.device cpu.
+  sed -e 's|runtime-gpu:dev|runtime:dev|' -e 's|backend: nccl|backend: gloo|' \
+    -e 's|^  training:$|  training:\n    device: cpu|' "$repo/deploy/examples/gpu-allreduce-job.yaml" | k apply -f -
+else
+  k apply -f "$repo/deploy/examples/gpu-allreduce-job.yaml"
+fi
 say "submitted $job; waiting up to $job_timeout s for it to end (kubectl --context kind-$name get ctj -w)"
 deadline=$((SECONDS + job_timeout))
 state=""

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # One node of the local cluster that start.sh started in DIR: its containerd (+ runc and the CNI
-# bridge plugin), kubelet, kube-proxy and NetworkPolicy agent (kube-network-policies), and on a GPU
-# node (start.sh --gpus) the fake GPUs' device plugin (fake-gpu-plugin/).
+# bridge plugin), kubelet, kube-proxy and NetworkPolicy agent (kube-network-policies).
 #   node.sh network DIR INDEX   its network (start.sh, before the control plane binds node 1's)
 #   node.sh start DIR INDEX     its daemons; again after `kill`, the node comes back as it was
 #   node.sh kill DIR INDEX      a node death: its network cut, then SIGKILL to its daemons, their
@@ -29,15 +28,16 @@
 # volumes, container filesystems, the pods' network namespaces) stay out of the host's and the
 # other nodes' sight, as on machines of their own. Shared with the host, because no setting moves
 # it: /var/log/containers (its links are named after pod and container ids).
-# A GPU node (INDEX >= 2 when start.sh got --gpus N) has N fake nvidia.com/gpu, advertised by
-# fake-gpu-plugin through the kubelet's device plugin API, the labels NVIDIA's GPU operator puts
-# on a GPU node, the containerd handler `nvidia` (plain runc: there is no GPU to inject) behind the
-# RuntimeClass of the same name, and with --gpu-taint the taint nvidia.com/gpu:NoSchedule.
+# A GPU node (INDEX >= 2 when start.sh got --gpus N) has the labels NVIDIA's GPU operator puts on
+# a GPU node, the fake GPUs' image (its device plugin, a DaemonSet on those labels, advertises N
+# nvidia.com/gpu through the kubelet's device plugin API: start.sh), the containerd handler
+# `nvidia` (plain runc: there is no GPU to inject) behind the RuntimeClass of the same name, and
+# with --gpu-taint the taint nvidia.com/gpu:NoSchedule.
 # NetworkPolicies are enforced per node on the traffic into its own pods: an iptables rule queues
 # every new connection out of the node's bridge (routed in, or bridged between its pods) to the
 # node's agent, which accepts or drops it as the policies of its two ends say. No agent, no
 # connection (no --queue-bypass): a node whose agent died fails closed, as kube-network-policies does.
-# shellcheck disable=SC2154 # bin, images, cluster_dns, ..., gpus, gpu_taint, gpu_plugin: cluster.env's
+# shellcheck disable=SC2154 # bin, images, cluster_dns, ..., gpus, gpu_taint: cluster.env's
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 command=$1
@@ -45,7 +45,7 @@ dir=$(cd "$2" && pwd)
 index=$3
 # shellcheck source=/dev/null
 source "$dir/cluster.env"  # bin, images, cluster_dns, cluster_cidr, pause_image, network_policy_agent,
-                           # gpus, gpu_taint, gpu_plugin
+                           # gpus, gpu_taint
 log_dir=$dir/logs
 # shellcheck source=lib.sh
 source "$here/lib.sh"
@@ -244,8 +244,9 @@ node_start() {
   wait_for "node$index-containerd" 30 "${ctr[@]}" version
   # The images, once per node (a registry-less node has only what was imported into it).
   if ! [ -f "$node_dir/images-imported" ]; then
-    local tar
-    for tar in pause runtime operator; do
+    local tar tars=(pause runtime operator)
+    [ "$node_gpus" -eq 0 ] || tars+=(fake-gpu-plugin)
+    for tar in "${tars[@]}"; do
       [ -f "$images/$tar.tar" ] || { echo "node.sh: $images/$tar.tar is missing: run scripts/build-images.sh" >&2; exit 1; }
       "${ctr[@]}" images import --no-unpack=false "$images/$tar.tar" >>"$log_dir/images.log" 2>&1
     done
@@ -260,10 +261,6 @@ node_start() {
     --kubeconfig="$dir/kubeconfig" --root-dir="$node_dir/kubelet/root" \
     --cert-dir="$node_dir/kubelet/pki" --hostname-override="$name" --node-ip="$node_ip" \
     "${labels[@]}" --v=1
-  if [ "$node_gpus" -gt 0 ]; then
-    # It registers once the kubelet's socket is there, and again whenever the kubelet restarts.
-    spawn "node$index-gpu-plugin" "${on_node[@]}" "$gpu_plugin" --node="$name" --count="$node_gpus"
-  fi
   spawn "node$index-kube-proxy" "${on_node[@]}" "$bin/kube-proxy" --kubeconfig="$dir/kubeconfig" \
     --proxy-mode=iptables --hostname-override="$name" --cluster-cidr="$cluster_cidr" \
     --bind-address=127.0.0.1 --healthz-bind-address="127.0.0.1:$(free_port)" \
@@ -309,7 +306,7 @@ node_kill() {
   # killed processes' connections (peers find out by their own timeouts).
   ip link set "cifar-v$index" down
   local daemon
-  for daemon in kubelet gpu-plugin kube-proxy network-policy containerd; do stop_daemon "node$index-$daemon" KILL; done
+  for daemon in kubelet kube-proxy network-policy containerd; do stop_daemon "node$index-$daemon" KILL; done
   pkill -9 -f "containerd-shim-runc-v2 .*-address $sock" 2>/dev/null || true
   # Again until none is left: a process may fork between the read and the kill.
   local pid pids

@@ -54,8 +54,6 @@ node_monitor_grace_period=20s
 
 bin=$("$here/build.sh" node)
 network_policy_agent="$("$repo/deploy/tools/build.sh" kube-network-policies)/network-policy-agent"
-gpu_plugin=""
-[ "$gpus" -eq 0 ] || gpu_plugin="$("$here/build-fake-gpu-plugin.sh")/fake-gpu-plugin"
 "$here/stop.sh" "$dir"  # whatever a previous run left
 # stop.sh removes every KUBE- iptables chain and the bridge: refuse to run beside another cluster.
 if iptables -t nat -S 2>/dev/null | grep -q '^-N KUBE-SERVICES' || ip link show cifar0 >/dev/null 2>&1; then
@@ -84,7 +82,6 @@ pause_image=localhost/cifartrain/pause:dev
 network_policy_agent=$network_policy_agent
 gpus=$gpus
 gpu_taint=$gpu_taint
-gpu_plugin=$gpu_plugin
 ENV
 
 # --- certificates: one CA; every component uses the admin identity (a test cluster) -----------
@@ -132,6 +129,9 @@ spawn kube-scheduler "$bin/kube-scheduler" --kubeconfig="$dir/kubeconfig" \
 # --- the nodes: the pause image (Kubernetes' own pause.c from the pinned module, built static),
 # then each node's containerd (the images imported), kubelet and kube-proxy -----------------------
 "$here/build-pause.sh" "$images/pause.tar" >>"$dir/logs/images.log" 2>&1
+if [ "$gpus" -gt 0 ]; then
+  "$here/build-fake-gpu-plugin.sh" --image "$images/fake-gpu-plugin.tar" >>"$dir/logs/images.log" 2>&1
+fi
 for i in $(seq "$nodes"); do "$here/node.sh" start "$dir" "$i"; done
 
 # --- CoreDNS on the host, on the gateway: the kubelet's clusterDNS -------------------------------
@@ -163,12 +163,22 @@ done
 # the ServiceAccount admission needs each namespace's default account (controller-manager's)
 wait_for kube-controller-manager 60 "${kubectl[@]}" get serviceaccount default -n default
 
-# --- the GPU nodes: the RuntimeClass nvidia, and their fake GPUs allocatable (the plugin registered)
+# --- the GPU nodes: the RuntimeClass nvidia, the fake GPUs' device plugin (a DaemonSet on the
+# nodes labelled nvidia.com/gpu.present=true), and their GPUs allocatable once it registered -----
 advertises_gpus() { [ "$("${kubectl[@]}" get node "$1" -o jsonpath='{.status.allocatable.nvidia\.com/gpu}')" = "$gpus" ]; }
 if [ "$gpus" -gt 0 ]; then
   "${kubectl[@]}" apply -f "$repo/deploy/kind/nvidia-runtimeclass.yaml" >/dev/null
+  sed "s/{name: FAKE_GPUS, value: \"[0-9]*\"}/{name: FAKE_GPUS, value: \"$gpus\"}/" \
+    "$here/fake-gpu-plugin/daemonset.yaml" | "${kubectl[@]}" apply -f - >/dev/null
   for i in $(seq 2 "$nodes"); do
-    wait_for "node$i-gpu-plugin" 60 advertises_gpus "$("$here/node.sh" name "$dir" "$i")"
+    node=$("$here/node.sh" name "$dir" "$i")
+    for _ in $(seq 120); do advertises_gpus "$node" && break; sleep 1; done
+    if ! advertises_gpus "$node"; then
+      log "node $i advertises no $gpus nvidia.com/gpu within 120 s; its device plugin:"
+      "${kubectl[@]}" -n kube-system describe pods -l app.kubernetes.io/name=fake-gpu-plugin >&2 || true
+      "${kubectl[@]}" -n kube-system logs -l app.kubernetes.io/name=fake-gpu-plugin --tail 20 >&2 || true
+      exit 1
+    fi
   done
 fi
 

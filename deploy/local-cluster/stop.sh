@@ -36,7 +36,6 @@ for sock in "$dir"/node*/containerd.sock; do
   pkill -9 -f "containerd-shim-runc-v2 .*-address $sock" 2>/dev/null
 done
 for i in $nodes; do
-  stop_daemon "node$i-gpu-plugin"
   stop_daemon "node$i-network-policy"
   stop_daemon "node$i-kube-proxy"
   stop_daemon "node$i-containerd"

@@ -79,6 +79,13 @@ inline const std::string kPsSync =
 inline const std::string kPsAsync =
     "  strategy: {type: ParameterServer, parameterServer: {mode: async}}\n";
 inline const std::string kAllReduce = "  strategy: {type: AllReduce, allReduce: {backend: gloo}}\n";
+// `replicas` trainers (Workers) of an all-reduce job that ask for `gpus` nvidia.com/gpu each and
+// run in RuntimeClass nvidia, as deploy/examples/gpu-allreduce-job.yaml's do (YAML lines).
+inline std::string gpu_workers(int replicas, int gpus) {
+  return "    Worker:\n      replicas: " + std::to_string(replicas) +
+         "\n      resources: {limits: {nvidia.com/gpu: " + std::to_string(gpus) +
+         "}}\n      template: {spec: {runtimeClassName: nvidia}}\n";
+}
 inline const std::string kPsReplicas =
     "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 2}\n"
     "    Evaluator: {replicas: 1}\n";
@@ -178,7 +185,8 @@ class Cluster : public ::testing::Test {
           ", volume: {claimName: cifar10}}\n"
           "  training: {epochs: " +
           std::to_string(epochs) + ", batchSize: 32, learningRate: {base: " + learning_rate +
-          ", schedule: constant}}\n"
+          ", schedule: constant}" + (device_.empty() ? "" : ", device: " + device_) +
+          "}\n"
           "  checkpoint: {" +
           (checkpoint_store_.empty() ? "volume: {claimName: checkpoints}" : checkpoint_store_) +
           ", everySteps: " + std::to_string(checkpoint_every_steps_) + "}\n" + strategy +
@@ -468,6 +476,8 @@ class Cluster : public ::testing::Test {
   // checkpoint.everySteps of the jobs submit() makes; 0 saves once an epoch, so that a test of an
   // interruption shows what the graceful stop saves that the schedule would not.
   int checkpoint_every_steps_ = 4;
+  // training.device of the jobs submit() makes ("": the CRD's default, auto).
+  std::string device_;
   // What the jobs submit() makes keep their checkpoints in instead of the claim `checkpoints`:
   // YAML fields of spec.checkpoint (uri and s3).
   std::string checkpoint_store_;

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "contract/metrics.h"
@@ -299,6 +300,85 @@ TEST_F(AcrossNodes, JobsSurviveTheDeathOfANodeAndGoOnFromWhereTheyWere) {
   ASSERT_EQ(replaced.count("ardeath"), 1U);
   EXPECT_EQ(replaced.at("ardeath").size(), 1U);
   EXPECT_EQ(recorded_epochs(run_dir("ardeath")), every_epoch_once(kAllReduceEpochs));
+}
+
+// A GPU job on the cluster's one GPU node (start.sh --gpus: node 2), which dies: its pods are
+// replaced, but the replacements have nowhere to go (node 1 has no GPUs), so they wait, Pending,
+// and the job says why (Unschedulable, in the scheduler's words); when the node is back they land
+// there, and the job resumes from its checkpoint and ends Succeeded.
+TEST_F(AcrossNodes, AGpuJobWaitsForItsOnlyGpuNodeAndResumesThereWhenItIsBack) {
+  const auto gpu_node = second_node();
+  ASSERT_EQ(kubectl({"get", "node", gpu_node, "-o",
+                     R"(jsonpath={.metadata.labels.nvidia\.com/gpu\.present})"})
+                .output,
+            "true");
+  data_and_checkpoint_volumes();
+  device_ = "cpu";  // GPUs held, not there
+  submit("gpudeath", kAllReduceTimeout20, gpu_workers(2, 1),
+         "  runPolicy:\n    restartPolicy: OnFailure\n    backoffLimit: 10\n"
+         "    nodeFailureGraceSeconds: 5\n    cleanPodPolicy: None\n",
+         "cifar10", kLongEnoughToInterrupt);
+  std::map<std::string, std::string> before;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        before = placement("gpudeath");
+        return before.size() == 2 && nodes_of(before) == std::set<std::string>{gpu_node};
+      },
+      seconds(120)))
+      << diagnose("gpudeath");
+  ASSERT_TRUE(wait_until_training("gpudeath")) << diagnose("gpudeath");
+  ASSERT_TRUE(wait_for_checkpoint(run_dir("gpudeath"))) << run_dir("gpudeath");
+  std::map<std::string, std::string> uids;
+  for (const auto& [pod_name, node_name] : before)
+    uids[pod_name] = pod(pod_name)["metadata"]["uid"];
+
+  const auto died = Steady::now();
+  const auto killed = node("kill");
+  restore_ = "start";
+  ASSERT_EQ(killed.exit_code, 0) << killed.output;
+  ASSERT_TRUE(wait_for([&] { return node_ready(gpu_node) == "Unknown"; }, seconds(90)));
+  // The replacements wait for a GPU node, and the job says why.
+  std::string reason;
+  std::string message;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const auto status = status_of("gpudeath");
+        reason = status.value("reason", "");
+        message = status.value("message", "");
+        // The scheduler's words: node 1 is no GPU node (the RuntimeClass's nodeSelector), the
+        // GPU node is unreachable (its taint).
+        return reason == "Unschedulable" &&
+               message.find("didn't match Pod's node affinity/selector") != std::string::npos;
+      },
+      seconds(120)))
+      << reason << ": " << message << "\n"
+      << diagnose("gpudeath");
+  std::cerr << "job gpudeath, " << seconds_since(died)
+            << " s after its GPU node's death: " << reason << ": " << message << "\n";
+  // For a while, to be sure: no pod of the job is placed on the node without GPUs.
+  for (int look = 0; look < 5; ++look) {
+    for (const auto& [pod_name, node_name] : placement("gpudeath")) {
+      EXPECT_EQ(node_name, gpu_node) << pod_name;
+    }
+    EXPECT_NE(state("gpudeath"), "Failed") << diagnose("gpudeath");
+    std::this_thread::sleep_for(seconds(2));
+  }
+
+  const auto back = node("start");
+  ASSERT_EQ(back.exit_code, 0) << back.output;
+  restore_.clear();
+  ASSERT_TRUE(wait_for_state("gpudeath", "Succeeded", seconds(600))) << diagnose("gpudeath");
+  std::cerr << "job gpudeath: Succeeded " << seconds_since(died)
+            << " s after its GPU node's death\n";
+  const auto after = placement("gpudeath");
+  EXPECT_EQ(nodes_of(after), std::set<std::string>{gpu_node});
+  for (const auto& [pod_name, uid] : uids) {
+    EXPECT_NE(pod(pod_name)["metadata"]["uid"], uid) << pod_name << " was not replaced";
+  }
+  // The replacements went on from the run's checkpoint.
+  const auto rank0 = kubectl({"logs", "gpudeath-worker-0", "-n", ns_}).output;
+  const auto resumed = number_after(rank0, "resumed at step ", "");
+  EXPECT_GT(resumed, 0) << rank0;
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
 // Jobs in a Kueue queue on the local cluster (deploy/local-cluster/kueue.sh: Kueue itself, from
-// its release manifests, with its pod integration). A job that names a LocalQueue is one Kueue pod
-// group: all-or-nothing (two jobs for a quota of one: one runs whole, the other waits with every
-// pod gated, then runs), its quota given back when it ends (a PS job's pods included), and a
-// preemption by a higher-priority job that is not charged as a restart and resumes from the
-// checkpoint once readmitted.
+// its release manifests, with its pod integration), with a quota in CPUs or in GPUs. A job that
+// names a LocalQueue is one Kueue pod group: all-or-nothing (two jobs for a quota of one: one runs
+// whole, the other waits with every pod gated, then runs), its quota given back when it ends (a PS
+// job's pods included), and a preemption by a higher-priority job that is not charged as a restart
+// and resumes from the checkpoint once readmitted.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -23,9 +23,9 @@ class Queues : public Cluster {
  protected:
   void SetUp() override {
     Cluster::SetUp();
-    // A flavor, a ClusterQueue for this namespace alone with `kCpuQuota` CPUs that preempts
-    // lower priorities, its LocalQueue "team", and two PriorityClasses (cluster-scoped: named
-    // after the namespace).
+    // A flavor, a ClusterQueue for this namespace alone with quota() that preempts lower
+    // priorities, its LocalQueue "team", and two PriorityClasses (cluster-scoped: named after
+    // the namespace).
     cluster_objects_ = {"resourceflavor/" + ns_, "clusterqueue/" + ns_,
                         "priorityclass/" + ns_ + "-low", "priorityclass/" + ns_ + "-high"};
     apply(
@@ -36,9 +36,10 @@ class Queues : public Cluster {
         ns_ +
         "}}\n"
         "  preemption: {withinClusterQueue: LowerPriority}\n"
-        "  resourceGroups:\n  - coveredResources: [cpu]\n    flavors:\n    - name: " +
-        ns_ + "\n      resources: [{name: cpu, nominalQuota: " + kCpuQuota +
-        "}]\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: team}\n"
+        "  resourceGroups:\n  - coveredResources: [" +
+        quota_resources() + "]\n    flavors:\n    - name: " + ns_ + "\n      resources: [" +
+        quota() +
+        "]\n---\napiVersion: kueue.x-k8s.io/v1beta2\nkind: LocalQueue\nmetadata: {name: team}\n"
         "spec: {clusterQueue: " +
         ns_ + "}\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: " +
         ns_ + "-low}\nvalue: 100\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\n" +
@@ -56,6 +57,12 @@ class Queues : public Cluster {
   void TearDown() override {
     Cluster::TearDown();
     for (const auto& object : cluster_objects_) kubectl({"delete", object, "--wait=false"});
+  }
+
+  // The ClusterQueue's resources and their quotas: `kCpuQuota` CPUs.
+  virtual std::string quota_resources() const { return "cpu"; }
+  virtual std::string quota() const {
+    return std::string("{name: cpu, nominalQuota: ") + kCpuQuota + "}";
   }
 
   // The job's pods (every one created) and how many of them a scheduling gate holds, and how
@@ -79,12 +86,13 @@ class Queues : public Cluster {
   std::string reason_of(const std::string& job) { return status_of(job).value("reason", ""); }
   std::string message_of(const std::string& job) { return status_of(job).value("message", ""); }
 
-  // The CPU the ClusterQueue has handed out now, as Kueue reports it ("0" when none).
-  std::string cpu_in_use() {
-    const auto used =
-        kubectl({"get", "clusterqueue", ns_, "-o",
-                 R"(jsonpath={.status.flavorsUsage[0].resources[?(@.name=="cpu")].total})"})
-            .output;
+  // How much of `resource` the ClusterQueue has handed out now, as Kueue reports it ("0" when
+  // none).
+  std::string in_use(const std::string& resource = "cpu") {
+    const auto used = kubectl({"get", "clusterqueue", ns_, "-o",
+                               R"(jsonpath={.status.flavorsUsage[0].resources[?(@.name==")" +
+                                   resource + R"(")].total})"})
+                          .output;
     return used.empty() ? "0" : used;
   }
   int admitted_workloads() {
@@ -135,6 +143,19 @@ class Queues : public Cluster {
         seconds(120)))
         << diagnose(job);
     return seconds_since(applied);
+  }
+
+  // That the job's group was admitted once every one of `pods` (another job's) had ended.
+  void expect_admitted_after_they_ended(const std::string& job,
+                                        const std::vector<std::string>& pods) {
+    const auto admitted_at = parse_time(
+        kubectl({"get", "workload", group_of(job), "-n", ns_, "-o", kAdmittedAt}).output);
+    for (const auto& name : pods) {
+      const auto ended = pod(name)["status"]["containerStatuses"][0]["state"]["terminated"].value(
+          "finishedAt", "");
+      ASSERT_FALSE(ended.empty()) << name << " had not ended when " << job << " was admitted";
+      EXPECT_GE(admitted_at, parse_time(ended)) << name;
+    }
   }
 
   static constexpr const char* kCpuQuota = "1";  // CPUs: one job of the tests, never two
@@ -209,23 +230,56 @@ TEST_F(Queues, TwoJobsForTheQuotaOfOneRunOneAfterTheOtherWhole) {
             << " s after the first was\n";
   // Not before the first's trainers and parameter server had ended (Kueue takes the quota of a
   // group's succeeded pods back, so the first's evaluator may still have been running then).
-  const auto admitted_at = parse_time(
-      kubectl({"get", "workload", group_of("second"), "-n", ns_, "-o", kAdmittedAt}).output);
-  for (const auto* name : {"first-ps-0", "first-master-0", "first-worker-0"}) {
-    const auto ended =
-        pod(name)["status"]["containerStatuses"][0]["state"]["terminated"].value("finishedAt", "");
-    ASSERT_FALSE(ended.empty()) << name << " had not ended when the second was admitted";
-    EXPECT_GE(admitted_at, parse_time(ended)) << name;
-  }
+  expect_admitted_after_they_ended("second", {"first-ps-0", "first-master-0", "first-worker-0"});
   ASSERT_TRUE(wait_for_state("first", "Succeeded", seconds(300))) << diagnose("first");
   ASSERT_TRUE(wait_for_state("second", "Succeeded", seconds(300))) << diagnose("second");
   EXPECT_TRUE(has_event("second", "JobAdmitted"));
   // Both groups ended, every pod of them (PS and evaluator too): nothing of the quota is held.
-  EXPECT_TRUE(
-      wait_for([&] { return admitted_workloads() == 0 && cpu_in_use() == "0"; }, seconds(60)))
-      << "admitted " << admitted_workloads() << ", cpu in use " << cpu_in_use();
+  EXPECT_TRUE(wait_for([&] { return admitted_workloads() == 0 && in_use() == "0"; }, seconds(60)))
+      << "admitted " << admitted_workloads() << ", cpu in use " << in_use();
   EXPECT_EQ(status_of("first").value("restarts", -1), 0);
   EXPECT_EQ(status_of("second").value("restarts", -1), 0);
+}
+
+// A ClusterQueue whose quota is in GPUs (the cluster's GPU node: start.sh --gpus): two of them,
+// and CPU enough for any job here.
+class GpuQueues : public Queues {
+ protected:
+  std::string quota_resources() const override { return "cpu, nvidia.com/gpu"; }
+  std::string quota() const override {
+    return "{name: cpu, nominalQuota: 8}, {name: nvidia.com/gpu, nominalQuota: 2}";
+  }
+};
+
+TEST_F(GpuQueues, TwoJobsOfTwoGpusForAQuotaOfTwoRunOneAfterTheOtherWhole) {
+  data_and_checkpoint_volumes();
+  device_ = "cpu";  // GPUs held, not there
+  // Long enough (~30 s) to be running while the second is looked at (2 epochs took 8 s).
+  submit("gpufirst", kAllReduce, gpu_workers(2, 1), in_queue(), "cifar10", 8);
+  std::cerr << "job gpufirst: admitted " << ungated_after("gpufirst", Steady::now())
+            << " s after it was applied\n";
+  submit("gpusecond", kAllReduce, gpu_workers(2, 1), in_queue());
+  // The second waits whole, both pods gated, for the GPUs the first holds; Kueue says so.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const auto now = pods_now("gpusecond");
+        return state("gpusecond") == "Queued" && now.total == 2 && now.gated == 2 &&
+               message_of("gpusecond").find("nvidia.com/gpu") != std::string::npos;
+      },
+      seconds(60)))
+      << diagnose("gpusecond");
+  std::cerr << "job gpusecond: " << reason_of("gpusecond") << ": " << message_of("gpusecond")
+            << "\n";
+  // The first's two GPUs in use (Kueue writes its ClusterQueue's usage a moment after admitting).
+  EXPECT_TRUE(wait_for([&] { return in_use("nvidia.com/gpu") == "2"; }, seconds(30)))
+      << in_use("nvidia.com/gpu");
+  EXPECT_NE(state("gpufirst"), "Succeeded");  // (else the looks above came too late to mean much)
+  ASSERT_TRUE(wait_for_state("gpufirst", "Succeeded", seconds(300))) << diagnose("gpufirst");
+  ASSERT_TRUE(wait_for_state("gpusecond", "Succeeded", seconds(300))) << diagnose("gpusecond");
+  expect_admitted_after_they_ended("gpusecond", {"gpufirst-worker-0", "gpufirst-worker-1"});
+  EXPECT_TRUE(wait_for([&] { return admitted_workloads() == 0 && in_use("nvidia.com/gpu") == "0"; },
+                       seconds(60)))
+      << "admitted " << admitted_workloads() << ", GPUs in use " << in_use("nvidia.com/gpu");
 }
 
 TEST_F(Queues, APreemptedJobIsNotChargedAndResumesFromItsCheckpoint) {
