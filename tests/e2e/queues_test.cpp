@@ -60,8 +60,8 @@ class Queues : public Cluster {
   }
 
   // The ClusterQueue's resources and their quotas: `kCpuQuota` CPUs.
-  virtual std::string quota_resources() const { return "cpu"; }
-  virtual std::string quota() const {
+  [[nodiscard]] virtual std::string quota_resources() const { return "cpu"; }
+  [[nodiscard]] virtual std::string quota() const {
     return std::string("{name: cpu, nominalQuota: ") + kCpuQuota + "}";
   }
 
@@ -245,8 +245,8 @@ TEST_F(Queues, TwoJobsForTheQuotaOfOneRunOneAfterTheOtherWhole) {
 // and CPU enough for any job here.
 class GpuQueues : public Queues {
  protected:
-  std::string quota_resources() const override { return "cpu, nvidia.com/gpu"; }
-  std::string quota() const override {
+  [[nodiscard]] std::string quota_resources() const override { return "cpu, nvidia.com/gpu"; }
+  [[nodiscard]] std::string quota() const override {
     return "{name: cpu, nominalQuota: 8}, {name: nvidia.com/gpu, nominalQuota: 2}";
   }
 };

@@ -136,16 +136,19 @@ TEST(AllReduceJob, BatchNormBuffersStayIdenticalAcrossRanks) {
 
 // Two ranks started on their own, as pods are (logs rank0.log, rank1.log), training a long job.
 struct TwoRanks {
-  TwoRanks(const fs::path& work, std::vector<std::string> extra)
+  TwoRanks(const fs::path& work, const std::vector<std::string>& extra)
       : work_(work),
         port_(cifar::testing::free_port()),
         extra_(extra),
         rank0(args(0, extra), work / "rank0.log"),
         rank1(args(1, extra), work / "rank1.log") {}
-  // Until rank 0 trains, and a moment more: mid-training.
+  // Until rank 0 trains (its stop window open), and a moment more: mid-training.
   bool wait_until_training() {
     const bool training = cifar::testing::wait_for(
-        [&] { return read_file(work_ / "rank0.log").find("buckets") != std::string::npos; }, 60s);
+        [&] {
+          return read_file(work_ / "rank0.log").find("trainable parameters") != std::string::npos;
+        },
+        60s);
     std::this_thread::sleep_for(2s);
     return training;
   }
@@ -155,7 +158,7 @@ struct TwoRanks {
   }
 
  private:
-  std::vector<std::string> args(int r, std::vector<std::string> extra) const {
+  [[nodiscard]] std::vector<std::string> args(int r, std::vector<std::string> extra) const {
     extra.insert(extra.begin(), {"-b", "8", "-e", "50"});
     return command(work_, "model", rank_of_two(r, port_), extra);
   }
