@@ -155,12 +155,7 @@ void Applier::add_missing_credentials(const Job& job) {
     return;
   }
   const auto credentials = security::make_job_credentials(job_certificate_request(job));
-  client_.patch(secret,
-                {{"stringData",
-                  {{security::kCaFile, credentials.ca_certificate},
-                   {security::kCertificateFile, credentials.certificate},
-                   {security::kKeyFile, credentials.private_key}}}},
-                kube::PatchType::kMerge);
+  client_.patch(secret, {{"stringData", credentials_data(credentials)}}, kube::PatchType::kMerge);
   spdlog::info("{}/{}: the job's Secret {} had no TLS credentials; added them", job.namespace_,
                job.name, token_secret_name(job));
 }

@@ -250,17 +250,21 @@ json desired_service(const Job& job) {
 
 std::string token_secret_name(const Job& job) { return job.name + "-token"; }
 
+json credentials_data(const security::JobCredentials& credentials) {
+  return {{security::kCaFile, credentials.ca_certificate},
+          {security::kCertificateFile, credentials.certificate},
+          {security::kKeyFile, credentials.private_key}};
+}
+
 json desired_token_secret(const Job& job, const std::string& token,
                           const security::JobCredentials& credentials) {
+  auto data = credentials_data(credentials);
+  data["token"] = token;
   return {{"apiVersion", "v1"},
           {"kind", "Secret"},
           {"metadata", owned_metadata(job, token_secret_name(job))},
           {"type", "Opaque"},
-          {"stringData",
-           {{"token", token},
-            {security::kCaFile, credentials.ca_certificate},
-            {security::kCertificateFile, credentials.certificate},
-            {security::kKeyFile, credentials.private_key}}}};
+          {"stringData", data}};
 }
 
 security::CertificateRequest job_certificate_request(const Job& job) {

@@ -62,6 +62,8 @@ nlohmann::json desired_service(const Job& job);
 std::string token_secret_name(const Job& job);
 nlohmann::json desired_token_secret(const Job& job, const std::string& token,
                                     const security::JobCredentials& credentials);
+// The credentials as the Secret's stringData keys (the files CIFAR_TLS_DIR holds).
+nlohmann::json credentials_data(const security::JobCredentials& credentials);
 // What the job's certificate names: every pod's DNS name under the job's headless Service
 // (<job>-<role>-<i>.<job>.<namespace>.svc[.cluster.local], as TF_CONFIG names the PS).
 security::CertificateRequest job_certificate_request(const Job& job);

@@ -4,6 +4,7 @@
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -59,16 +60,18 @@ struct Door {
   }
 };
 
-const char* message_of(Refusal refusal) {  // literals: NUL-terminated
-  switch (refusal) {
-    case Refusal::kNoCertificate:
-      return kNoCertificateRefusal.data();
-    case Refusal::kForeignCertificate:
-      return kForeignCertificateRefusal.data();
-    case Refusal::kToken:
-      break;
-  }
-  return kTokenRefusal.data();
+// Each refusal's metric label and the message its caller gets, in Refusal's order.
+struct RefusalWords {
+  std::string_view label;
+  std::string_view message;  // a literal: NUL-terminated, as gRPC's callback takes it
+};
+constexpr std::array<RefusalWords, 3> kRefusalWords{{
+    {"no_certificate", kNoCertificateRefusal},
+    {"foreign_certificate", kForeignCertificateRefusal},
+    {"token", kTokenRefusal},
+}};
+const RefusalWords& words_of(Refusal refusal) {
+  return kRefusalWords.at(static_cast<size_t>(refusal));
 }
 
 // gRPC's processor interface. Runs on a transport thread, so it only checks and answers.
@@ -78,7 +81,7 @@ void check_call(void* state, grpc_auth_context* context, const grpc_metadata* me
   const auto refusal = door.refusal(context, metadata, count);
   if (refusal && door.on_refusal) door.on_refusal(*refusal);
   done(user_data, nullptr, 0, nullptr, 0, refusal ? GRPC_STATUS_UNAUTHENTICATED : GRPC_STATUS_OK,
-       refusal ? message_of(*refusal) : nullptr);
+       refusal ? words_of(*refusal).message.data() : nullptr);
 }
 
 void destroy_door(void* state) {
@@ -123,17 +126,7 @@ class DoorCredentials final : public grpc::ServerCredentials {
 
 }  // namespace
 
-std::string_view refusal_name(Refusal refusal) {
-  switch (refusal) {
-    case Refusal::kNoCertificate:
-      return "no_certificate";
-    case Refusal::kForeignCertificate:
-      return "foreign_certificate";
-    case Refusal::kToken:
-      break;
-  }
-  return "token";
-}
+std::string_view refusal_name(Refusal refusal) { return words_of(refusal).label; }
 
 bool equal_in_constant_time(std::string_view given, std::string_view expected) {
   unsigned char difference = given.size() == expected.size() ? 0 : 1;
