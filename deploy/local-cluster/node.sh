@@ -122,6 +122,18 @@ node_network() {
   done
 }
 
+# runc_handler NAME: the containerd config of a runtime handler NAME that runs this node's runc.
+runc_handler() {
+  cat <<TOML
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.$1]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.$1.options]
+        SystemdCgroup = false
+        # runc's state of this node's containers, not /run/containerd/runc (every node's default)
+        Root = "$node_dir/runc"
+TOML
+}
+
 node_configure() {
   # The kubelet's serving certificate, for its node IP (the API server's logs and exec).
   (
@@ -158,25 +170,12 @@ state = "$node_dir/containerd/state"
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        # runc's state of this node's containers, not /run/containerd/runc (every node's default)
-        Root = "$node_dir/runc"
 TOML
-  if [ "$node_gpus" -gt 0 ]; then
-    # The handler of RuntimeClass nvidia. On a real GPU node it runs runc through
-    # nvidia-container-runtime, which injects the devices in NVIDIA_VISIBLE_DEVICES; here there
-    # is nothing to inject, and it is runc itself.
-    cat >>"$node_dir/containerd.toml" <<TOML
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
-        SystemdCgroup = false
-        Root = "$node_dir/runc"
-TOML
-  fi
+  runc_handler runc >>"$node_dir/containerd.toml"
+  # The handler of RuntimeClass nvidia. On a real GPU node it runs runc through
+  # nvidia-container-runtime, which injects the devices in NVIDIA_VISIBLE_DEVICES; here there is
+  # nothing to inject, and it is runc itself.
+  [ "$node_gpus" -eq 0 ] || runc_handler nvidia >>"$node_dir/containerd.toml"
   cat >"$node_dir/kubelet.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
