@@ -96,14 +96,8 @@ void tolerate(json& spec, const json& toleration) {
 }  // namespace
 
 std::string device_of(const JobSpec& spec, Role role) {
-  switch (spec.device) {
-    case Device::kCpu:
-      return "cpu";
-    case Device::kCuda:
-      return "cuda";
-    case Device::kAuto:
-      break;
-  }
+  // cpu and cuda are spelled as -c takes them.
+  if (spec.device != Device::kAuto) return std::string(name_of(kDeviceNames, spec.device));
   return spec.count(role) > 0 && spec.replicas.at(role).gpus() > 0 ? "cuda" : "cpu";
 }
 
