@@ -93,9 +93,10 @@ TEST_F(GpuNodes, AnNcclJobGoesToGpuNodesOnlyAndWithoutCudaFailsSayingWhyNotInALo
   data_and_checkpoint_volumes();
   // nccl without GPUs: refused for what it is.
   submit("ncclnogpu", kNccl, "    Worker: {replicas: 2}\n");
-  // nccl with GPUs (training.device auto: -c cuda), on GPUs that are not there.
+  // nccl with GPUs (training.device auto: -c cuda), on GPUs that are not there. cleanPodPolicy
+  // None: its failed pods are looked at after the job ended.
   submit("ncclfake", kNccl, gpu_workers(2, 1),
-         "  runPolicy: {restartPolicy: ExitCode, backoffLimit: 3}\n");
+         "  runPolicy: {restartPolicy: ExitCode, backoffLimit: 3, cleanPodPolicy: None}\n");
   ASSERT_TRUE(wait_for_state("ncclnogpu", "Failed", seconds(60))) << diagnose("ncclnogpu");
   const auto refused = status_of("ncclnogpu");
   EXPECT_EQ(refused.value("reason", ""), "InvalidSpec") << refused.dump();
@@ -113,7 +114,9 @@ TEST_F(GpuNodes, AnNcclJobGoesToGpuNodesOnlyAndWithoutCudaFailsSayingWhyNotInALo
   // Exit 2 (a configuration the job cannot run with) is not retried: no restart, no crash loop.
   EXPECT_EQ(failed.value("restarts", -1), 0) << failed.dump();
   const auto gpu = gpu_nodes();
-  for (const auto& p : pods_of("ncclfake")) {
+  const auto pods = pods_of("ncclfake");
+  EXPECT_EQ(pods.size(), 2U);
+  for (const auto& p : pods) {
     EXPECT_EQ(gpu.count(p["spec"].value("nodeName", "")), 1U) << p["spec"].dump();
     EXPECT_EQ(restart_count_of(p), 0);
   }
