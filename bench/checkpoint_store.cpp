@@ -53,6 +53,7 @@ Timing measure(const std::string& location, const std::string& model_name, int r
     state.step = run + 1;
     const auto start = Clock::now();
     checkpoints.save(*model, *optimizer, state);
+    checkpoints.wait_until_saved();  // the write itself, which runs in the background
     saves.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     const auto load_start = Clock::now();
     const auto restored = checkpoints.load_latest(*model, *optimizer);

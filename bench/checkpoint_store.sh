@@ -5,6 +5,7 @@
 # bucket is a local SeaweedFS (deploy/object-store), started here and stopped at the end. Prints
 # markdown tables.
 #   bench/checkpoint_store.sh [BUILD_DIR]     MODELS=resnet20,alexnet RUNS=10 EPOCHS=2 THREADS=2
+#                                               ROUNDS=5 (training: each setting once a round)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -12,6 +13,7 @@ models=${MODELS:-resnet20,alexnet}
 runs=${RUNS:-10}
 epochs=${EPOCHS:-2}
 threads=${THREADS:-2}
+rounds=${ROUNDS:-5}
 for bin in bench-checkpoint-store cifar-train; do
   [ -x "$build/bin/$bin" ] || { echo "missing $build/bin/$bin: build it first" >&2; exit 1; }
 done
@@ -55,22 +57,33 @@ floor 2300000
 floor 14100000
 
 echo
-echo "### Training with --checkpoint-every 100 (resnet20, synthetic 5000 images, $epochs epochs, $threads threads)"
+echo "### Training with --checkpoint-every 100 (resnet20, synthetic 5000 images, $epochs epochs, $threads threads; $rounds rounds, the three alternated)"
 echo
-echo "| checkpoints | images/s | share of step time outside compute (checkpoints, metrics, ...) |"
-echo "|---|---:|---:|"
-train() {  # train NAME MODEL_DIR [FLAGS...]: a row
+echo "| checkpoints | images/s, median | min - max | share of step time outside compute, median |"
+echo "|---|---:|---:|---:|"
+train() {  # train NAME MODEL_DIR [FLAGS...]: appends "IMAGES_PER_S OTHER_PERCENT" to $work/NAME.rows
   local name=$1 dir=$2
   shift 2
   local log="$work/row.log"
+  rm -rf "$dir" 2>/dev/null || true
   "$build/bin/cifar-train" -m resnet20 -d synthetic --data-dir "$work/data" -e "$epochs" -b 64 \
     -t "$threads" --progress none --metrics-port -1 -md "$dir" "$@" >"$log" 2>&1 ||
     { cat "$log" >&2; exit 1; }
-  local ips other
-  ips=$(sed -n 's/.*done: .* steps, \([0-9.]*\) img\/s.*/\1/p' "$log")
-  other=$(sed -n 's/.*step time: .*other \([0-9.]*\)%.*/\1/p' "$log")
-  echo "| $name | $ips | $other% |"
+  echo "$(sed -n 's/.*done: .* steps, \([0-9.]*\) img\/s.*/\1/p' "$log")" \
+    "$(sed -n 's/.*step time: .*other \([0-9.]*\)%.*/\1/p' "$log")" >>"$work/$name.rows"
 }
-train "each epoch's only" "$work/none"
-train "every 100 steps, volume" "$work/every" --checkpoint-every 100
-train "every 100 steps, S3" s3://bench/every --checkpoint-every 100
+row() {  # row NAME LABEL: the median, range and median share of NAME's rounds
+  local ips other
+  ips=$(cut -d' ' -f1 "$work/$1.rows" | sort -g | awk '{v[NR]=$1} END {
+    printf "%.1f | %.1f - %.1f", v[int((NR+1)/2)], v[1], v[NR]}')
+  other=$(cut -d' ' -f2 "$work/$1.rows" | sort -g | awk '{v[NR]=$1} END {printf "%.1f", v[int((NR+1)/2)]}')
+  echo "| $2 | $ips | $other% |"
+}
+for round in $(seq "$rounds"); do
+  train none "$work/none-$round"
+  train volume "$work/every-$round" --checkpoint-every 100
+  train s3 "s3://bench/every-$round" --checkpoint-every 100
+done
+row none "each epoch's only"
+row volume "every 100 steps, volume"
+row s3 "every 100 steps, S3"

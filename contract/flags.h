@@ -49,6 +49,7 @@ inline constexpr Flag kSeed{"--seed", "-s"};
 // Checkpoints and reporting.
 inline constexpr Flag kCheckpointEvery{"--checkpoint-every", ""};
 inline constexpr Flag kKeepCheckpoints{"--keep-checkpoints", ""};
+inline constexpr Flag kMaxUnsavedSeconds{"--max-unsaved-seconds", ""};
 inline constexpr Flag kMetricsPort{"--metrics-port", ""};
 inline constexpr Flag kProgress{"--progress", ""};
 inline constexpr Flag kMetricsLinger{"--metrics-linger", ""};
@@ -63,13 +64,15 @@ inline constexpr Flag kNoOverlap{"--no-overlap", ""};
 inline constexpr Flag kDistTimeout{"--dist-timeout", ""};
 
 inline constexpr std::array kAll = {
-    kModel,           kModelDir,     kNumClasses,     kEpochs,        kBatchSize,
-    kContext,         kDataset,      kDataDir,        kDownload,      kDownloadMirror,
-    kOptimizer,       kLearningRate, kMomentum,       kNoNesterov,    kWeightDecay,
-    kSchedule,        kWarmupEpochs, kLabelSmoothing, kSeed,          kCheckpointEvery,
-    kKeepCheckpoints, kMetricsPort,  kProgress,       kMetricsLinger, kStrategy,
-    kPsMode,          kStaleness,    kDistBackend,    kBucketCapMb,   kNoOverlap,
-    kDistTimeout,     kPrecision,    kTerminationLog};
+    kModel,           kModelDir,         kNumClasses,  kEpochs,
+    kBatchSize,       kContext,          kDataset,     kDataDir,
+    kDownload,        kDownloadMirror,   kOptimizer,   kLearningRate,
+    kMomentum,        kNoNesterov,       kWeightDecay, kSchedule,
+    kWarmupEpochs,    kLabelSmoothing,   kSeed,        kCheckpointEvery,
+    kKeepCheckpoints, kMetricsPort,      kProgress,    kMetricsLinger,
+    kStrategy,        kPsMode,           kStaleness,   kDistBackend,
+    kBucketCapMb,     kNoOverlap,        kDistTimeout, kPrecision,
+    kTerminationLog,  kMaxUnsavedSeconds};
 
 // Not in kAll (the flags the operator writes): the parameter-server channel's TLS, the job's
 // credentials (the operator gives them by env::kTlsDir instead) or plaintext (never on Kubernetes).

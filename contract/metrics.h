@@ -25,6 +25,12 @@ inline constexpr char kJobTotalSteps[] = "cifar_job_total_steps";
 inline constexpr char kImagesPerSecond[] = "cifar_images_per_second";  // summed over trainers
 inline constexpr char kStepSeconds[] = "cifar_step_seconds";
 inline constexpr char kCheckpointSeconds[] = "cifar_checkpoint_seconds";
+// The chief's checkpoints, written in the background: the newest step in the store, and since when
+// (Unix seconds) the run's store has not answered, 0 while it does (status.progress.checkpoint
+// and the condition CheckpointStoreUnreachable come from the chief's).
+inline constexpr char kCheckpointSavedStep[] = "cifar_checkpoint_saved_step";
+inline constexpr char kStoreUnreachableSince[] = "cifar_store_unreachable_since_seconds";
+inline constexpr char kStoreRetries[] = "cifar_store_retries_total";
 // Checkpoints that exist but cannot be read (the evaluator's: corrupt or truncated files).
 inline constexpr char kCheckpointReadErrors[] = "cifar_checkpoint_read_errors_total";
 

@@ -26,6 +26,7 @@
 #include "train/local_exchange.h"
 #include "train/loop.h"
 #include "train/result.h"
+#include "train/run_store.h"
 #include "train/termination_log.h"
 
 namespace {
@@ -46,8 +47,7 @@ int run(const cifar::train::TrainConfig& config) {
   // The run's store answers (its bucket is there, the keys are right) before any work starts: a job
   // that cannot keep its checkpoints fails at once, not at its first checkpoint.
   if (dist.uses_store()) {
-    static_cast<void>(
-        cifar::storage::open_store(config.model_dir)->list(cifar::train::run_name(config)));
+    static_cast<void>(cifar::train::open_run_store(config)->list(cifar::train::run_name(config)));
   }
   // The run's writers take their slot of its fence first (train/fence.h): a pod replaced while it
   // was cut off, restarted in place, stops here, before it rendezvouses or reads the run.

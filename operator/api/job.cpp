@@ -232,6 +232,8 @@ JobSpec parse_spec(const json& spec) {
   s.checkpoint_every_steps =
       member(checkpoint, "everySteps", s.checkpoint_every_steps, "checkpoint.");
   s.keep_checkpoints = member(checkpoint, "keep", s.keep_checkpoints, "checkpoint.");
+  s.max_unsaved_seconds =
+      member(checkpoint, "maxUnsavedSeconds", s.max_unsaved_seconds, "checkpoint.");
   s.checkpoint_store = object_store(checkpoint);
   if (s.checkpoint_store && s.checkpoint_volume) {
     throw InvalidSpec("checkpoint.uri", "is an alternative to checkpoint.volume: give one of them");

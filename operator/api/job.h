@@ -138,6 +138,7 @@ struct JobSpec {
   std::optional<ObjectStoreSource> checkpoint_store;  // instead of a volume
   int64_t checkpoint_every_steps = 0;
   int keep_checkpoints = 3;
+  int max_unsaved_seconds = 600;  // checkpoint.maxUnsavedSeconds: how long the store may be away
   // A run to continue ("": none): a directory on the checkpoint volume, or an s3:// URI (a run in
   // the job's object store, perhaps started on another cluster).
   std::string resume_from;

@@ -81,6 +81,8 @@ std::string_view condition_type_name(ConditionType type) {
       return "PodsNotReady";
     case ConditionType::kTrainersMissing:
       return "TrainersMissing";
+    case ConditionType::kCheckpointStoreUnreachable:
+      return "CheckpointStoreUnreachable";
   }
   return "";
 }
@@ -94,7 +96,8 @@ std::optional<ConditionType> parse_condition_type(std::string_view name) {
 
 bool is_exclusive(ConditionType type) {
   return type != ConditionType::kCreated && type != ConditionType::kPodsNotReady &&
-         type != ConditionType::kTrainersMissing;
+         type != ConditionType::kTrainersMissing &&
+         type != ConditionType::kCheckpointStoreUnreachable;
 }
 
 const JobCondition* JobStatus::condition(ConditionType type) const {
@@ -151,6 +154,8 @@ void JobStatus::summarize() {
     why = condition(ConditionType::kPodsNotReady);
   } else if (is_true(ConditionType::kTrainersMissing)) {
     why = condition(ConditionType::kTrainersMissing);
+  } else if (is_true(ConditionType::kCheckpointStoreUnreachable)) {
+    why = condition(ConditionType::kCheckpointStoreUnreachable);
   }
   if (why == nullptr) {
     summary_reason.reset();

@@ -29,7 +29,8 @@ namespace cifar::op {
 // does not go away). Queued is the state of a job whose pods wait in a queue (Kueue) to be
 // admitted as one group. TrainersMissing is not a state either: the job trains with fewer
 // trainers than it names (a parameter server dropped one mid-run, or an asynchronous job started
-// without one; trainers.h).
+// without one; trainers.h). Nor is CheckpointStoreUnreachable: the chief's checkpoint store has
+// not answered for a while and the job trains on, its checkpoints waiting (store_outage.h).
 enum class ConditionType {
   kCreated,
   kQueued,
@@ -39,16 +40,20 @@ enum class ConditionType {
   kFailed,
   kSuspended,
   kPodsNotReady,
-  kTrainersMissing
+  kTrainersMissing,
+  kCheckpointStoreUnreachable
 };
-inline constexpr std::array<ConditionType, 9> kConditionTypes = {
-    ConditionType::kCreated,    ConditionType::kQueued,       ConditionType::kRunning,
-    ConditionType::kRestarting, ConditionType::kSucceeded,    ConditionType::kFailed,
-    ConditionType::kSuspended,  ConditionType::kPodsNotReady, ConditionType::kTrainersMissing};
+inline constexpr std::array<ConditionType, 10> kConditionTypes = {
+    ConditionType::kCreated,         ConditionType::kQueued,
+    ConditionType::kRunning,         ConditionType::kRestarting,
+    ConditionType::kSucceeded,       ConditionType::kFailed,
+    ConditionType::kSuspended,       ConditionType::kPodsNotReady,
+    ConditionType::kTrainersMissing, ConditionType::kCheckpointStoreUnreachable};
 std::string_view condition_type_name(ConditionType type);  // "Created", ...
 std::optional<ConditionType> parse_condition_type(std::string_view name);
 // Exclusive conditions: one turning True turns the others False. Created is not exclusive: it
-// stays True once the pods were first created; nor are PodsNotReady and TrainersMissing.
+// stays True once the pods were first created; nor are PodsNotReady, TrainersMissing and
+// CheckpointStoreUnreachable.
 bool is_exclusive(ConditionType type);
 
 enum class ConditionStatus { kTrue, kFalse, kUnknown };
@@ -106,6 +111,10 @@ inline constexpr std::string_view kCheckpointStoreUnavailable = "CheckpointStore
 inline constexpr std::string_view kTrainerDropped = "TrainerDropped";
 inline constexpr std::string_view kTrainerNotJoined = "TrainerNotJoined";
 inline constexpr std::string_view kAllTrainersTraining = "AllTrainersTraining";
+// CheckpointStoreUnreachable: the chief's store has not answered since a time (its checkpoints
+// wait, training goes on), and the condition turned False.
+inline constexpr std::string_view kStoreNotAnswering = "StoreNotAnswering";
+inline constexpr std::string_view kStoreAnswers = "StoreAnswers";
 }  // namespace reason
 
 struct JobCondition {

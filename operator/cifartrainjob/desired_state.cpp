@@ -181,6 +181,7 @@ std::vector<std::string> container_args(const Job& job, Role role) {
   add(flag::kPrecision, name_of(kPrecisionNames, s.precision));
   add(flag::kSeed, std::to_string(s.seed));
   add(flag::kKeepCheckpoints, std::to_string(s.keep_checkpoints));
+  add(flag::kMaxUnsavedSeconds, std::to_string(s.max_unsaved_seconds));
   add(flag::kMetricsPort, std::to_string(kMetricsPort.number));
   add(flag::kProgress, "lines");
   add(flag::kMetricsLinger, std::to_string(contract::kMetricsLingerSeconds));

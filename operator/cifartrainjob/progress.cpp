@@ -207,6 +207,15 @@ std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const JobP
   const auto test_accuracy =
       sample(job.has_evaluator ? find(pods, Role::kEvaluator, 0) : chief, metric::kTestAccuracy);
   if (test_accuracy && *test_accuracy > 0) progress["testAccuracy"] = *test_accuracy;
+  json checkpoint = json::object();
+  if (const auto saved = sample(chief, metric::kCheckpointSavedStep)) {
+    checkpoint["savedStep"] = std::llround(*saved);
+  }
+  if (const auto since = sample(chief, metric::kStoreUnreachableSince); since && *since > 0) {
+    checkpoint["storeUnreachableSince"] = format_time(
+        Clock::time_point(std::chrono::seconds(static_cast<int64_t>(std::floor(*since)))));
+  }
+  if (!checkpoint.empty()) progress["checkpoint"] = std::move(checkpoint);
   if (auto trainers = trainers_of(find(pods, Role::kPs, 0))) {
     progress["trainers"] = std::move(*trainers);
   } else if (previous.contains("trainers")) {

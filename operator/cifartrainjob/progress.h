@@ -45,7 +45,8 @@ struct JobPods {
 // status.progress written last, at its updatedAt); each is absent until known. A parameter-server
 // job's `trainers` come from PS 0's per-trainer series (contract/metrics.h): {expected, training,
 // missing: [{trainer, droppedAtStep if it was dropped}]}; the previous ones stand while PS 0 was
-// not scraped.
+// not scraped. `checkpoint` is the chief's: {savedStep, storeUnreachableSince while its store does
+// not answer}.
 std::optional<nlohmann::json> job_progress(
     const std::vector<PodMetrics>& scraped, const JobPods& job, const std::string& now,
     const nlohmann::json& previous = nlohmann::json::object());

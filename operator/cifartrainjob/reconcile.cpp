@@ -6,6 +6,7 @@
 #include "cifartrainjob/kueue_integration.h"
 #include "cifartrainjob/replicas.h"
 #include "cifartrainjob/restart_count.h"
+#include "cifartrainjob/store_outage.h"
 #include "cifartrainjob/suspend.h"
 #include "cifartrainjob/trainers.h"
 #include "cifartrainjob/unsaved_stop.h"
@@ -52,6 +53,7 @@ Plan reconcile(const Job& job_as_given, const JobStatus& status, const Observed&
   if (observed.progress && !status.finished()) {
     plan.status.progress = *observed.progress;
     report_missing_trainers(job, now, plan);
+    report_store_outage(job, now, plan);
   }
   if (!status.finished()) {
     for (const auto& pod : observed.deleted_pods) {

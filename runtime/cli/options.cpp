@@ -372,6 +372,11 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
   app.add_option(cli_names(flag::kKeepCheckpoints), c.keep_checkpoints, "Checkpoints kept")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option(cli_names(flag::kMaxUnsavedSeconds), c.max_unsaved_seconds,
+                 "How long an object store (-md s3://...) may not answer before the job fails: "
+                 "training goes on meanwhile and checkpoints are saved once it is back")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_flag("--resume", c.resume, "Continue from the newest checkpoint in --model-dir");
 
   app.add_option(cli_names(flag::kMetricsPort), c.metrics_port,

@@ -84,6 +84,9 @@ struct TrainConfig {
   // Checkpoints.
   int64_t checkpoint_every_steps = 0;  // besides the end of every epoch (0 = epochs only)
   int keep_checkpoints = 3;
+  // How long the run's object store may stay away (refusing, silent, failing DNS, 5xx) before the
+  // job gives up: checkpoints wait to be saved meanwhile, and training goes on.
+  int max_unsaved_seconds = 600;
   bool resume = false;
   // Reporting.
   int metrics_port = contract::kMetricsPort.number;  // -1: no endpoint; 0: a free port

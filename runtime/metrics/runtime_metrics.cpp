@@ -50,6 +50,13 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
   checkpoints_ = counter(metric::kCheckpoints, "Checkpoints written.");
   checkpoint_read_errors_ =
       counter(metric::kCheckpointReadErrors, "Checkpoints found that could not be read.");
+  checkpoint_saved_step_ =
+      gauge(metric::kCheckpointSavedStep, "Step of the newest checkpoint written to the store.");
+  store_unreachable_since_ =
+      gauge(metric::kStoreUnreachableSince,
+            "Unix time since which the run's store has not answered; 0 while it answers.");
+  store_retries_ = counter(metric::kStoreRetries,
+                           "Requests to the run's store that failed transiently and were retried.");
   loss_ = gauge(metric::kLoss, "Training loss of the latest step.");
   train_accuracy_ = gauge(metric::kTrainAccuracy, "Training accuracy of the current epoch so far.");
   test_accuracy_ = gauge(metric::kTestAccuracy, "Test-set accuracy of the latest evaluation.");
@@ -60,7 +67,9 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
   job_total_steps_ = gauge(metric::kJobTotalSteps, "The job's updates in all.");
   images_per_second_ = gauge(metric::kImagesPerSecond, "Training throughput, images per second.");
   step_seconds_ = histogram(metric::kStepSeconds, "Wall time of one training step.");
-  checkpoint_seconds_ = histogram(metric::kCheckpointSeconds, "Time to write one checkpoint.");
+  checkpoint_seconds_ =
+      histogram(metric::kCheckpointSeconds,
+                "Time the training loop spent taking one checkpoint (written in the background).");
   ps_exchange_seconds_ =
       histogram(metric::kPsPushPullSeconds,
                 "Trainer: one push of gradients and pull of parameters to and from all PS shards.",
@@ -146,6 +155,17 @@ void RuntimeMetrics::set_job_position(int64_t step, int64_t total_steps) {
 void RuntimeMetrics::set_test_accuracy(double accuracy) { test_accuracy_->Set(accuracy); }
 
 void RuntimeMetrics::record_checkpoint_read_error() { checkpoint_read_errors_->Increment(); }
+
+void RuntimeMetrics::set_checkpoint_store(std::optional<int64_t> saved_step,
+                                          std::optional<double> unreachable_since,
+                                          int64_t retries) {
+  if (saved_step) checkpoint_saved_step_->Set(static_cast<double>(*saved_step));
+  store_unreachable_since_->Set(unreachable_since.value_or(0));
+  if (retries > store_retries_seen_) {
+    store_retries_->Increment(static_cast<double>(retries - store_retries_seen_));
+    store_retries_seen_ = retries;
+  }
+}
 
 void RuntimeMetrics::record_checkpoint(double seconds) {
   checkpoints_->Increment();

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -55,6 +56,11 @@ class RuntimeMetrics {
   void set_test_accuracy(double accuracy);
   void record_checkpoint(double seconds);
   void record_checkpoint_read_error();
+  // The run's store as this process sees it: the newest checkpoint step it saved (nullopt: none
+  // yet), since when the store has not answered (Unix seconds; nullopt: it answers), and its
+  // requests tried again so far.
+  void set_checkpoint_store(std::optional<int64_t> saved_step,
+                            std::optional<double> unreachable_since, int64_t retries);
 
   // Parameter-server training, trainer side: one push-and-pull round trip to all shards.
   void record_ps_exchange(double seconds, int64_t pushed_bytes, int64_t pulled_bytes);
@@ -84,6 +90,10 @@ class RuntimeMetrics {
   prometheus::Counter* data_wait_;
   prometheus::Counter* checkpoints_;
   prometheus::Counter* checkpoint_read_errors_;
+  prometheus::Gauge* checkpoint_saved_step_;
+  prometheus::Gauge* store_unreachable_since_;
+  prometheus::Counter* store_retries_;
+  int64_t store_retries_seen_ = 0;
   prometheus::Gauge* loss_;
   prometheus::Gauge* train_accuracy_;
   prometheus::Gauge* test_accuracy_;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,26 +19,35 @@ namespace {
   throw std::system_error(error, std::generic_category(), std::string(what) + " " + path.string());
 }
 
-// Writes `bytes` to a new file at `path`, synced to disk.
-void write_synced(const fs::path& path, std::string_view bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw_errno(errno, path, "cannot create");
+// Writes `bytes` to a new file of its own beside `path` (a unique name, as mkstemp makes it: two
+// writers of one name never share a temporary file), synced to disk; returns the file's path.
+fs::path write_synced_beside(const fs::path& path, std::string_view bytes) {
+  auto pattern = (path.parent_path() / ("." + path.filename().string() + ".tmp.XXXXXX")).string();
+  const int fd = ::mkostemp(pattern.data(), O_CLOEXEC);
+  if (fd < 0) throw_errno(errno, pattern, "cannot create");
+  const fs::path temp = pattern;
+  const auto fail = [&](const char* what) {
+    const int error = errno;
+    ::close(fd);
+    std::error_code ignored;
+    fs::remove(temp, ignored);  // never a torn file; what was there stays
+    throw_errno(error, temp, what);
+  };
+  if (::fchmod(fd, 0644) != 0) fail("cannot create");
   for (size_t done = 0; done < bytes.size();) {
     const auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int error = errno;
-      ::close(fd);
-      throw_errno(error, path, "cannot write");
-    }
+    if (n < 0) fail("cannot write");
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) {
+  if (::fsync(fd) != 0) fail("cannot sync");
+  if (::close(fd) != 0) {
     const int error = errno;
-    ::close(fd);
-    throw_errno(error, path, "cannot sync");
+    std::error_code ignored;
+    fs::remove(temp, ignored);
+    throw_errno(error, temp, "cannot write");
   }
-  if (::close(fd) != 0) throw_errno(errno, path, "cannot write");
+  return temp;
 }
 
 // fsync a directory, so that a rename in it is durable.
@@ -81,15 +91,13 @@ std::string DirectoryStore::location_of(std::string_view name) const {
 fs::path DirectoryStore::path_of(std::string_view name) const { return dir_ / std::string(name); }
 
 void DirectoryStore::put(std::string_view name, std::string_view bytes) {
-  const auto path = path_of(name);
-  const auto temp = dir_ / ("." + std::string(name) + ".tmp");
+  fs::create_directories(dir_);
+  const auto temp = write_synced_beside(path_of(name), bytes);
   try {
-    fs::create_directories(dir_);
-    write_synced(temp, bytes);
-    fs::rename(temp, path);
+    fs::rename(temp, path_of(name));
   } catch (...) {
     std::error_code ignored;
-    fs::remove(temp, ignored);  // never a torn file; what was there stays
+    fs::remove(temp, ignored);
     throw;
   }
   sync_directory(dir_);

@@ -1,4 +1,5 @@
-// A Store in a directory: each object a file, replaced by a synced temp file's rename (and the
+// A Store in a directory: each object a file, replaced by the rename of a synced temp file of the
+// write's own (a unique name: concurrent writers of one name each publish a whole file) (and the
 // directory synced), so a crash leaves the old file or the new. put_if holds an flock on
 // <name>.lock for its read-compare-write; an object's version is its content.
 #pragma once

@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <pugixml.hpp>
-#include <random>
 #include <thread>
 #include <utility>
 
 #include "contract/env.h"
 #include "http/curl_easy.h"
+#include "storage/backoff.h"
 #include "storage/s3_location.h"
 
 namespace cifar::storage {
@@ -52,25 +52,6 @@ std::string xml_text(const pugi::xml_document& document, const char* name) {
   return node ? node.node().child_value() : "";
 }
 
-// Worth another try: the connection or the server hiccuped, or it asked to slow down.
-bool transient(CURLcode code, long status, const std::string& s3_code) {
-  switch (code) {
-    case CURLE_OK:
-      break;
-    case CURLE_COULDNT_RESOLVE_HOST:  // a Service just made, its DNS name not yet served
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_RECV_ERROR:
-    case CURLE_SEND_ERROR:
-    case CURLE_GOT_NOTHING:
-      return true;
-    default:
-      return false;
-  }
-  return status >= 500 || status == 429 || s3_code == "SlowDown" || s3_code == "RequestTimeout";
-}
-
 size_t append_to_string(char* data, size_t size, size_t count, void* user) {
   static_cast<std::string*>(user)->append(data, size * count);
   return size * count;
@@ -108,6 +89,26 @@ size_t capture_etag(char* data, size_t size, size_t count, void* user) {
 }
 
 }  // namespace
+
+Failure classify(int curl_code, long http_status, std::string_view s3_code) {
+  switch (static_cast<CURLcode>(curl_code)) {
+    case CURLE_OK:
+      break;
+    case CURLE_COULDNT_RESOLVE_HOST:  // DNS away, or a Service just made, its name not yet served
+    case CURLE_COULDNT_CONNECT:       // refused: the server restarting, a failover
+    case CURLE_OPERATION_TIMEDOUT:    // no answer in time, or a stalled transfer
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:  // reset
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+      return Failure::kTransient;
+    default:  // TLS trust, a malformed URL, ...: retrying changes nothing
+      return Failure::kPermanent;
+  }
+  const bool transient = http_status >= 500 || http_status == 429 || s3_code == "SlowDown" ||
+                         s3_code == "RequestTimeout";
+  return transient ? Failure::kTransient : Failure::kPermanent;
+}
 
 std::optional<S3Credentials> S3Credentials::from_environment() {
   const char* id = std::getenv(contract::env::kAwsAccessKeyId);
@@ -244,6 +245,8 @@ S3Client::Response S3Client::perform_once(const Request& request) {
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options_.connect_timeout.count()));
   curl_easy_setopt(h, CURLOPT_TIMEOUT, static_cast<long>(options_.request_timeout.count()));
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.stall_timeout.count()));
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, append_to_string);
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &response.body);
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, capture_etag);
@@ -308,28 +311,26 @@ S3Client::Response S3Client::perform(const Request& request) {
                                 "AWS_SECRET_ACCESS_KEY (a Kubernetes job: "
                                 "checkpoint.s3.credentialsSecret)");
   }
-  thread_local std::mt19937 jitter{std::random_device{}()};
-  auto backoff = options_.first_backoff;
+  Backoff backoff(options_.first_backoff, std::chrono::milliseconds(5000));
   for (int attempt = 1;; ++attempt) {
     auto response = perform_once(request);
     const bool failed = response.curl != CURLE_OK || response.status >= 300;
     if (!failed) return response;
     if (attempt >= options_.attempts ||
-        !transient(response.curl, response.status, response.s3_code)) {
+        classify(response.curl, response.status, response.s3_code) != Failure::kTransient) {
       return response;
     }
-    std::uniform_int_distribution<int64_t> spread(0, backoff.count() / 2);
-    std::this_thread::sleep_for(backoff + std::chrono::milliseconds(spread(jitter)));
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    std::this_thread::sleep_for(backoff.next());
   }
 }
 
 S3Error S3Client::error_of(const Request& request, const Response& response) const {
   const auto where = "s3://" + request.bucket + (request.key.empty() ? "" : "/" + request.key) +
                      " at " + endpoint_;
+  const auto failure = classify(response.curl, response.status, response.s3_code);
   if (response.curl != CURLE_OK) {
     return {where + ": no answer to " + request.method + " (" + response.curl_error + ")", 0,
-            curl_easy_strerror(response.curl)};
+            curl_easy_strerror(response.curl), failure};
   }
   std::string message;
   pugi::xml_document document;
@@ -338,7 +339,7 @@ S3Error S3Client::error_of(const Request& request, const Response& response) con
       response.s3_code.empty() ? "HTTP " + std::to_string(response.status) : response.s3_code;
   return {where + ": " + request.method + " answered " + std::to_string(response.status) + " " +
               code + (message.empty() ? "" : ": " + message),
-          response.status, code};
+          response.status, code, failure};
 }
 
 void S3Client::put(const std::string& bucket, const std::string& key, std::string_view body) {

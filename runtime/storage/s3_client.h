@@ -1,7 +1,9 @@
 // An S3 client for checkpoints: put (one PUT, or a multipart upload above a size), get, list and
-// delete objects, over libcurl with its AWS Signature V4. Transient failures (the connection, 5xx,
-// throttling) are retried with backoff; what retrying cannot fix is an S3Error that names the
-// bucket, the endpoint and the server's error code. Credentials never appear in an error.
+// delete objects, over libcurl with its AWS Signature V4. Transient failures (the connection, DNS,
+// a stalled server, 5xx, throttling) are retried a few times with backoff (seconds, not minutes:
+// riding out a longer outage is storage/retrying_store.h's); what is left is an S3Error that names
+// the bucket, the endpoint and the server's error code, and says whether it was transient.
+// Credentials never appear in an error.
 #pragma once
 
 #include <chrono>
@@ -39,25 +41,44 @@ struct S3ClientOptions {
   std::string ca_bundle;
   std::chrono::seconds connect_timeout{10};
   std::chrono::seconds request_timeout{300};  // of one request: a large part on a slow link
-  int attempts = 5;                           // of a request that fails transiently
+  // A request that moves no byte for this long is given up (a stopped or wedged server accepts
+  // connections in its kernel and never answers): transient, retried.
+  std::chrono::seconds stall_timeout{20};
+  int attempts = 5;  // of a request that fails transiently
   std::chrono::milliseconds first_backoff{200};
   size_t multipart_threshold = size_t{64} << 20;  // objects at least this big go in parts
   size_t part_size = size_t{16} << 20;            // S3's minimum is 5 MiB (but for the last)
   int list_page_size = 1000;                      // keys a listing asks for at once (S3's most)
 };
 
+// Whether a store's failure may go away by itself (worth waiting for) or not (worth saying at
+// once).
+enum class Failure {
+  kPermanent,  // refused: wrong keys (403), no such bucket, a bad request or signature, TLS trust
+  kTransient,  // away: no connection, DNS, a timeout or stall, 5xx, throttling (429, SlowDown)
+};
+
+// What a request met: a curl error (no answer), or the server's HTTP status and S3 code.
+Failure classify(int curl_code, long http_status, std::string_view s3_code);
+
 class S3Error : public std::runtime_error {
  public:
-  S3Error(const std::string& message, long http_status, std::string code)
-      : std::runtime_error(message), http_status_(http_status), code_(std::move(code)) {}
+  S3Error(const std::string& message, long http_status, std::string code,
+          Failure failure = Failure::kPermanent)
+      : std::runtime_error(message),
+        http_status_(http_status),
+        code_(std::move(code)),
+        failure_(failure) {}
   // 0 when no answer came (the endpoint did not resolve, connect, or answer in time).
   [[nodiscard]] long http_status() const { return http_status_; }
   // The server's code (AccessDenied, NoSuchBucket, NoSuchKey, ...), or curl's error for no answer.
   [[nodiscard]] const std::string& code() const { return code_; }
+  [[nodiscard]] bool transient() const { return failure_ == Failure::kTransient; }
 
  private:
   long http_status_;
   std::string code_;
+  Failure failure_;
 };
 
 struct ObjectInfo {

@@ -5,6 +5,8 @@
 // multipart upload).
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +14,14 @@
 #include <vector>
 
 namespace cifar::storage {
+
+// Whether the store answers: since when it has not (nullopt: it answers, or nobody asked since it
+// stopped), and what it last said.
+struct StoreHealth {
+  std::optional<std::chrono::system_clock::time_point> unreachable_since;
+  std::string last_error;
+  int64_t transient_failures = 0;  // requests that failed transiently and were tried again
+};
 
 // An object's bytes and an opaque version of them, for put_if.
 struct Versioned {
@@ -45,10 +55,16 @@ class Store {
   [[nodiscard]] virtual std::optional<Versioned> get_versioned(std::string_view name) const = 0;
   virtual bool put_if(std::string_view name, std::string_view bytes,
                       const std::optional<std::string>& expected) = 0;
+
+  // Whether it answers (a store that does not wait out outages says nothing: always healthy).
+  [[nodiscard]] virtual StoreHealth health() const { return {}; }
 };
 
 // The store at `location`: s3://BUCKET/PREFIX (configured from the environment, see
 // s3_store.h), otherwise a directory (created on the first write).
 std::unique_ptr<Store> open_store(const std::string& location);
+// The same, riding out an outage of up to `patience` (retrying_store.h); a directory as it is
+// (a local or shared volume that fails does not come back by waiting).
+std::unique_ptr<Store> open_store(const std::string& location, std::chrono::seconds patience);
 
 }  // namespace cifar::storage

@@ -13,7 +13,9 @@
 #include <string>
 #include <system_error>
 
+#include "storage/s3_client.h"
 #include "storage/store.h"
+#include "train/background_writer.h"
 #include "train/error_text.h"
 #include "train/fence.h"
 
@@ -32,6 +34,19 @@ std::string bytes_of(torch::serialize::OutputArchive& archive) {
     return size;
   });
   return bytes;
+}
+
+// The run's checkpoints in the store, oldest first.
+std::vector<std::string> checkpoint_names(const storage::Store& store, const std::string& prefix) {
+  auto names = store.list(prefix + "-step-");
+  names.erase(std::remove_if(names.begin(), names.end(),
+                             [](const std::string& name) {
+                               return name.size() < std::strlen(kSuffix) ||
+                                      name.compare(name.size() - std::strlen(kSuffix),
+                                                   std::string::npos, kSuffix) != 0;
+                             }),
+              names.end());
+  return names;
 }
 
 torch::Tensor scalar(int64_t v) { return torch::tensor(v, torch::kInt64); }
@@ -122,7 +137,8 @@ CheckpointManager::CheckpointManager(std::shared_ptr<storage::Store> store, std:
     : store_(std::move(store)),
       prefix_(std::move(prefix)),
       keep_(std::max(keep, 1)),
-      known_(std::make_shared<Known>()) {}
+      known_(std::make_shared<Known>()),
+      writer_(std::make_shared<Writer>()) {}
 
 CheckpointManager::CheckpointManager(const std::string& location, std::string prefix, int keep)
     : CheckpointManager(storage::open_store(location), std::move(prefix), keep) {}
@@ -130,7 +146,19 @@ CheckpointManager::CheckpointManager(const std::string& location, std::string pr
 struct CheckpointManager::Known {
   std::mutex mu;
   bool listed = false;
-  std::vector<std::string> names;  // in key order, which is step order
+  std::vector<std::string> names;     // in key order, which is step order
+  std::optional<int64_t> saved_step;  // of the newest checkpoint this process wrote
+};
+
+struct CheckpointManager::Writer {
+  std::mutex mu;
+  // Made at the first save (a manager that only reads starts no thread); under `mu`.
+  std::unique_ptr<BackgroundWriter> uploader;
+
+  BackgroundWriter* get() {
+    const std::lock_guard guard(mu);
+    return uploader.get();
+  }
 };
 
 std::string CheckpointManager::save(const torch::nn::Module& model,
@@ -156,53 +184,94 @@ std::string CheckpointManager::save(const torch::nn::Module& model, const TrainS
   char number[64];
   std::snprintf(number, sizeof(number), "-step-%010lld", static_cast<long long>(state.step));
   const std::string name = prefix_ + number + kSuffix;
-  const auto bytes = bytes_of(archive);
+  BackgroundWriter* uploader = nullptr;
+  {
+    const std::lock_guard guard(writer_->mu);
+    if (!writer_->uploader) {
+      // The writer's thread may outlive this manager (a write it cannot abandon): it holds the
+      // store and the bookkeeping itself.
+      writer_->uploader = std::make_unique<BackgroundWriter>(
+          [store = store_, known = known_, prefix = prefix_, keep = keep_](
+              const PendingWrite& checkpoint) { commit(store, *known, prefix, keep, checkpoint); });
+    }
+    uploader = writer_->uploader.get();
+  }
+  uploader->submit({name, bytes_of(archive), state.step});
+  return store_->location_of(name);
+}
+
+void CheckpointManager::commit(const std::shared_ptr<storage::Store>& store, Known& known,
+                               const std::string& prefix, int keep,
+                               const PendingWrite& checkpoint) {
+  const auto& name = checkpoint.name;
   check_fence();  // a replaced chief commits nothing
   try {
-    store_->put(name, bytes);
+    store->put(name, checkpoint.bytes);
+  } catch (const storage::S3Error& e) {  // the store refused, or stayed away too long
+    std::optional<int64_t> saved;
+    {
+      const std::lock_guard guard(known.mu);
+      saved = known.saved_step;
+    }
+    throw storage::S3Error(
+        "checkpoint step " + std::to_string(checkpoint.step) + " not saved: " + e.what() + "; " +
+            (saved ? "the newest checkpoint saved is step " + std::to_string(*saved)
+                   : std::string("no checkpoint was saved by this process")),
+        e.http_status(), e.code(),
+        e.transient() ? storage::Failure::kTransient : storage::Failure::kPermanent);
   } catch (const std::exception& e) {  // never a torn object; the older checkpoints stay
     // The system's reason alone (ENOSPC, EROFS...): the message names the place already.
     const auto* system = dynamic_cast<const std::system_error*>(&e);
-    throw CheckpointWriteError("checkpoint step " + std::to_string(state.step) +
-                               " could not be written to " + store_->location_of(name) + ": " +
+    throw CheckpointWriteError("checkpoint step " + std::to_string(checkpoint.step) +
+                               " could not be written to " + store->location_of(name) + ": " +
                                (system != nullptr ? system->code().message() : error_text(e)));
   }
 
   std::vector<std::string> pruned;
   {
-    const std::lock_guard guard(known_->mu);
-    auto& names = known_->names;
-    if (!known_->listed) {
-      names = list();
-      known_->listed = true;
+    const std::lock_guard guard(known.mu);
+    known.saved_step = checkpoint.step;
+    auto& names = known.names;
+    if (!known.listed) {
+      names = checkpoint_names(*store, prefix);
+      known.listed = true;
     }
     if (const auto at = std::lower_bound(names.begin(), names.end(), name);
         at == names.end() || *at != name) {
       names.insert(at, name);
     }
-    const auto excess = names.size() > static_cast<size_t>(keep_)
-                            ? names.size() - static_cast<size_t>(keep_)
+    const auto excess = names.size() > static_cast<size_t>(keep)
+                            ? names.size() - static_cast<size_t>(keep)
                             : size_t{0};
     pruned.assign(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(excess));
     names.erase(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(excess));
   }
   if (!pruned.empty()) {
     check_fence();  // nor deletes what its replacement may have written
-    for (const auto& old : pruned) store_->remove(old);
+    for (const auto& old : pruned) store->remove(old);
   }
-  return store_->location_of(name);
+}
+
+void CheckpointManager::wait_until_saved() const {
+  if (auto* uploader = writer_->get()) uploader->wait_until_saved();
+}
+
+std::optional<int64_t> CheckpointManager::saved_step() const {
+  const std::lock_guard guard(known_->mu);
+  return known_->saved_step;
+}
+
+bool CheckpointManager::wait_until_saved(std::chrono::milliseconds at_most) const {
+  auto* uploader = writer_->get();
+  return uploader == nullptr || uploader->wait_until_saved(at_most);
+}
+
+void CheckpointManager::raise_if_failed() const {
+  if (auto* uploader = writer_->get()) uploader->raise_if_failed();
 }
 
 std::vector<std::string> CheckpointManager::list() const {
-  auto names = store_->list(prefix_ + "-step-");
-  names.erase(std::remove_if(names.begin(), names.end(),
-                             [](const std::string& name) {
-                               return name.size() < std::strlen(kSuffix) ||
-                                      name.compare(name.size() - std::strlen(kSuffix),
-                                                   std::string::npos, kSuffix) != 0;
-                             }),
-              names.end());
-  return names;
+  return checkpoint_names(*store_, prefix_);
 }
 
 std::optional<std::string> CheckpointManager::read(const std::string& name) const {
@@ -247,20 +316,34 @@ std::optional<TrainState> CheckpointManager::load_latest(torch::nn::Module& mode
   return load_latest(model, optimizer_reader(optimizer));
 }
 
-std::optional<std::pair<std::string, std::string>> CheckpointManager::newest_readable() const {
+std::optional<std::string> CheckpointManager::restore_newest(const Restorer& restore,
+                                                             std::string* newest_error) const {
   const auto names = list();
   for (auto it = names.rbegin(); it != names.rend(); ++it) {
     try {
-      auto bytes = read(*it);
+      const auto bytes = read(*it);
       if (!bytes) continue;  // rotated away meanwhile
-      (void)state_from_bytes(*bytes);
-      return std::make_pair(*it, std::move(*bytes));
+      restore(*it, *bytes);
+      return *it;
+    } catch (const storage::S3Error&) {  // the store, not the checkpoint: no older one is better
+      throw;
     } catch (const std::exception& e) {
-      spdlog::warn("cannot read checkpoint {}, trying an older one: {}", location_of(*it),
+      spdlog::warn("cannot restore checkpoint {}, trying an older one: {}", location_of(*it),
                    error_text(e));
+      if (newest_error != nullptr && newest_error->empty()) *newest_error = error_text(e);
     }
   }
   return std::nullopt;
+}
+
+std::optional<std::pair<std::string, std::string>> CheckpointManager::newest_readable() const {
+  std::string newest;
+  const auto name = restore_newest([&](const std::string&, const std::string& bytes) {
+    static_cast<void>(state_from_bytes(bytes));
+    newest = bytes;
+  });
+  if (!name) return std::nullopt;
+  return std::make_pair(*name, std::move(newest));
 }
 
 TrainState CheckpointManager::load_bytes(const std::string& bytes, torch::nn::Module& model,
@@ -272,25 +355,21 @@ TrainState CheckpointManager::load_bytes(const std::string& bytes, torch::nn::Mo
 
 std::optional<TrainState> CheckpointManager::load_latest(torch::nn::Module& model,
                                                          const ExtraReader& read_extra) const {
-  const auto names = list();
+  std::optional<TrainState> state;
   std::string newest_error;
-  for (auto it = names.rbegin(); it != names.rend(); ++it) {
-    try {
-      const auto bytes = read(*it);
-      if (!bytes) continue;  // rotated away meanwhile
-      torch::serialize::InputArchive archive;
-      archive.load_from(bytes->data(), bytes->size());
-      auto state = restore(archive, model, read_extra);
-      spdlog::info("resumed from {} (epoch {}, step {})", location_of(*it), state.epoch,
-                   state.step);
-      return state;
-    } catch (const std::exception& e) {
-      spdlog::warn("cannot restore checkpoint {}, trying an older one: {}", location_of(*it),
-                   error_text(e));
-      if (newest_error.empty()) newest_error = error_text(e);
-    }
+  const auto name = restore_newest(
+      [&](const std::string&, const std::string& bytes) {
+        torch::serialize::InputArchive archive;
+        archive.load_from(bytes.data(), bytes.size());
+        state = restore(archive, model, read_extra);
+      },
+      &newest_error);
+  if (name) {
+    spdlog::info("resumed from {} (epoch {}, step {})", location_of(*name), state->epoch,
+                 state->step);
+    return state;
   }
-  if (!names.empty()) {
+  if (const auto names = list(); !names.empty()) {
     // None fits (another model or optimizer?): starting afresh would rotate them all away.
     throw std::runtime_error("none of the " + std::to_string(names.size()) + " checkpoints in " +
                              store_->location() +

@@ -1,14 +1,16 @@
 // Checkpoints: model, optimizer, progress counters and RNG state in one object of the run's store
-// (storage/store.h: a directory or an s3:// prefix), the newest `keep` kept. An object is written
-// whole (a directory: temp file, fsync, rename; S3: one PUT or a completed multipart upload), and
-// a reader checks what it reads (a torn or foreign checkpoint is reported and passed over). A
-// resumed run continues bit-exactly.
+// (storage/store.h: a directory or an s3:// prefix), the newest `keep` kept. A checkpoint is
+// taken at once and written in the background (background_writer.h: training goes on while the
+// store is slow or away); an object is written whole (a directory: temp file, fsync, rename; S3:
+// one PUT or a completed multipart upload), and a reader checks what it reads (a torn or foreign
+// checkpoint is reported and passed over). A resumed run continues bit-exactly.
 #pragma once
 
 #include <torch/nn/module.h>
 #include <torch/optim/optimizer.h>
 #include <torch/serialize/archive.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -25,6 +27,8 @@ class Store;
 }
 
 namespace cifar::train {
+
+struct PendingWrite;
 
 // A checkpoint that could not be written (a full or read-only volume, an I/O error, an object
 // store that refused it): the message names the step, where and the reason. Nothing half-written is
@@ -45,14 +49,25 @@ class CheckpointManager {
   // The store at `location` (storage::open_store: a directory or s3://BUCKET/PREFIX).
   CheckpointManager(const std::string& location, std::string prefix, int keep);
 
-  // Writes a checkpoint for `state` and deletes all but the newest `keep`; returns where it went
-  // (informational: callers may ignore it). Throws CheckpointWriteError.
+  // Takes a checkpoint of `state` and hands it to the background writer, which writes it and
+  // deletes all but the newest `keep`; returns where it goes (informational: callers may ignore
+  // it). Throws the failure of an earlier write: CheckpointWriteError (a volume), S3Error (an
+  // object store that refused, or stayed away past --max-unsaved-seconds), Replaced.
   // NOLINTNEXTLINE(modernize-use-nodiscard)
   std::string save(const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
                    const TrainState& state) const;
   // NOLINTNEXTLINE(modernize-use-nodiscard)
   std::string save(const torch::nn::Module& model, const TrainState& state,
                    const ExtraWriter& write_extra) const;
+  // Until every checkpoint taken is written; throws, as save() does, if one could not be.
+  void wait_until_saved() const;
+  // The same for at most `at_most`: whether every checkpoint taken is written.
+  bool wait_until_saved(std::chrono::milliseconds at_most) const;
+  // Throws the failure of a background write, if one failed (checked between steps).
+  void raise_if_failed() const;
+  // The step of the newest checkpoint this manager wrote (nullopt: none yet).
+  [[nodiscard]] std::optional<int64_t> saved_step() const;
+
   // Restores the newest readable checkpoint into `model` and `optimizer` (and the global RNG);
   // an unreadable one (torn by a crash) is reported and the next older one tried. Empty when
   // there are none; throws when there are some but none can be restored.
@@ -66,6 +81,13 @@ class CheckpointManager {
   [[nodiscard]] std::optional<std::string> read(const std::string& name) const;
   // The progress a checkpoint holds; throws if it cannot be read.
   [[nodiscard]] TrainState state_of(const std::string& name) const;
+  // Calls `restore` with the newest checkpoint's name and bytes, then with older ones while it
+  // throws (a checkpoint torn by a crash, or of another model: reported, and the first such
+  // error kept in `newest_error`); returns the name it took, nullopt if none. The store's own
+  // failure (S3Error) is thrown: an older checkpoint would not be better.
+  using Restorer = std::function<void(const std::string& name, const std::string& bytes)>;
+  std::optional<std::string> restore_newest(const Restorer& restore,
+                                            std::string* newest_error = nullptr) const;
   // The name of the newest checkpoint whose progress can be read (a torn one is reported and
   // skipped), with its bytes.
   [[nodiscard]] std::optional<std::pair<std::string, std::string>> newest_readable() const;
@@ -88,10 +110,15 @@ class CheckpointManager {
   // each save and prune (only the chief, behind its fence, writes them), so that a save into a
   // bucket is a PUT and perhaps a DELETE rather than a listing each time. Shared by copies.
   struct Known;
+  struct Writer;
+  // Writes one checkpoint and rotates: on the writer's thread, which holds what it uses.
+  static void commit(const std::shared_ptr<storage::Store>& store, Known& known,
+                     const std::string& prefix, int keep, const PendingWrite& checkpoint);
   std::shared_ptr<storage::Store> store_;
   std::string prefix_;
   int keep_;
   std::shared_ptr<Known> known_;
+  std::shared_ptr<Writer> writer_;
 };
 
 }  // namespace cifar::train

@@ -5,6 +5,7 @@
 
 #include "storage/store.h"
 #include "train/fence.h"
+#include "train/run_store.h"
 
 namespace cifar::train {
 namespace {
@@ -15,12 +16,12 @@ std::string marker_name(const TrainConfig& config) { return run_name(config) + "
 
 void write_done_marker(const TrainConfig& config, int64_t final_step) {
   check_fence();
-  storage::open_store(config.model_dir)
-      ->put(marker_name(config), nlohmann::json{{"step", final_step}}.dump() + "\n");
+  open_run_store(config)->put(marker_name(config),
+                              nlohmann::json{{"step", final_step}}.dump() + "\n");
 }
 
-std::optional<int64_t> read_done_marker(const TrainConfig& config) {
-  const auto text = storage::open_store(config.model_dir)->get(marker_name(config));
+std::optional<int64_t> read_done_marker(const storage::Store& store, const TrainConfig& config) {
+  const auto text = store.get(marker_name(config));
   if (!text) return std::nullopt;
   const auto json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (!json.is_object() || !json.contains("step")) return std::nullopt;
@@ -28,7 +29,7 @@ std::optional<int64_t> read_done_marker(const TrainConfig& config) {
 }
 
 void remove_done_marker(const TrainConfig& config) {
-  storage::open_store(config.model_dir)->remove(marker_name(config));
+  open_run_store(config)->remove(marker_name(config));
 }
 
 }  // namespace cifar::train

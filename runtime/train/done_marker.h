@@ -8,11 +8,15 @@
 
 #include "config/train_config.h"
 
+namespace cifar::storage {
+class Store;
+}
+
 namespace cifar::train {
 
 void write_done_marker(const TrainConfig& config, int64_t final_step);
-// The final step, or nothing while there is no marker.
-std::optional<int64_t> read_done_marker(const TrainConfig& config);
+// The final step, or nothing while there is no marker; in the run's store `store`.
+std::optional<int64_t> read_done_marker(const storage::Store& store, const TrainConfig& config);
 void remove_done_marker(const TrainConfig& config);
 
 }  // namespace cifar::train

@@ -23,6 +23,7 @@
 #include "train/json_lines.h"
 #include "train/loss.h"
 #include "train/metrics_endpoint.h"
+#include "train/run_store.h"
 
 namespace cifar::train {
 namespace {
@@ -43,11 +44,16 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
   model->to(device);
   auto metrics = make_runtime_metrics(config);
 
-  const std::shared_ptr<storage::Store> store = storage::open_store(config.model_dir);
+  // One store (one pool of connections) for every request: listings, checkpoints, the chief's
+  // fence, the done marker; riding out an outage up to --max-unsaved-seconds.
+  const std::shared_ptr<storage::Store> store = open_run_store(config);
   const CheckpointManager checkpoints(store, run_name(config), config.keep_checkpoints);
   const std::string best_name = run_name(config) + "-best.pt";
   JsonLinesObject log(store, "evaluation.jsonl");
   EvaluatorResult result;
+  // The newest checkpoint downloaded so far: a listing that names nothing newer costs no GET (the
+  // names carry the step, zero-padded: their byte order is step order).
+  std::string newest_fetched;
   // Checkpoints that exist but cannot be read: reported once each, never tried again.
   std::set<std::string> unreadable;
   // Checkpoints a replaced chief wrote after its replacement took over (fence.h): passed over.
@@ -58,7 +64,7 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
     names.erase(std::remove_if(names.begin(), names.end(),
                                [&](const std::string& n) { return stale.count(n) != 0; }),
                 names.end());
-    if (!names.empty() && unreadable.count(names.back()) == 0) {
+    if (!names.empty() && names.back() > newest_fetched && unreadable.count(names.back()) == 0) {
       const auto& newest = names.back();
       // Only parsing the object decides whether it is unreadable; what is done with it after is
       // not (nor can the store fail to answer: that is an error of its own).
@@ -67,10 +73,11 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
         spdlog::debug("evaluator: {} is gone", newest);
         continue;
       }
+      newest_fetched = newest;
       std::optional<TrainState> loaded;
       try {
         const auto state = CheckpointManager::state_from_bytes(*bytes);
-        if (is_stale_checkpoint(read_fence(config, FenceSlot::kChief), state.written_by,
+        if (is_stale_checkpoint(read_fence(*store, config, FenceSlot::kChief), state.written_by,
                                 state.step)) {
           stale.insert(newest);
           spdlog::warn(
@@ -116,7 +123,7 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
         }
       }
     }
-    if (const auto final_step = read_done_marker(config)) {
+    if (const auto final_step = read_done_marker(*store, config)) {
       if (result.last_step >= *final_step) break;
       // Listed again: the final checkpoint is written before the marker, so it is the newest now.
       const auto final_names = checkpoints.list();

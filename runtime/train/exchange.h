@@ -22,6 +22,8 @@ class RuntimeMetrics;
 
 namespace cifar::train {
 
+class CheckpointManager;
+
 // Which share of each epoch this trainer reads, and whether it is the chief: the one that
 // writes checkpoints and the monitor log.
 struct TrainerPlace {
@@ -89,8 +91,11 @@ class GradientExchange {
   // holds the job's state is about to go).
   [[nodiscard]] virtual bool wants_checkpoint() const { return false; }
 
-  // The chief writes the job's checkpoint at `state` (the loop skips repeats of a step).
+  // The chief writes the job's checkpoint at `state` (the loop skips repeats of a step), in the
+  // background: the loop waits for the writes with checkpoints()->wait_until_saved().
   virtual void save_checkpoint(const TrainState& state) = 0;
+  // What the chief's checkpoints are written through (nullptr: this trainer writes none).
+  [[nodiscard]] virtual const CheckpointManager* checkpoints() const = 0;
   // The job is done at `state`, its last checkpoint written (not called after a stop).
   virtual void finish(const TrainState& state) = 0;
 };

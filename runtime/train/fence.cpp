@@ -8,6 +8,7 @@
 #include <string>
 
 #include "storage/store.h"
+#include "train/run_store.h"
 
 namespace cifar::train {
 namespace {
@@ -122,12 +123,17 @@ void check_not_replaced(const Held& mine) {
 }  // namespace
 
 std::optional<FenceRecord> read_fence(const TrainConfig& config, FenceSlot slot) {
-  return read_record(*storage::open_store(config.model_dir), fence_name(config, slot));
+  return read_fence(*open_run_store(config), config, slot);
+}
+
+std::optional<FenceRecord> read_fence(const storage::Store& store, const TrainConfig& config,
+                                      FenceSlot slot) {
+  return read_record(store, fence_name(config, slot));
 }
 
 void claim_fence(const TrainConfig& config, FenceSlot slot) {
   if (config.incarnation <= 0) return;
-  std::shared_ptr<storage::Store> store = storage::open_store(config.model_dir);
+  std::shared_ptr<storage::Store> store = open_run_store(config);
   const auto name = fence_name(config, slot);
   update_record(*store, name, [&](const std::optional<FenceRecord>& record) {
     check_record(record, config.incarnation, config.job_uid, false);

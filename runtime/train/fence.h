@@ -26,6 +26,10 @@
 
 #include "config/train_config.h"
 
+namespace cifar::storage {
+class Store;
+}
+
 namespace cifar::train {
 
 // This process's pod was replaced: it must write nothing more into the run.
@@ -44,6 +48,9 @@ struct FenceRecord {
   std::string job_uid;  // "": a record of a process run by hand, or of an older cifar-train
 };
 std::optional<FenceRecord> read_fence(const TrainConfig& config, FenceSlot slot);
+// The same, in the run's store `store` (a reader that holds it: the evaluator).
+std::optional<FenceRecord> read_fence(const storage::Store& store, const TrainConfig& config,
+                                      FenceSlot slot);
 
 // Claims `slot` of the run for config.incarnation and makes it this process's fence. Throws
 // Replaced if a newer incarnation holds it already.

@@ -3,11 +3,20 @@
 #include <sstream>
 
 #include "storage/store.h"
+#include "train/background_writer.h"
+#include "train/fence.h"
 
 namespace cifar::train {
 
-JsonLinesObject::JsonLinesObject(std::shared_ptr<storage::Store> store, std::string name)
+JsonLinesObject::JsonLinesObject(std::shared_ptr<storage::Store> store, std::string name,
+                                 Writes writes)
     : store_(std::move(store)), name_(std::move(name)) {
+  if (writes == Writes::kInBackground) {
+    writer_ = std::make_unique<BackgroundWriter>([store = store_](const PendingWrite& write) {
+      check_fence();  // a replaced chief records nothing
+      store->put(write.name, write.bytes);
+    });
+  }
   const auto text = store_->get(name_);
   if (!text) return;
   std::istringstream lines(*text);
@@ -31,10 +40,24 @@ void JsonLinesObject::keep_only(const std::function<bool(const nlohmann::json&)>
   write();
 }
 
-void JsonLinesObject::write() const {
+JsonLinesObject::~JsonLinesObject() = default;
+
+void JsonLinesObject::write() {
   std::string text;
   for (const auto& record : records_) text += record.dump() + "\n";
-  store_->put(name_, text);
+  if (writer_) {
+    writer_->submit({name_, std::move(text), static_cast<int64_t>(records_.size())});
+  } else {
+    store_->put(name_, text);
+  }
+}
+
+void JsonLinesObject::wait_until_saved() {
+  if (writer_) writer_->wait_until_saved();
+}
+
+void JsonLinesObject::raise_if_failed() {
+  if (writer_) writer_->raise_if_failed();
 }
 
 }  // namespace cifar::train

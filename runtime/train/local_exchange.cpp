@@ -7,11 +7,13 @@
 
 #include "models/model.h"
 #include "train/optimizer.h"
+#include "train/run_store.h"
 
 namespace cifar::train {
 
 LocalExchange::LocalExchange(const TrainConfig& config)
-    : config_(config), checkpoints_(config.model_dir, run_name(config), config.keep_checkpoints) {}
+    : config_(config),
+      checkpoints_(open_run_store(config), run_name(config), config.keep_checkpoints) {}
 
 void LocalExchange::prepare(const TrainableModel& model) {
   model_ = &model.model;

@@ -25,11 +25,12 @@ class LocalExchange : public GradientExchange {
   [[nodiscard]] std::string describe() const override { return "trained in this process"; }
   UpdateResult update(double lr) override;
   void save_checkpoint(const TrainState& state) override;
+  [[nodiscard]] const CheckpointManager* checkpoints() const override { return &checkpoints_; }
   void finish(const TrainState& /*state*/) override {}
 
  protected:
   [[nodiscard]] const TrainConfig& config() const { return config_; }
-  [[nodiscard]] const CheckpointManager& checkpoints() const { return checkpoints_; }
+  [[nodiscard]] const CheckpointManager& checkpoints_of_run() const { return checkpoints_; }
   // The optimizer over the model's parameters: start's first step.
   void prepare(const TrainableModel& model);
   // Continues from a checkpoint given as its file's bytes (CheckpointManager::load_bytes).

@@ -16,6 +16,7 @@
 #include "metrics/runtime_metrics.h"
 #include "models/model.h"
 #include "train/batches.h"
+#include "train/checkpoint.h"
 #include "train/datasets.h"
 #include "train/device.h"
 #include "train/fence.h"
@@ -26,6 +27,7 @@
 #include "train/monitor.h"
 #include "train/precision.h"
 #include "train/progress.h"
+#include "train/run_store.h"
 
 namespace cifar::train {
 namespace {
@@ -164,7 +166,7 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
 
   std::optional<MonitorLog> monitor;
   if (place.chief) {
-    monitor.emplace(config.model_dir);
+    monitor.emplace(open_run_store(config));
     monitor->truncate_after(state.epoch);  // epochs to be redone
   }
   std::optional<data::DataLoader> test_loader;
@@ -260,6 +262,14 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
     result.time.communication += update.communication_seconds;
     result.time.optimizer += seconds_between(t_backward, t_update) - update.communication_seconds;
     result.time.other += seconds_between(t_update, Clock::now());
+    // A checkpoint the store refused, or could not take for longer than the job allows, ends the
+    // run here, between steps (its write is in the background).
+    if (place.chief) {
+      const auto& checkpoints = *exchange.checkpoints();
+      checkpoints.raise_if_failed();
+      monitor->raise_if_failed();
+      publish_store_health(metrics, checkpoints.store(), checkpoints.saved_step());
+    }
     if (!done && exchange.agree_to_stop(stop_requested())) {
       result.stopped = true;
       break;
@@ -270,6 +280,17 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
   if (epoch_open && test_loader && !result.stopped) epoch_record(run, state.epoch + 1, lr);
 
   save_checkpoint(run);
+  // Written before the done marker (finish), which names the final checkpoint, and before a
+  // stopped process exits saying that its state is saved.
+  if (place.chief) {
+    // Perhaps for as long as the store is away: saying so meanwhile, as between steps.
+    const auto& checkpoints = *exchange.checkpoints();
+    while (!checkpoints.wait_until_saved(std::chrono::seconds(1))) {
+      publish_store_health(metrics, checkpoints.store(), checkpoints.saved_step());
+    }
+    publish_store_health(metrics, checkpoints.store(), checkpoints.saved_step());
+    monitor->wait_until_saved();
+  }
   if (!result.stopped) exchange.finish(state);
   result.epochs_completed = state.epoch;
   result.steps = state.step;

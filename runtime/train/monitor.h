@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "train/json_lines.h"
@@ -25,7 +26,12 @@ class MonitorLog {
  public:
   // The log of the run at `model_dir`, with what it holds already.
   explicit MonitorLog(const std::string& model_dir);
+  // The log in `store` (the run's: train/run_store.h), appended to in the background.
+  explicit MonitorLog(std::shared_ptr<storage::Store> store);
   void append(const EpochRecord& record);
+  // Until every record appended is in the store; and whether a write of it failed.
+  void wait_until_saved() { log_.wait_until_saved(); }
+  void raise_if_failed() { log_.raise_if_failed(); }
   // Drops records of epochs after `epoch` (a resumed run redoes them).
   void truncate_after(int64_t epoch);
 

@@ -57,7 +57,8 @@ Job ps_job_with_everything() {
     "strategy": {"type": "ParameterServer", "parameterServer": {"mode": "ssp", "staleness": 3}},
     "replicaSpecs": {"PS": {"replicas": 2}, "Master": {"replicas": 1}, "Worker": {"replicas": 2},
                      "Evaluator": {"replicas": 1}},
-    "checkpoint": {"everySteps": 50, "keep": 5, "volume": {"claimName": "ckpt"}}})");
+    "checkpoint": {"everySteps": 50, "keep": 5, "maxUnsavedSeconds": 90,
+                   "volume": {"claimName": "ckpt"}}})");
 }
 
 Job allreduce_job_on_gpus() {
@@ -132,6 +133,7 @@ TEST(Contract, TheRuntimeReadsEveryValueOfTheSpec) {
   EXPECT_EQ(c.seed, static_cast<uint64_t>(s.seed));
   EXPECT_EQ(c.checkpoint_every_steps, s.checkpoint_every_steps);
   EXPECT_EQ(c.keep_checkpoints, s.keep_checkpoints);
+  EXPECT_EQ(c.max_unsaved_seconds, s.max_unsaved_seconds);
   EXPECT_EQ(c.metrics_port, contract::kMetricsPort.number);
   EXPECT_EQ(c.metrics_linger, contract::kMetricsLingerSeconds);
   EXPECT_EQ(c.distributed.strategy, train::Strategy::kParameterServer);

@@ -62,6 +62,27 @@ TEST(Progress, TestAccuracyComesFromTheEvaluatorWhenThereIsOne) {
   EXPECT_EQ((*progress)["testAccuracy"], 0.75);
 }
 
+TEST(Progress, TheChiefsCheckpointsSayTheStepSavedAndSinceWhenTheStoreIsAway) {
+  auto progress = job_progress({pod("master", 0,
+                                    "cifar_checkpoint_saved_step 120\n"
+                                    "cifar_store_unreachable_since_seconds 1795860000.7\n")},
+                               JobPods{true, false}, "t");
+  ASSERT_TRUE(progress);
+  EXPECT_EQ(
+      (*progress)["checkpoint"],
+      (nlohmann::json{{"savedStep", 120}, {"storeUnreachableSince", "2026-11-28T10:00:00Z"}}));
+  // 0: the store answers.
+  progress = job_progress({pod("master", 0,
+                               "cifar_checkpoint_saved_step 130\n"
+                               "cifar_store_unreachable_since_seconds 0\n")},
+                          JobPods{true, false}, "t");
+  ASSERT_TRUE(progress);
+  EXPECT_EQ((*progress)["checkpoint"], (nlohmann::json{{"savedStep", 130}}));
+  // A runtime that says nothing of it.
+  EXPECT_FALSE(
+      job_progress({pod("master", 0, kMaster)}, JobPods{true, false}, "t")->contains("checkpoint"));
+}
+
 TEST(Progress, WorkerZeroIsTheChiefWithoutAMasterAndNoChiefMeansNoProgress) {
   auto progress =
       job_progress({pod("worker", 0, "cifar_epoch 2\ncifar_test_accuracy 0.6\n")}, {}, "t");

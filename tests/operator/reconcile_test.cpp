@@ -507,6 +507,47 @@ TEST(Reconcile, AnAsyncJobThatStartedWithoutATrainerSaysSoUntilItJoins) {
   EXPECT_EQ(plan.events[0].reason, "AllTrainersTraining");
 }
 
+// The chief's store stopped answering: the job trains on, and says so once an outage.
+TEST(Reconcile, AStoreThatDoesNotAnswerIsSaidWhileTheJobTrainsOnAndClearedWhenItAnswers) {
+  auto job = make_job("OnFailure");
+  job.spec.max_unsaved_seconds = 900;
+  auto observed = running(job);
+  observed.progress = json{{"step", 40}, {"checkpoint", {{"savedStep", 40}}}};
+  auto plan = reconcile(job, testing::running_since(kT0), observed, kT0);
+  EXPECT_EQ(message_of(json(plan.status), "CheckpointStoreUnreachable"), "");
+  EXPECT_TRUE(plan.events.empty());
+
+  observed.progress =
+      json{{"step", 60},
+           {"checkpoint", {{"savedStep", 40}, {"storeUnreachableSince", "2026-11-28T10:00:00Z"}}}};
+  plan = reconcile(job, plan.status, observed, kT0 + seconds(10));
+  const std::string said =
+      "the checkpoint store has not answered since 2026-11-28T10:00:00Z; training goes on and the "
+      "newest checkpoint waits to be saved (the job fails if the store stays away longer than "
+      "checkpoint.maxUnsavedSeconds, 900 s)";
+  EXPECT_EQ(reason_of(plan.status, "CheckpointStoreUnreachable"), "StoreNotAnswering");
+  EXPECT_EQ(message_of(plan.status, "CheckpointStoreUnreachable"), said);
+  ASSERT_EQ(plan.events.size(), 1U);
+  EXPECT_EQ(plan.events[0].type, "Warning");
+  EXPECT_EQ(plan.events[0].message, said);
+  EXPECT_EQ(json(plan.status)["state"], "Running");  // the job goes on
+  EXPECT_EQ(json(plan.status)["reason"], "StoreNotAnswering");
+
+  (*observed.progress)["step"] = 80;  // still away: not news
+  plan = reconcile(job, plan.status, observed, kT0 + seconds(20));
+  EXPECT_TRUE(plan.events.empty());
+
+  observed.progress = json{{"step", 90}, {"checkpoint", {{"savedStep", 90}}}};
+  plan = reconcile(job, plan.status, observed, kT0 + seconds(30));
+  EXPECT_EQ(reason_of(plan.status, "CheckpointStoreUnreachable"), "");  // False now
+  EXPECT_EQ(message_of(plan.status, "CheckpointStoreUnreachable"),
+            "the checkpoint store answers again; the newest checkpoint saved: step 90");
+  ASSERT_EQ(plan.events.size(), 1U);
+  EXPECT_EQ(plan.events[0].type, "Normal");
+  EXPECT_EQ(plan.events[0].reason, "StoreAnswers");
+  EXPECT_FALSE(json(plan.status).contains("reason"));
+}
+
 TEST(Reconcile, WithoutAMasterWorkerZeroDecides) {
   const auto job = make_job("OnFailure", 3, /*with_master=*/false);
   auto observed = running(job);

@@ -1,5 +1,7 @@
 #include "tests/support/object_store.h"
 
+#include <signal.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -46,6 +48,51 @@ void ObjectStore::export_environment() const {
     const auto at = variable.find('=');
     ::setenv(variable.substr(0, at).c_str(), variable.substr(at + 1).c_str(), 1);
   }
+}
+
+namespace {
+
+void run_script(const std::string& script, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {std::string(CIFAR_SOURCE_DIR) + "/deploy/object-store/" +
+                                   script};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto result = run_process(argv);
+  if (result.exit_code != 0) {
+    throw std::runtime_error(script + " failed (" + std::to_string(result.exit_code) +
+                             "): " + result.output);
+  }
+}
+
+}  // namespace
+
+OwnObjectStore::OwnObjectStore(std::filesystem::path run) : run_(std::move(run)) {
+  run_script("start.sh", {run_.string(), "--bucket", ObjectStore::kBucket, "--fresh"});
+  access_ = ObjectStore::from_run_directory(run_);
+}
+
+OwnObjectStore::~OwnObjectStore() {
+  thaw();  // a frozen process does not stop on SIGTERM
+  run_process({std::string(CIFAR_SOURCE_DIR) + "/deploy/object-store/stop.sh", run_.string()});
+}
+
+int OwnObjectStore::pid() const {
+  int pid = 0;
+  std::ifstream(run_ / "pid") >> pid;
+  return pid;
+}
+
+void OwnObjectStore::stop() { run_script("stop.sh", {run_.string()}); }
+
+void OwnObjectStore::start() {
+  run_script("start.sh", {run_.string(), "--port", std::to_string(access_.port)});
+}
+
+void OwnObjectStore::freeze() {
+  if (const int p = pid(); p > 0) ::kill(p, SIGSTOP);
+}
+
+void OwnObjectStore::thaw() {
+  if (const int p = pid(); p > 0) ::kill(p, SIGCONT);
 }
 
 std::string unique_prefix(std::string_view name) {

@@ -31,6 +31,31 @@ struct ObjectStore {
   void export_environment() const;
 };
 
+// An object store of one test's own (deploy/object-store/start.sh in a directory of its own, with
+// the bucket ObjectStore::kBucket), which the test takes away and brings back as real outages
+// do: stopped and started again on its port and with its keys and data (a restart or failover:
+// connections refused meanwhile), or frozen (SIGSTOP: the kernel still accepts connections, and
+// nothing answers). Stopped when destroyed.
+class OwnObjectStore {
+ public:
+  explicit OwnObjectStore(std::filesystem::path run);
+  ~OwnObjectStore();
+  OwnObjectStore(const OwnObjectStore&) = delete;
+  OwnObjectStore& operator=(const OwnObjectStore&) = delete;
+
+  [[nodiscard]] const ObjectStore& access() const { return access_; }
+  void stop();
+  void start();  // again, where it was
+  void freeze();
+  void thaw();
+
+ private:
+  [[nodiscard]] int pid() const;
+
+  std::filesystem::path run_;
+  ObjectStore access_;
+};
+
 // A prefix in kBucket that no other test (or run of this one) uses: <name>-<random>.
 std::string unique_prefix(std::string_view name);
 

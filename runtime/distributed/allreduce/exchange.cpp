@@ -46,8 +46,8 @@ train::TrainState AllReduceExchange::start(const train::TrainableModel& model,
   std::string newest;
   std::string source;
   if (rank() == 0) {
-    if (auto found = checkpoints().newest_readable()) {
-      source = checkpoints().location_of(found->first);
+    if (auto found = checkpoints_of_run().newest_readable()) {
+      source = checkpoints_of_run().location_of(found->first);
       newest = std::move(found->second);
     }
   }

@@ -14,6 +14,7 @@
 #include "metrics/seconds_since.h"
 #include "models/model.h"
 #include "train/done_marker.h"
+#include "train/run_store.h"
 
 namespace cifar::ps {
 
@@ -101,7 +102,8 @@ ClientOptions client_options(const train::TrainConfig& config, int stripes) {
 ParameterServerExchange::ParameterServerExchange(const train::TrainConfig& config)
     : config_(config),
       mode_(config.distributed.ps.mode),
-      checkpoints_(config.model_dir, train::run_name(config), config.keep_checkpoints) {}
+      checkpoints_(train::open_run_store(config), train::run_name(config),
+                   config.keep_checkpoints) {}
 
 ParameterServerExchange::~ParameterServerExchange() = default;
 

@@ -42,6 +42,9 @@ class ParameterServerExchange final : public train::GradientExchange {
   [[nodiscard]] bool wants_checkpoint() const override;
   // Gathers the shards' parameters and optimizer state into one checkpoint.
   void save_checkpoint(const train::TrainState& state) override;
+  [[nodiscard]] const train::CheckpointManager* checkpoints() const override {
+    return &checkpoints_;
+  }
   // The chief tells the shards the job is done and writes the done marker.
   void finish(const train::TrainState& state) override;
 

@@ -22,6 +22,7 @@
 #include "train/fence.h"
 #include "train/graceful_stop.h"
 #include "train/metrics_endpoint.h"
+#include "train/run_store.h"
 
 namespace cifar::ps {
 
@@ -117,7 +118,7 @@ int run_parameter_server(const train::TrainConfig& config) {
     train::claim_fence(config, train::FenceSlot::kChief);
   }
   // A restarted PS takes its stripes from the newest checkpoint; a fresh one waits for the master.
-  const train::CheckpointManager checkpoints(config.model_dir, train::run_name(config),
+  const train::CheckpointManager checkpoints(train::open_run_store(config), train::run_name(config),
                                              config.keep_checkpoints);
   const auto restored = init_requests_from_checkpoints(
       checkpoints, job.index, servers, config.distributed.ps.stripes, config.optimizer);

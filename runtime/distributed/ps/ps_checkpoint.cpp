@@ -172,35 +172,27 @@ proto::InitRequest make_init_request(const ShardLayout& layout, int shard, const
 std::vector<proto::InitRequest> init_requests_from_checkpoints(
     const train::CheckpointManager& checkpoints, int server, int servers, int stripes_flag,
     const train::OptimizerOptions& optimizer) {
-  const auto names = checkpoints.list();
-  for (auto it = names.rbegin(); it != names.rend(); ++it) {
-    try {
-      const auto bytes = checkpoints.read(*it);
-      if (!bytes) continue;  // rotated away meanwhile
-      torch::serialize::InputArchive archive;
-      archive.load_from(bytes->data(), bytes->size());
-      c10::IValue parameters;
-      if (!archive.try_read(kParameters, parameters)) {
-        throw std::runtime_error("not a parameter-server checkpoint");
-      }
-      auto infos = parse_parameters(parameters.toStringRef());
-      const int stripes = stripes_per_server(infos, servers, stripes_flag);
-      const ShardLayout layout(std::move(infos), servers * stripes);
-      const auto state = read_job_state(archive, layout);
-      spdlog::info("ps {}: restoring its {} stripe(s) from {} (version {})", server, stripes,
-                   checkpoints.location_of(*it), state.version);
-      std::vector<proto::InitRequest> requests;
-      requests.reserve(static_cast<size_t>(stripes));
-      for (int stripe = 0; stripe < stripes; ++stripe) {
-        requests.push_back(make_init_request(layout, server * stripes + stripe, state, optimizer));
-      }
-      return requests;
-    } catch (const std::exception& e) {
-      spdlog::warn("ps {}: cannot restore from {}: {}", server, checkpoints.location_of(*it),
-                   train::error_text(e));
+  std::vector<proto::InitRequest> requests;
+  static_cast<void>(checkpoints.restore_newest([&](const std::string& name,
+                                                   const std::string& bytes) {
+    torch::serialize::InputArchive archive;
+    archive.load_from(bytes.data(), bytes.size());
+    c10::IValue parameters;
+    if (!archive.try_read(kParameters, parameters)) {
+      throw std::runtime_error("not a parameter-server checkpoint");
     }
-  }
-  return {};
+    auto infos = parse_parameters(parameters.toStringRef());
+    const int stripes = stripes_per_server(infos, servers, stripes_flag);
+    const ShardLayout layout(std::move(infos), servers * stripes);
+    const auto state = read_job_state(archive, layout);
+    spdlog::info("ps {}: restoring its {} stripe(s) from {} (version {})", server, stripes,
+                 checkpoints.location_of(name), state.version);
+    requests.reserve(static_cast<size_t>(stripes));
+    for (int stripe = 0; stripe < stripes; ++stripe) {
+      requests.push_back(make_init_request(layout, server * stripes + stripe, state, optimizer));
+    }
+  }));
+  return requests;
 }
 
 }  // namespace cifar::ps

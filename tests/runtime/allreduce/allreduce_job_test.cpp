@@ -11,10 +11,14 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
+#include "storage/store.h"
+#include "tests/support/object_store.h"
 #include "tests/support/parameters.h"
 #include "tests/support/process.h"
 #include "tests/support/train_args.h"
+#include "train/checkpoint.h"
 
 namespace cifar {
 namespace {
@@ -350,6 +354,41 @@ TEST(AllReduceJob, ALostRanksReplacementJoinsTheRankLeftInsideItsProcess) {
     epochs.push_back(nlohmann::json::parse(line)["epoch"].get<int>());
   }
   EXPECT_EQ(epochs, (std::vector<int>{1, 2, 3, 4})) << read_file(dir / "monitor.jsonl");
+}
+
+// An all-reduce job checkpointing into a bucket of a store of the test's own, which restarts
+// (a failover): connections refused for 60 s. Rank 0 trains on with its newest checkpoint waiting,
+// the job ends with no rank restarted, and every checkpoint after the outage is in the bucket.
+TEST(AllReduceJobStoreOutage, RefusingConnectionsFor60SecondsIsRiddenOutWithNoRestart) {
+  TempDir work;
+  cifar::testing::OwnObjectStore store(work.path() / "store");
+  store.access().export_environment();  // the ranks inherit the endpoint and the keys
+  const auto run = std::string("s3://") + cifar::testing::ObjectStore::kBucket + "/" +
+                   cifar::testing::unique_prefix("allreduce-outage");
+  ChildProcess job(command(work.path(), "unused", launch(2),
+                           {"-md", run, "-m", "simplecnn", "-b", "16", "-e", "40",
+                            "--checkpoint-every", "4", "--progress", "lines"}),
+                   work.path() / "job.log");
+  const train::CheckpointManager checkpoints(run, "simplecnn", 3);
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return !checkpoints.list().empty(); }, 120s))
+      << read_file(work.path() / "job.log");
+  const auto saved_before = checkpoints.state_of(checkpoints.list().back()).step;
+  store.stop();
+  std::this_thread::sleep_for(60s);
+  store.start();
+  EXPECT_EQ(job.wait(), 0) << read_file(work.path() / "job.log");
+
+  const auto log = read_file(work.path() / "job.log");
+  EXPECT_NE(log.find("did not answer"), std::string::npos) << log;
+  EXPECT_NE(log.find("answers again after"), std::string::npos) << log;
+  const auto done = storage::open_store(run)->get("simplecnn.done");
+  ASSERT_TRUE(done);
+  const auto final_step = nlohmann::json::parse(*done).at("step").get<int64_t>();
+  EXPECT_EQ(final_step, 40 * (576 / 32));
+  EXPECT_GT(final_step, saved_before);
+  const auto names = checkpoints.list();
+  ASSERT_EQ(names.size(), 3U);
+  EXPECT_EQ(checkpoints.state_of(names.back()).step, final_step);
 }
 
 TEST(AllReduceJob, WithoutRanksItSaysHowToGetThem) {

@@ -11,6 +11,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
+#include <thread>
 
 #include "models/model.h"
 #include "security/tls_dir.h"
@@ -349,6 +351,144 @@ TEST(PsJobInObjectStorage, TrainsEvaluatesAndRestoresAKilledPsFromTheBucket) {
       << *evaluations;
   EXPECT_NE(job.log("evaluator").find("watching " + run), std::string::npos)
       << job.log("evaluator");
+}
+
+// A value of the metrics text `exposition`: the first sample of `name`; -1 if there is none.
+double metric_value(const std::string& exposition, const std::string& name) {
+  std::istringstream lines(exposition);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(name + "{", 0) == 0 || line.rfind(name + " ", 0) == 0) {
+      return std::stod(line.substr(line.rfind(' ') + 1));
+    }
+  }
+  return -1;
+}
+
+// A PS job with an evaluator checkpointing every few steps into a bucket of a store of the test's
+// own, long enough to train through an outage of the store.
+struct JobOnOwnStore {
+  explicit JobOnOwnStore(const fs::path& work, const std::vector<std::string>& more = {})
+      : store(work / "store"),
+        exported((store.access().export_environment(), true)),
+        run(std::string("s3://") + cifar::testing::ObjectStore::kBucket + "/" +
+            cifar::testing::unique_prefix("outage")),
+        job(work, 1, /*workers=*/1, args(run, more)),
+        checkpoints(run, "simplecnn", 3) {}
+  static std::vector<std::string> args(const std::string& run,
+                                       const std::vector<std::string>& more) {
+    return TrainArgs()
+        .add(fault_args())
+        .add({"-md", run, "-e", "12", "--checkpoint-every", "4"})
+        .add(more)
+        .args();
+  }
+  // Until the master's first checkpoint is in the bucket: its newest step.
+  int64_t wait_for_a_checkpoint() {
+    EXPECT_TRUE(wait_for([&] { return !checkpoints.list().empty(); }, 120s)) << job.all_logs();
+    return newest_step();
+  }
+  [[nodiscard]] int64_t newest_step() const {
+    const auto names = checkpoints.list();
+    return names.empty() ? -1 : checkpoints.state_of(names.back()).step;
+  }
+  [[nodiscard]] std::string master_metrics() const {
+    return cifar::testing::http_get("http://127.0.0.1:" + std::to_string(job.metrics_port(1)) +
+                                    "/metrics");  // offsets: ps 0, master 1
+  }
+  // While the store is away: the master says since when on its metrics, and trains on.
+  void expect_training_goes_on_while_the_store_is_away() {
+    ASSERT_TRUE(wait_for(
+        [&] { return metric_value(master_metrics(), "cifar_store_unreachable_since_seconds") > 0; },
+        60s))
+        << master_metrics();
+    const auto before = metric_value(master_metrics(), "cifar_job_step");
+    EXPECT_TRUE(wait_for(
+        [&] { return metric_value(master_metrics(), "cifar_job_step") > before + 4; }, 30s))
+        << "no step while the store was away; the master's log:\n"
+        << job.log("master");
+  }
+  // The job ended as if nothing had happened: each process once, exit 0; the final checkpoint and
+  // the done marker in the bucket, the evaluator's last record of that step; the outage in the log.
+  void expect_the_outage_ridden_out(int64_t saved_before) {
+    job.expect_all_succeed(400s);
+    const auto bucket = storage::open_store(run);
+    const auto done = bucket->get("simplecnn.done");
+    ASSERT_TRUE(done);
+    const auto final_step = nlohmann::json::parse(*done).at("step").get<int64_t>();
+    EXPECT_EQ(newest_step(), final_step);
+    EXPECT_GT(final_step, saved_before);
+    EXPECT_EQ(checkpoints.list().size(), 3U);  // pruned after the outage too
+    const auto evaluations = bucket->get("evaluation.jsonl");
+    ASSERT_TRUE(evaluations);
+    EXPECT_NE(evaluations->find(R"("step":)" + std::to_string(final_step)), std::string::npos)
+        << *evaluations;
+    const auto master = job.log("master");
+    EXPECT_NE(master.find("did not answer"), std::string::npos) << master;
+    EXPECT_NE(master.find("answers again after"), std::string::npos) << master;
+    EXPECT_NE(master.find("job done at version " + std::to_string(12 * (3072 / 2 / 32))),
+              std::string::npos)
+        << master;
+  }
+
+  cifar::testing::OwnObjectStore store;
+  bool exported;  // its endpoint and keys in this process's environment, which the job inherits
+  std::string run;
+  LocalJob job;
+  train::CheckpointManager checkpoints;
+};
+
+// A store that restarts (a failover): connections refused for 10 s, then the same store again.
+// The job trains on, its newest checkpoint waiting, and ends with no restart and nothing lost.
+TEST(PsJobStoreOutage, RefusingConnectionsFor10SecondsIsRiddenOutWithNoRestart) {
+  TempDir work;
+  JobOnOwnStore on(work.path());
+  on.job.start_all();
+  const auto saved_before = on.wait_for_a_checkpoint();
+  on.store.stop();
+  on.expect_training_goes_on_while_the_store_is_away();
+  std::this_thread::sleep_for(5s);  // 10 s or so in all
+  on.store.start();
+  on.expect_the_outage_ridden_out(saved_before);
+}
+
+// A store frozen for 60 s (SIGSTOP: connections accepted, nothing answered): the same.
+TEST(PsJobStoreOutage, AStoreFrozenFor60SecondsIsRiddenOutWithNoRestart) {
+  TempDir work;
+  JobOnOwnStore on(work.path());
+  on.job.start_all();
+  const auto saved_before = on.wait_for_a_checkpoint();
+  const auto frozen = std::chrono::steady_clock::now();
+  on.store.freeze();
+  on.expect_training_goes_on_while_the_store_is_away();
+  std::this_thread::sleep_until(frozen + 60s);
+  on.store.thaw();
+  on.expect_the_outage_ridden_out(saved_before);
+}
+
+// Away for longer than the job allows: the master fails with the store's unavailability (exit 5,
+// which the operator does not retry), naming the store, what it last answered and the step last
+// saved; the evaluator, waiting for the same store, ends so too. What was saved stays.
+TEST(PsJobStoreOutage, AStoreAwayLongerThanTheBoundFailsTheJobSayingWhereAndTheStepSaved) {
+  TempDir work;
+  JobOnOwnStore on(work.path(), {"--max-unsaved-seconds", "10"});
+  on.job.start_all();
+  const auto saved_before = on.wait_for_a_checkpoint();
+  on.store.stop();
+  EXPECT_EQ(on.job.process("master").wait(), 5) << on.job.log("master");
+  const auto master = on.job.log("master");
+  EXPECT_NE(master.find("checkpoint store " + on.run + " unavailable: checkpoint step "),
+            std::string::npos)
+      << master;
+  EXPECT_NE(master.find(" did not answer PUT simplecnn-step-"), std::string::npos) << master;
+  EXPECT_NE(master.find("longer than the job allows (checkpoint.maxUnsavedSeconds, "
+                        "--max-unsaved-seconds 10); last error: "),
+            std::string::npos)
+      << master;
+  EXPECT_NE(master.find(on.store.access().endpoint), std::string::npos) << master;
+  EXPECT_NE(master.find("the newest checkpoint saved is step "), std::string::npos) << master;
+  EXPECT_EQ(on.job.process("evaluator").wait(), 5) << on.job.log("evaluator");
+  on.store.start();
+  EXPECT_GE(on.newest_step(), saved_before);  // nothing saved before is lost
 }
 
 // A parameter server left running beside its replacement (its node was cut off, and the operator

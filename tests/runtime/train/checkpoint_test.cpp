@@ -37,6 +37,7 @@ TEST(Checkpoint, RoundTripsModelOptimizerStateAndRng) {
   state.best_test_accuracy = 0.5;
   CheckpointManager manager(dir.path(), "run", 3);
   manager.save(*a.model, a.optimizer, state);
+  manager.wait_until_saved();
   const auto next_random = torch::rand({4});  // drawn after the save: must repeat after a load
 
   torch::manual_seed(99);
@@ -69,6 +70,7 @@ TEST(Checkpoint, KeepsOnlyTheNewestAndLeavesNoTempFiles) {
     TrainState state;
     state.step = s;
     manager.save(*f.model, f.optimizer, state);
+    manager.wait_until_saved();
   }
   const auto files = manager.list();
   ASSERT_EQ(files.size(), 2U);
@@ -86,8 +88,10 @@ TEST(Checkpoint, FallsBackToAnOlderCheckpointWhenTheNewestIsTorn) {
   TrainState state;
   state.step = 1;
   manager.save(*f.model, f.optimizer, state);
+  manager.wait_until_saved();
   state.step = 2;
   const auto newest = manager.save(*f.model, f.optimizer, state);
+  manager.wait_until_saved();
   std::filesystem::resize_file(newest, std::filesystem::file_size(newest) / 2);
 
   Fixture g;
@@ -101,6 +105,7 @@ TEST(Checkpoint, CheckpointsOfAnotherModelAreAnErrorNotAFreshStart) {
   Fixture f;
   CheckpointManager manager(dir.path(), "run", 3);
   manager.save(*f.model, f.optimizer, TrainState{});
+  manager.wait_until_saved();
   torch::nn::Linear other(torch::nn::LinearOptions(5, 3));
   torch::optim::SGD other_optimizer(other->parameters(), torch::optim::SGDOptions(0.1));
   try {

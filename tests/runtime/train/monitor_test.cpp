@@ -29,6 +29,7 @@ TEST(MonitorLog, AppendsOneJsonObjectPerEpoch) {
       r.images_per_second = 1000;
       log.append(r);
     }
+    log.wait_until_saved();  // written in the background
   }
   const auto records = read_records(dir.path());
   ASSERT_EQ(records.size(), 3U);
@@ -49,12 +50,17 @@ TEST(MonitorLog, TruncateAfterDropsLaterEpochsAndTornLines) {
       r.epoch = e;
       log.append(r);
     }
+    log.wait_until_saved();
   }
   {
     std::ofstream torn(dir.path() / MonitorLog::kFileName, std::ios::app);
     torn << R"({"epoch": 5, "train_lo)";  // a write cut short by kill -9
   }
-  MonitorLog(dir.path()).truncate_after(2);
+  {
+    MonitorLog log(dir.path());
+    log.truncate_after(2);
+    log.wait_until_saved();
+  }
   const auto records = read_records(dir.path());
   ASSERT_EQ(records.size(), 2U);
   EXPECT_EQ(records[1]["epoch"], 2);

@@ -518,8 +518,10 @@ TEST(TrainingInObjectStorage, ATornNewestCheckpointInTheBucketIsPassedOver) {
   TrainState state;
   state.step = 10;
   checkpoints.save(*model, optimizer, state);
+  checkpoints.wait_until_saved();
   state.step = 20;
   checkpoints.save(*model, optimizer, state);
+  checkpoints.wait_until_saved();
   const auto newest = checkpoints.list().back();
   const auto bytes = checkpoints.read(newest);
   ASSERT_TRUE(bytes);
@@ -538,9 +540,10 @@ TEST(TrainingInObjectStorage, ATornNewestCheckpointInTheBucketIsPassedOver) {
 TEST(TrainingInObjectStorage, AStoreThatRefusesEndsTheRunAtOnceSayingWhy) {
   TempDir work;
   const auto store = cifar::testing::ObjectStore::from_fixture();
-  const auto train = [&](const std::string& model_dir, std::vector<std::string> environment) {
-    return run_process(
-        with_environment(environment, train_command(work.path(), "unused", {"-md", model_dir})));
+  const auto train = [&](const std::string& model_dir, std::vector<std::string> environment,
+                         std::vector<std::string> flags = {}) {
+    flags.insert(flags.begin(), {"-md", model_dir});
+    return run_process(with_environment(environment, train_command(work.path(), "unused", flags)));
   };
   auto wrong_secret = store.environment();
   wrong_secret.back() = "AWS_SECRET_ACCESS_KEY=not-the-secret-key-at-all";
@@ -561,9 +564,19 @@ TEST(TrainingInObjectStorage, AStoreThatRefusesEndsTheRunAtOnceSayingWhy) {
 
   auto nowhere = store.environment();
   nowhere.front() = "AWS_ENDPOINT_URL=http://127.0.0.1:" + std::to_string(testing::free_port());
-  const auto unanswered = train("s3://cifar-tests/x", nowhere);
+  // A store that does not answer may be briefly away: it is waited for, up to the bound.
+  const auto unanswered = train("s3://cifar-tests/x", nowhere, {"--max-unsaved-seconds", "3"});
   EXPECT_EQ(unanswered.exit_code, 5) << unanswered.output;
   EXPECT_NE(unanswered.output.find("no answer"), std::string::npos) << unanswered.output;
+  EXPECT_NE(unanswered.output.find("trying again for up to 3 s"), std::string::npos)
+      << unanswered.output;
+  EXPECT_NE(unanswered.output.find("longer than the job allows (checkpoint.maxUnsavedSeconds, "
+                                   "--max-unsaved-seconds 3)"),
+            std::string::npos)
+      << unanswered.output;
+  // What refuses is never waited for: neither wrong keys nor a missing bucket said so.
+  EXPECT_EQ(refused.output.find("trying again"), std::string::npos) << refused.output;
+  EXPECT_EQ(missing.output.find("trying again"), std::string::npos) << missing.output;
 
   const auto no_keys = train("s3://cifar-tests/x", {"AWS_ENDPOINT_URL=" + store.endpoint});
   EXPECT_EQ(no_keys.exit_code, 2) << no_keys.output;

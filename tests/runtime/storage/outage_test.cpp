@@ -1,0 +1,113 @@
+// A run's store away for a while, for real: an object store of the test's own (SeaweedFS) stopped
+// and started again (connections refused meanwhile) or frozen with SIGSTOP (accepted by the
+// kernel, never answered). Requests through a RetryingStore wait it out up to its patience; past
+// it they fail saying for how long and what the store last answered; what refuses fails at once.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "storage/retrying_store.h"
+#include "storage/s3_client.h"
+#include "storage/s3_store.h"
+#include "tests/support/object_store.h"
+#include "tests/support/process.h"
+
+namespace cifar::storage {
+namespace {
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using testing::ObjectStore;
+
+class StoreOutage : public ::testing::Test {
+ protected:
+  // The store's S3 client as a run opens it (one try a request: the RetryingStore retries), with a
+  // stall noticed in 3 s rather than 20.
+  [[nodiscard]] std::unique_ptr<Store> plain(const std::string& secret = "") const {
+    S3ClientOptions options;
+    options.endpoint = store_.access().endpoint;
+    options.credentials = {store_.access().access_key_id,
+                           secret.empty() ? store_.access().secret_access_key : secret};
+    options.attempts = 1;
+    options.stall_timeout = 3s;
+    return std::make_unique<S3Store>(
+        parse_s3_uri(std::string("s3://") + ObjectStore::kBucket + "/" + prefix_), options);
+  }
+
+  testing::TempDir run_;
+  testing::OwnObjectStore store_{run_.path() / "store"};
+  const std::string prefix_ = testing::unique_prefix("outage");
+};
+
+TEST_F(StoreOutage, ARequestWaitsOutARestartOfTheStoreAndGetsItsAnswer) {
+  RetryingStore retrying(plain(), 120s, 200ms);
+  retrying.put("kept.pt", "before the outage");
+  store_.stop();
+  std::thread restart([&] {
+    std::this_thread::sleep_for(10s);
+    store_.start();
+  });
+  const auto got = retrying.get("kept.pt");  // refused for 10 s, then answered
+  restart.join();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, "before the outage");
+  const auto health = retrying.health();
+  EXPECT_GT(health.transient_failures, 0);
+  EXPECT_FALSE(health.unreachable_since);  // it answers again
+  EXPECT_NE(health.last_error.find("no answer"), std::string::npos) << health.last_error;
+}
+
+TEST_F(StoreOutage, AFrozenStoreIsWaitedOutLikeOneThatRefuses) {
+  RetryingStore retrying(plain(), 120s, 200ms);
+  store_.freeze();
+  const auto frozen = Clock::now();
+  // Long enough for a stall to be noticed (curl's speed check takes a few seconds more than the
+  // 3 s asked), so that the write is tried again at least once.
+  std::thread thaw([&] {
+    std::this_thread::sleep_for(25s);
+    store_.thaw();
+  });
+  retrying.put("written.pt", "through a frozen store");
+  EXPECT_GE(Clock::now() - frozen, 25s);  // it could only land once the store was back
+  thaw.join();
+  EXPECT_EQ(plain()->get("written.pt"), "through a frozen store");
+  EXPECT_GT(retrying.health().transient_failures, 0);
+}
+
+TEST_F(StoreOutage, AnOutageLongerThanThePatienceFailsSayingForHowLongAndWhatItLastSaid) {
+  RetryingStore retrying(plain(), 4s, 200ms);
+  store_.stop();
+  try {
+    static_cast<void>(retrying.list("x"));
+    FAIL() << "no error";
+  } catch (const S3Error& e) {
+    const std::string message = e.what();
+    EXPECT_TRUE(e.transient());
+    EXPECT_NE(message.find(std::string("s3://") + ObjectStore::kBucket + "/" + prefix_ +
+                           " did not answer LIST x for 4 s"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("--max-unsaved-seconds 4"), std::string::npos) << message;
+    EXPECT_NE(message.find("last error: "), std::string::npos) << message;
+    EXPECT_NE(message.find(store_.access().endpoint), std::string::npos) << message;
+  }
+  EXPECT_TRUE(retrying.health().unreachable_since);
+}
+
+TEST_F(StoreOutage, WhatRefusesFailsAtOnceAndIsNeverWaitedFor) {
+  RetryingStore wrong_keys(plain("not-the-secret"), 120s, 200ms);
+  const auto start = Clock::now();
+  try {
+    wrong_keys.put("x.pt", "x");
+    FAIL() << "no error";
+  } catch (const S3Error& e) {
+    EXPECT_FALSE(e.transient());
+    EXPECT_EQ(e.code(), "SignatureDoesNotMatch");
+  }
+  // Not the 120 s it would wait for a store that is away: no try was made again.
+  EXPECT_LT(Clock::now() - start, 60s);
+  EXPECT_EQ(wrong_keys.health().transient_failures, 0);
+}
+
+}  // namespace
+}  // namespace cifar::storage

@@ -1,0 +1,78 @@
+// The background writer of checkpoints and the monitor log: in order, one at a time, at most one
+// waiting (a newer one takes its place), and a failure thrown on the caller's thread.
+#include "train/background_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <stdexcept>
+#include <vector>
+
+namespace cifar::train {
+namespace {
+
+// A store stand-in for the writer's commit: records what it writes, and holds a write until let go.
+struct HeldCommits {
+  std::mutex mu;
+  std::condition_variable changed;
+  std::vector<int64_t> written;
+  bool holding = true;
+  int started = 0;
+
+  void commit(const PendingWrite& write) {
+    std::unique_lock lock(mu);
+    ++started;
+    changed.notify_all();
+    changed.wait(lock, [&] { return !holding; });
+    if (write.step == 13) throw std::runtime_error("the store refused step 13");
+    written.push_back(write.step);
+  }
+  void wait_until_started(int n) {
+    std::unique_lock lock(mu);
+    changed.wait(lock, [&] { return started >= n; });
+  }
+  void let_go() {
+    const std::lock_guard guard(mu);
+    holding = false;
+    changed.notify_all();
+  }
+};
+
+TEST(BackgroundWriter, WhileOneIsWrittenTheNewestWaitsAndTheOnesBetweenAreDropped) {
+  HeldCommits commits;
+  BackgroundWriter writer([&](const PendingWrite& write) { commits.commit(write); });
+  writer.submit({"a", "1", 1});
+  commits.wait_until_started(1);  // step 1 is being written, held
+  writer.submit({"a", "2", 2});
+  writer.submit({"a", "3", 3});  // takes step 2's place
+  EXPECT_EQ(writer.unsaved_step(), 3);
+  EXPECT_FALSE(writer.saved_step());
+  commits.let_go();
+  writer.wait_until_saved();
+  EXPECT_EQ(commits.written, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(writer.saved_step(), 3);
+  EXPECT_FALSE(writer.unsaved_step());
+}
+
+TEST(BackgroundWriter, AFailedWriteIsThrownByTheNextCallAndWhatWaitedIsDropped) {
+  HeldCommits commits;
+  commits.let_go();
+  BackgroundWriter writer([&](const PendingWrite& write) { commits.commit(write); });
+  writer.submit({"a", "12", 12});
+  writer.wait_until_saved();
+  writer.submit({"a", "13", 13});
+  EXPECT_THROW(writer.wait_until_saved(), std::runtime_error);
+  EXPECT_THROW(writer.raise_if_failed(), std::runtime_error);
+  try {
+    writer.submit({"a", "14", 14});
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "the store refused step 13");
+  }
+  EXPECT_EQ(commits.written, (std::vector<int64_t>{12}));
+  EXPECT_EQ(writer.saved_step(), 12);
+}
+
+}  // namespace
+}  // namespace cifar::train
