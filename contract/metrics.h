@@ -25,7 +25,8 @@ inline constexpr char kJobTotalSteps[] = "cifar_job_total_steps";
 inline constexpr char kImagesPerSecond[] = "cifar_images_per_second";  // summed over trainers
 inline constexpr char kStepSeconds[] = "cifar_step_seconds";
 inline constexpr char kCheckpointSeconds[] = "cifar_checkpoint_seconds";
-// The chief's checkpoints, written in the background: the newest step in the store, and since when
+// The chief's checkpoints, written in the background: the newest step in the store (-1 until this
+// process saved one), and since when
 // (Unix seconds) the run's store has not answered, 0 while it does (status.progress.checkpoint
 // and the condition CheckpointStoreUnreachable come from the chief's).
 inline constexpr char kCheckpointSavedStep[] = "cifar_checkpoint_saved_step";

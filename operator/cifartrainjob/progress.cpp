@@ -208,7 +208,7 @@ std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const JobP
       sample(job.has_evaluator ? find(pods, Role::kEvaluator, 0) : chief, metric::kTestAccuracy);
   if (test_accuracy && *test_accuracy > 0) progress["testAccuracy"] = *test_accuracy;
   json checkpoint = json::object();
-  if (const auto saved = sample(chief, metric::kCheckpointSavedStep)) {
+  if (const auto saved = sample(chief, metric::kCheckpointSavedStep); saved && *saved >= 0) {
     checkpoint["savedStep"] = std::llround(*saved);
   }
   if (const auto since = sample(chief, metric::kStoreUnreachableSince); since && *since > 0) {

@@ -51,7 +51,9 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
   checkpoint_read_errors_ =
       counter(metric::kCheckpointReadErrors, "Checkpoints found that could not be read.");
   checkpoint_saved_step_ =
-      gauge(metric::kCheckpointSavedStep, "Step of the newest checkpoint written to the store.");
+      gauge(metric::kCheckpointSavedStep,
+            "Step of the newest checkpoint written to the store; -1: none yet.");
+  checkpoint_saved_step_->Set(-1);
   store_unreachable_since_ =
       gauge(metric::kStoreUnreachableSince,
             "Unix time since which the run's store has not answered; 0 while it answers.");

@@ -78,6 +78,12 @@ TEST(Progress, TheChiefsCheckpointsSayTheStepSavedAndSinceWhenTheStoreIsAway) {
                           JobPods{true, false}, "t");
   ASSERT_TRUE(progress);
   EXPECT_EQ((*progress)["checkpoint"], (nlohmann::json{{"savedStep", 130}}));
+  // Nothing saved yet (-1), the store answering: nothing to say.
+  progress = job_progress({pod("master", 0,
+                               "cifar_checkpoint_saved_step -1\n"
+                               "cifar_store_unreachable_since_seconds 0\n")},
+                          JobPods{true, false}, "t");
+  EXPECT_FALSE(progress->contains("checkpoint")) << progress->dump();
   // A runtime that says nothing of it.
   EXPECT_FALSE(
       job_progress({pod("master", 0, kMaster)}, JobPods{true, false}, "t")->contains("checkpoint"));
