@@ -24,7 +24,8 @@ class Drains : public Cluster {
 
   // The drain of the node of `pod_name`, of the pods of job `job` (kubectl drain returns once
   // they are evicted and gone), and the way back: until `pod_name` runs again on the other node;
-  // then the drained node is uncordoned.
+  // then the drained node is uncordoned. (A pod that came back may have finished already: an
+  // asynchronous PS job's workers train on while its master moves, and the master, back, ends it.)
   std::pair<std::function<void()>, std::function<void()>> drain_and_return(
       const std::string& job, const std::string& pod_name) {
     drained_ = placement(job).at(pod_name);
@@ -39,7 +40,9 @@ class Drains : public Cluster {
           [&] {
             const auto placed = placement(job);
             const auto at = placed.find(pod_name);
-            return at != placed.end() && at->second != drained_ && phase(pod_name) == "Running";
+            const auto now = phase(pod_name);
+            return at != placed.end() && at->second != drained_ &&
+                   (now == "Running" || now == "Succeeded");
           },
           seconds(120)))
           << pod_name << " did not come back on the other node";
