@@ -2,9 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <thread>
-
 #include "storage/backoff.h"
+#include "storage/cancellation.h"
 #include "storage/s3_client.h"
 
 namespace cifar::storage {
@@ -23,6 +22,7 @@ auto RetryingStore::patiently(const char* what, std::string_view name, Request r
   std::optional<Clock::time_point> first_failure;
   Backoff backoff(first_backoff_, std::chrono::seconds(10));
   while (true) {
+    throw_if_requests_cancelled(std::string(what) + " " + location_of(name));
     try {
       auto result = request();
       if (first_failure) record_success();
@@ -47,8 +47,10 @@ auto RetryingStore::patiently(const char* what, std::string_view name, Request r
             e.http_status(), e.code(), Failure::kTransient);
       }
       const auto left = patience_ - waited;
-      std::this_thread::sleep_for(
-          std::min<Clock::duration>(backoff.next(), left + std::chrono::milliseconds(1)));
+      wait_before_retry(
+          std::chrono::duration_cast<std::chrono::milliseconds>(
+              std::min<Clock::duration>(backoff.next(), left + std::chrono::milliseconds(1))),
+          std::string(what) + " " + location_of(name));
     }
   }
 }

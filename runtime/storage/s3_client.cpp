@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <pugixml.hpp>
-#include <thread>
 #include <utility>
 
 #include "contract/env.h"
 #include "http/curl_easy.h"
 #include "storage/backoff.h"
+#include "storage/cancellation.h"
 #include "storage/s3_location.h"
 
 namespace cifar::storage {
@@ -55,6 +55,12 @@ std::string xml_text(const pugi::xml_document& document, const char* name) {
 size_t append_to_string(char* data, size_t size, size_t count, void* user) {
   static_cast<std::string*>(user)->append(data, size * count);
   return size * count;
+}
+
+// curl's progress callback, at least once a second: a non-zero answer aborts the transfer.
+int abort_if_cancelled(void* cancellation, curl_off_t /*dltotal*/, curl_off_t /*dlnow*/,
+                       curl_off_t /*ultotal*/, curl_off_t /*ulnow*/) {
+  return static_cast<const Cancellation*>(cancellation)->cancelled() ? 1 : 0;
 }
 
 struct Upload {
@@ -254,6 +260,11 @@ S3Client::Response S3Client::perform_once(const Request& request) {
   char error[CURL_ERROR_SIZE] = {};
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
   if (!options_.ca_bundle.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, options_.ca_bundle.c_str());
+  if (const auto* cancellation = requests_cancellation()) {
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, abort_if_cancelled);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, cancellation);
+  }
 
   // The payload's hash is signed (curl 7.88 uses this header's value for it, and sends it). Over
   // https, TLS already keeps the body intact and S3 takes UNSIGNED-PAYLOAD, as the AWS SDKs send
@@ -314,13 +325,18 @@ S3Client::Response S3Client::perform(const Request& request) {
   Backoff backoff(options_.first_backoff, std::chrono::milliseconds(5000));
   for (int attempt = 1;; ++attempt) {
     auto response = perform_once(request);
+    if (response.curl == CURLE_ABORTED_BY_CALLBACK) {
+      throw Cancelled(request.method + " s3://" + request.bucket + "/" + request.key +
+                      ": given up, nobody waits for it any more");
+    }
     const bool failed = response.curl != CURLE_OK || response.status >= 300;
     if (!failed) return response;
     if (attempt >= options_.attempts ||
         classify(response.curl, response.status, response.s3_code) != Failure::kTransient) {
       return response;
     }
-    std::this_thread::sleep_for(backoff.next());
+    wait_before_retry(backoff.next(),
+                      request.method + " s3://" + request.bucket + "/" + request.key);
   }
 }
 

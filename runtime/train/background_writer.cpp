@@ -1,6 +1,10 @@
 #include "train/background_writer.h"
 
+#include <spdlog/spdlog.h>
+
 #include <utility>
+
+#include "storage/cancellation.h"
 
 namespace cifar::train {
 
@@ -12,9 +16,11 @@ struct BackgroundWriter::State {
   std::condition_variable changed;
   std::optional<PendingWrite> waiting;  // behind the one being written
   std::optional<int64_t> writing_step;  // the one being written
+  std::string writing_name;
   std::optional<int64_t> saved_step;
   std::exception_ptr failure;
   bool closing = false;
+  storage::Cancellation cancellation;  // of the write in progress, once closing and overdue
 
   void raise_if_failed_locked() const {
     if (failure) std::rethrow_exception(failure);
@@ -23,42 +29,52 @@ struct BackgroundWriter::State {
 };
 
 BackgroundWriter::BackgroundWriter(Commit commit)
-    : state_(std::make_shared<State>(std::move(commit))) {
-  // The thread shares the state, so that it may outlive this object (a write it cannot abandon).
-  std::thread([state = state_] { run(state); }).detach();
-}
+    : state_(std::make_unique<State>(std::move(commit))),
+      thread_([state = state_.get()] { run(*state); }) {}
 
 BackgroundWriter::~BackgroundWriter() {
-  const std::lock_guard guard(state_->mu);
-  state_->closing = true;
-  state_->waiting.reset();
-  state_->changed.notify_all();
+  {
+    std::unique_lock lock(state_->mu);
+    state_->closing = true;
+    state_->waiting.reset();
+    state_->changed.notify_all();
+    const bool finished =
+        state_->changed.wait_for(lock, kGraceOnClose, [&] { return !state_->writing_step; });
+    if (!finished) {
+      spdlog::warn("{} (step {}) not written: given up after {} s more, as its process ends",
+                   state_->writing_name, *state_->writing_step, kGraceOnClose.count());
+      state_->cancellation.cancel();
+    }
+  }
+  thread_.join();
 }
 
-void BackgroundWriter::run(const std::shared_ptr<State>& state) {
-  std::unique_lock lock(state->mu);
+void BackgroundWriter::run(State& state) {
+  const storage::CancelRequestsOnThisThread cancellable(state.cancellation);
+  std::unique_lock lock(state.mu);
   while (true) {
-    state->changed.wait(lock, [&] { return state->waiting || state->closing; });
-    if (!state->waiting) return;  // closing, nothing left
-    auto write = std::move(*state->waiting);
-    state->waiting.reset();
-    state->writing_step = write.step;
+    state.changed.wait(lock, [&] { return state.waiting || state.closing; });
+    if (!state.waiting) return;  // closing, nothing left
+    auto write = std::move(*state.waiting);
+    state.waiting.reset();
+    state.writing_step = write.step;
+    state.writing_name = write.name;
     lock.unlock();
     std::exception_ptr failure;
     try {
-      state->commit(write);
+      state.commit(write);
     } catch (...) {
       failure = std::current_exception();
     }
     lock.lock();
-    state->writing_step.reset();
+    state.writing_step.reset();
     if (failure) {
-      state->failure = failure;
-      state->waiting.reset();
+      state.failure = failure;
+      state.waiting.reset();
     } else {
-      state->saved_step = write.step;
+      state.saved_step = write.step;
     }
-    state->changed.notify_all();
+    state.changed.notify_all();
     if (failure) return;
   }
 }

@@ -30,13 +30,16 @@ struct PendingWrite {
 
 class BackgroundWriter {
  public:
+  static constexpr std::chrono::seconds kGraceOnClose{5};
+
   // Writes one object into the store (a checkpoint: and rotates old ones out); throws if it
   // cannot.
   using Commit = std::function<void(const PendingWrite&)>;
 
   explicit BackgroundWriter(Commit commit);
-  // Waits for nothing: a write in progress finishes (or fails) on its own thread, which holds
-  // what it needs; what waits behind it is dropped. wait_until_saved() first to keep it.
+  // What waits is dropped (wait_until_saved() first to keep it); a write in progress gets
+  // kGraceOnClose to finish, then its store requests are cancelled (storage/cancellation.h), so
+  // that no write outlives its process's main(): the thread is joined here.
   ~BackgroundWriter();
   BackgroundWriter(const BackgroundWriter&) = delete;
   BackgroundWriter& operator=(const BackgroundWriter&) = delete;
@@ -57,9 +60,10 @@ class BackgroundWriter {
 
  private:
   struct State;
-  static void run(const std::shared_ptr<State>& state);
+  static void run(State& state);
 
-  std::shared_ptr<State> state_;
+  std::unique_ptr<State> state_;
+  std::thread thread_;
 };
 
 }  // namespace cifar::train

@@ -1,6 +1,10 @@
 #include "train/run_store.h"
 
 #include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
 
 #include "metrics/runtime_metrics.h"
 #include "storage/store.h"
@@ -8,7 +12,15 @@
 namespace cifar::train {
 
 std::shared_ptr<storage::Store> open_run_store(const TrainConfig& config) {
-  return storage::open_store(config.model_dir, std::chrono::seconds(config.max_unsaved_seconds));
+  static std::mutex mu;
+  static std::map<std::pair<std::string, int64_t>, std::weak_ptr<storage::Store>> opened;
+  const std::lock_guard guard(mu);
+  auto& slot = opened[{config.model_dir, config.max_unsaved_seconds}];
+  if (auto store = slot.lock()) return store;
+  std::shared_ptr<storage::Store> store =
+      storage::open_store(config.model_dir, std::chrono::seconds(config.max_unsaved_seconds));
+  slot = store;
+  return store;
 }
 
 void publish_store_health(metrics::RuntimeMetrics& metrics, const storage::Store& store,

@@ -5,8 +5,12 @@
 // resume from the bucket; a job in another namespace continues the first one's run by resumeFrom:
 // s3://... (a run moved between clusters, within one); keys that the store refuses fail a job at
 // once with CheckpointStoreUnavailable, and no key appears in the job's status, Events or logs.
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <thread>
 
+#include "storage/store.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/support/object_store.h"
 
@@ -153,6 +157,76 @@ TEST_F(ObjectStorage, JobsResumeFromTheBucketAndARunContinuesInAnotherNamespace)
   EXPECT_TRUE(wait_for([&] { return moved_state() == "Succeeded"; }, seconds(120)))
       << kubectl({"get", "ctj", "moved", "-n", other, "-o", "jsonpath={.status}"}).output;
   kubectl({"delete", "namespace", other, "--wait=false"});
+}
+
+// The store restarts mid-run (a failover: connections refused for 20 s): the PS job trains on with
+// its newest checkpoint waiting, its status says since when the store has not answered (condition
+// CheckpointStoreUnreachable, a Warning Event), and once the store is back the job ends Succeeded
+// with no pod restarted and its final checkpoint in the bucket.
+TEST_F(ObjectStorage, AStoreThatRestartsMidRunIsWaitedForAndSaidWithNoRestart) {
+  host_volume("cifar10", e2e_dir() / "cifar10-slice", true);
+  checkpoint_every_steps_ = 4;
+  submit("s3blip", kPsSync, kPsReplicas, "", "cifar10", 3 * kLongEnoughToInterrupt);
+  const auto checkpoint = [&] {
+    return status_of("s3blip")
+        .value("progress", json::object())
+        .value("checkpoint", json::object());
+  };
+  const auto condition = [&] {
+    for (const auto& c : status_of("s3blip").value("conditions", json::array())) {
+      if (c.value("type", "") == "CheckpointStoreUnreachable") return c;
+    }
+    return json::object();
+  };
+  // Once the chief trains and has saved a checkpoint past the first steps.
+  ASSERT_TRUE(wait_for([&] { return checkpoint().value("savedStep", 0) >= 4; }, seconds(180)))
+      << diagnose("s3blip");
+  const auto store_script = [&](const char* script, std::vector<std::string> args) {
+    args.insert(
+        args.begin(),
+        {(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/object-store" / script).string(),
+         store_dir_.string()});
+    const auto done = run_process(args);
+    ASSERT_EQ(done.exit_code, 0) << done.output;
+  };
+  store_script("stop.sh", {});
+  const auto stopped = std::chrono::steady_clock::now();
+  EXPECT_TRUE(wait_for([&] { return condition().value("status", "") == "True"; }, seconds(60)))
+      << diagnose("s3blip");
+  EXPECT_EQ(condition().value("reason", ""), "StoreNotAnswering") << condition().dump();
+  EXPECT_NE(condition().value("message", "").find("the checkpoint store has not answered since "),
+            std::string::npos)
+      << condition().dump();
+  EXPECT_TRUE(checkpoint().contains("storeUnreachableSince")) << checkpoint().dump();
+  EXPECT_EQ(status_of("s3blip").value("reason", ""), "StoreNotAnswering");  // kubectl get ctj
+  std::this_thread::sleep_until(stopped + seconds(20));
+  // Where it was: the same port, keys and certificate (start.sh without --fresh).
+  store_script("start.sh", {"--address", kNodeOneBridge, "--bucket", "checkpoints", "--tls"});
+
+  ASSERT_TRUE(wait_for_state("s3blip", "Succeeded", seconds(400))) << diagnose("s3blip");
+  const auto status = status_of("s3blip");
+  EXPECT_EQ(status.value("restarts", -1), 0) << status.dump();
+  EXPECT_EQ(condition().value("status", ""), "False") << condition().dump();
+  EXPECT_EQ(condition().value("reason", ""), "StoreAnswers") << condition().dump();
+  const auto events = kubectl({"get", "events", "-n", ns_, "--field-selector",
+                               "reason=StoreNotAnswering", "-o", "name"})
+                          .output;
+  EXPECT_FALSE(events.empty()) << kubectl({"get", "events", "-n", ns_}).output;
+  // The final checkpoint is in the bucket: the done marker names it, and the listing has it.
+  auto store = cifar::testing::ObjectStore::from_run_directory(store_dir_);
+  store.endpoint = store.https_endpoint;
+  store.export_environment();
+  ::setenv("AWS_CA_BUNDLE", store.ca_bundle.c_str(), 1);
+  const auto run = status.value("modelDir", "");
+  const auto bucket = storage::open_store(run);
+  const auto done = bucket->get("simplecnn.done");
+  ASSERT_TRUE(done) << run;
+  const auto final_step = json::parse(*done).at("step").get<int64_t>();
+  EXPECT_EQ(status["progress"].value("step", 0), final_step);
+  char name[64];
+  std::snprintf(name, sizeof(name), "simplecnn-step-%010lld.pt",
+                static_cast<long long>(final_step));
+  EXPECT_TRUE(bucket->get(name)) << run << "/" << name;
 }
 
 TEST_F(ObjectStorage, KeysTheStoreRefusesFailTheJobAtOnceAndAreNeverShown) {

@@ -83,11 +83,11 @@ class LocalJob {
     }
     processes_[name(role, index)] = std::make_unique<ChildProcess>(command, log_file);
   }
-  void start_all(bool evaluator = true) {
-    for (int i = 0; i < ps_count_; ++i) start("ps", i);
-    start("master");
-    for (int i = 0; i < workers_; ++i) start("worker", i);
-    if (evaluator) start("evaluator");
+  void start_all(bool evaluator = true, const std::vector<std::string>& env = {}) {
+    for (int i = 0; i < ps_count_; ++i) start("ps", i, env);
+    start("master", 0, env);
+    for (int i = 0; i < workers_; ++i) start("worker", i, env);
+    if (evaluator) start("evaluator", 0, env);
   }
   ChildProcess& process(const std::string& role, int index = 0) {
     return *processes_.at(name(role, index));
@@ -374,6 +374,12 @@ struct JobOnOwnStore {
             cifar::testing::unique_prefix("outage")),
         job(work, 1, /*workers=*/1, args(run, more)),
         checkpoints(run, "simplecnn", 3) {}
+  // Every process as the operator starts a pod: with its incarnation, so with the run's fence (the
+  // fence's reads meet an outage first, before a checkpoint's write).
+  void start_all() {
+    job.start_all(true, {"CIFAR_INCARNATION=1", "CIFAR_CHIEF_INCARNATION=1",
+                         "CIFAR_PS_INCARNATIONS=1", "CIFAR_JOB_UID=outage"});
+  }
   static std::vector<std::string> args(const std::string& run,
                                        const std::vector<std::string>& more) {
     return TrainArgs()
@@ -442,7 +448,7 @@ struct JobOnOwnStore {
 TEST(PsJobStoreOutage, RefusingConnectionsFor10SecondsIsRiddenOutWithNoRestart) {
   TempDir work;
   JobOnOwnStore on(work.path());
-  on.job.start_all();
+  on.start_all();
   const auto saved_before = on.wait_for_a_checkpoint();
   on.store.stop();
   on.expect_training_goes_on_while_the_store_is_away();
@@ -455,7 +461,7 @@ TEST(PsJobStoreOutage, RefusingConnectionsFor10SecondsIsRiddenOutWithNoRestart) 
 TEST(PsJobStoreOutage, AStoreFrozenFor60SecondsIsRiddenOutWithNoRestart) {
   TempDir work;
   JobOnOwnStore on(work.path());
-  on.job.start_all();
+  on.start_all();
   const auto saved_before = on.wait_for_a_checkpoint();
   const auto frozen = std::chrono::steady_clock::now();
   on.store.freeze();
@@ -471,7 +477,7 @@ TEST(PsJobStoreOutage, AStoreFrozenFor60SecondsIsRiddenOutWithNoRestart) {
 TEST(PsJobStoreOutage, AStoreAwayLongerThanTheBoundFailsTheJobSayingWhereAndTheStepSaved) {
   TempDir work;
   JobOnOwnStore on(work.path(), {"--max-unsaved-seconds", "10"});
-  on.job.start_all();
+  on.start_all();
   const auto saved_before = on.wait_for_a_checkpoint();
   on.store.stop();
   EXPECT_EQ(on.job.process("master").wait(), 5) << on.job.log("master");

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "storage/cancellation.h"
 #include "storage/retrying_store.h"
 #include "storage/s3_client.h"
 #include "storage/s3_store.h"
@@ -22,14 +23,15 @@ using testing::ObjectStore;
 class StoreOutage : public ::testing::Test {
  protected:
   // The store's S3 client as a run opens it (one try a request: the RetryingStore retries), with a
-  // stall noticed in 3 s rather than 20.
-  [[nodiscard]] std::unique_ptr<Store> plain(const std::string& secret = "") const {
+  // stall noticed in `stall` (3 s rather than 20).
+  [[nodiscard]] std::unique_ptr<Store> plain(const std::string& secret = "",
+                                             std::chrono::seconds stall = 3s) const {
     S3ClientOptions options;
     options.endpoint = store_.access().endpoint;
     options.credentials = {store_.access().access_key_id,
                            secret.empty() ? store_.access().secret_access_key : secret};
     options.attempts = 1;
-    options.stall_timeout = 3s;
+    options.stall_timeout = stall;
     return std::make_unique<S3Store>(
         parse_s3_uri(std::string("s3://") + ObjectStore::kBucket + "/" + prefix_), options);
   }
@@ -107,6 +109,56 @@ TEST_F(StoreOutage, WhatRefusesFailsAtOnceAndIsNeverWaitedFor) {
   // Not the 120 s it would wait for a store that is away: no try was made again.
   EXPECT_LT(Clock::now() - start, 60s);
   EXPECT_EQ(wrong_keys.health().transient_failures, 0);
+}
+
+// A request made under a Cancellation, on its own thread (as a background upload is) against a
+// store that is away, and cancelled `after` it began: how long it went on after the cancel, and
+// whether it ended in Cancelled.
+struct CancelledRequest {
+  std::chrono::duration<double> went_on_for{};
+  bool ended_cancelled = false;
+};
+
+CancelledRequest put_cancelled(Store& store, std::chrono::seconds after) {
+  Cancellation cancellation;
+  CancelledRequest result;
+  Clock::time_point ended;
+  std::thread uploader([&] {
+    const CancelRequestsOnThisThread cancellable(cancellation);
+    try {
+      store.put("never.pt", "given up");
+    } catch (const Cancelled&) {
+      result.ended_cancelled = true;
+    }
+    ended = Clock::now();
+  });
+  std::this_thread::sleep_for(after);
+  const auto cancelled = Clock::now();
+  cancellation.cancel();
+  uploader.join();
+  result.went_on_for = ended - cancelled;
+  return result;
+}
+
+// Riding out a refusing store (waiting between tries) ends as soon as it is cancelled, not after
+// its patience.
+TEST_F(StoreOutage, ARequestWaitingForARefusingStoreEndsOnceCancelled) {
+  RetryingStore retrying(plain(), 600s, 200ms);
+  store_.stop();
+  const auto request = put_cancelled(retrying, 6s);
+  EXPECT_TRUE(request.ended_cancelled);
+  EXPECT_LT(request.went_on_for, 2s) << request.went_on_for.count() << " s";
+}
+
+// A transfer to a frozen store that would stall for a minute before curl gives it up is aborted
+// by the cancel (curl's progress callback, once a second).
+TEST_F(StoreOutage, ATransferToAFrozenStoreIsAbortedOnceCancelled) {
+  RetryingStore retrying(plain("", 60s), 600s, 200ms);
+  store_.freeze();
+  const auto request = put_cancelled(retrying, 4s);
+  store_.thaw();
+  EXPECT_TRUE(request.ended_cancelled);
+  EXPECT_LT(request.went_on_for, 3s) << request.went_on_for.count() << " s";
 }
 
 }  // namespace

@@ -4,10 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <vector>
+
+#include "storage/cancellation.h"
 
 namespace cifar::train {
 namespace {
@@ -72,6 +77,50 @@ TEST(BackgroundWriter, AFailedWriteIsThrownByTheNextCallAndWhatWaitedIsDropped) 
   }
   EXPECT_EQ(commits.written, (std::vector<int64_t>{12}));
   EXPECT_EQ(writer.saved_step(), 12);
+}
+
+// Destroyed while a write rides out an outage (here a wait for a store that stays away for ten
+// minutes): the write is given its grace, then cancelled, and its thread is joined, so that no
+// write outlives the process's main().
+TEST(BackgroundWriter, AWriteStillWaitingForItsStoreIsCancelledWhenTheWriterGoes) {
+  std::atomic<bool> cancelled = false;
+  std::atomic<bool> started = false;
+  std::chrono::steady_clock::time_point destroyed;
+  {
+    BackgroundWriter writer([&](const PendingWrite& write) {
+      started = true;
+      try {
+        storage::wait_before_retry(std::chrono::minutes(10), write.name);
+      } catch (const storage::Cancelled&) {
+        cancelled = true;
+        throw;
+      }
+    });
+    writer.submit({"monitor.jsonl", "{}", 3});
+    while (!started) std::this_thread::yield();
+    destroyed = std::chrono::steady_clock::now();
+  }
+  EXPECT_TRUE(cancelled);
+  const auto took = std::chrono::steady_clock::now() - destroyed;
+  EXPECT_GE(took, BackgroundWriter::kGraceOnClose);
+  EXPECT_LT(took, BackgroundWriter::kGraceOnClose + std::chrono::seconds(2));
+}
+
+// A write that finishes within the grace is not cancelled: the writer waits for it.
+TEST(BackgroundWriter, AWriteThatFinishesWithinTheGraceIsKept) {
+  HeldCommits commits;
+  std::thread let_go;
+  {
+    BackgroundWriter writer([&](const PendingWrite& write) { commits.commit(write); });
+    writer.submit({"a", "7", 7});
+    commits.wait_until_started(1);
+    let_go = std::thread([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      commits.let_go();
+    });
+  }  // waits for the held write, which is let go half a second later
+  let_go.join();
+  EXPECT_EQ(commits.written, (std::vector<int64_t>{7}));
 }
 
 }  // namespace
