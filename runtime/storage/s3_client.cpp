@@ -260,11 +260,13 @@ S3Client::Response S3Client::perform_once(const Request& request) {
   char error[CURL_ERROR_SIZE] = {};
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error);
   if (!options_.ca_bundle.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, options_.ca_bundle.c_str());
-  if (const auto* cancellation = requests_cancellation()) {
-    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, abort_if_cancelled);
-    curl_easy_setopt(h, CURLOPT_XFERINFODATA, cancellation);
-  }
+  // Set on every request, as a pooled handle keeps its options: a handle that served a thread
+  // with a cancellation must not call into it for another.
+  const auto* cancellation = requests_cancellation();
+  curl_easy_setopt(h, CURLOPT_NOPROGRESS, cancellation != nullptr ? 0L : 1L);
+  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION,
+                   cancellation != nullptr ? abort_if_cancelled : nullptr);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, cancellation);
 
   // The payload's hash is signed (curl 7.88 uses this header's value for it, and sends it). Over
   // https, TLS already keeps the body intact and S3 takes UNSIGNED-PAYLOAD, as the AWS SDKs send

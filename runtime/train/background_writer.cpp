@@ -41,8 +41,8 @@ BackgroundWriter::~BackgroundWriter() {
     const bool finished =
         state_->changed.wait_for(lock, kGraceOnClose, [&] { return !state_->writing_step; });
     if (!finished) {
-      spdlog::warn("{} (step {}) not written: given up after {} s more, as its process ends",
-                   state_->writing_name, *state_->writing_step, kGraceOnClose.count());
+      spdlog::warn("{} not written: its process ends, and gave the write {} s more",
+                   state_->writing_name, kGraceOnClose.count());
       state_->cancellation.cancel();
     }
   }

@@ -204,21 +204,30 @@ void CheckpointManager::commit(const std::shared_ptr<storage::Store>& store, Kno
                                const std::string& prefix, int keep,
                                const PendingWrite& checkpoint) {
   const auto& name = checkpoint.name;
-  check_fence();  // a replaced chief commits nothing
-  try {
-    store->put(name, checkpoint.bytes);
-  } catch (const storage::S3Error& e) {  // the store refused, or stayed away too long
+  // A store that refused, or stayed away too long, whichever request met it (the fence's read, the
+  // PUT): the error says which step waited and which one is the newest saved.
+  const auto not_saved = [&](const storage::S3Error& e) {
     std::optional<int64_t> saved;
     {
       const std::lock_guard guard(known.mu);
       saved = known.saved_step;
     }
-    throw storage::S3Error(
+    return storage::S3Error(
         "checkpoint step " + std::to_string(checkpoint.step) + " not saved: " + e.what() + "; " +
             (saved ? "the newest checkpoint saved is step " + std::to_string(*saved)
                    : std::string("no checkpoint was saved by this process")),
         e.http_status(), e.code(),
         e.transient() ? storage::Failure::kTransient : storage::Failure::kPermanent);
+  };
+  try {
+    check_fence();  // a replaced chief commits nothing
+  } catch (const storage::S3Error& e) {
+    throw not_saved(e);
+  }
+  try {
+    store->put(name, checkpoint.bytes);
+  } catch (const storage::S3Error& e) {
+    throw not_saved(e);
   } catch (const std::exception& e) {  // never a torn object; the older checkpoints stay
     // The system's reason alone (ENOSPC, EROFS...): the message names the place already.
     const auto* system = dynamic_cast<const std::system_error*>(&e);

@@ -391,6 +391,40 @@ TEST(AllReduceJobStoreOutage, RefusingConnectionsFor60SecondsIsRiddenOutWithNoRe
   EXPECT_EQ(checkpoints.state_of(names.back()).step, final_step);
 }
 
+// Away for longer than the job allows (--max-unsaved-seconds 10): rank 0 fails with the store's
+// unavailability (exit 5, which the launcher passes on, stopping rank 1), naming the store, its
+// last answer and the step last saved; what was saved stays.
+TEST(AllReduceJobStoreOutage, AStoreAwayLongerThanTheBoundFailsTheJobSayingWhereAndTheStepSaved) {
+  TempDir work;
+  cifar::testing::OwnObjectStore store(work.path() / "store");
+  store.access().export_environment();
+  const auto run = std::string("s3://") + cifar::testing::ObjectStore::kBucket + "/" +
+                   cifar::testing::unique_prefix("allreduce-away");
+  ChildProcess job(command(work.path(), "unused", launch(2),
+                           {"-md", run, "-m", "simplecnn", "-b", "16", "-e", "40",
+                            "--checkpoint-every", "4", "--progress", "lines",
+                            "--max-unsaved-seconds", "10"}),
+                   work.path() / "job.log");
+  const train::CheckpointManager checkpoints(run, "simplecnn", 3);
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return !checkpoints.list().empty(); }, 120s))
+      << read_file(work.path() / "job.log");
+  const auto saved_before = checkpoints.state_of(checkpoints.list().back()).step;
+  store.stop();
+  EXPECT_EQ(job.wait(), 5) << read_file(work.path() / "job.log");
+  const auto log = read_file(work.path() / "job.log");
+  EXPECT_NE(log.find("checkpoint store " + run + " unavailable: "), std::string::npos) << log;
+  EXPECT_NE(log.find("longer than the job allows (checkpoint.maxUnsavedSeconds, "
+                     "--max-unsaved-seconds 10); last error: "),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find(store.access().endpoint), std::string::npos) << log;
+  EXPECT_NE(log.find("the newest checkpoint saved is step "), std::string::npos) << log;
+  store.start();
+  const auto names = checkpoints.list();
+  ASSERT_FALSE(names.empty());
+  EXPECT_GE(checkpoints.state_of(names.back()).step, saved_before);  // nothing saved is lost
+}
+
 TEST(AllReduceJob, WithoutRanksItSaysHowToGetThem) {
   const auto result = cifar::testing::run_process({CIFAR_TRAIN_BIN, "--strategy", "allreduce"});
   EXPECT_EQ(result.exit_code, 2);

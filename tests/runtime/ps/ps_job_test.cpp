@@ -485,7 +485,7 @@ TEST(PsJobStoreOutage, AStoreAwayLongerThanTheBoundFailsTheJobSayingWhereAndTheS
   EXPECT_NE(master.find("checkpoint store " + on.run + " unavailable: checkpoint step "),
             std::string::npos)
       << master;
-  EXPECT_NE(master.find(" did not answer PUT simplecnn-step-"), std::string::npos) << master;
+  EXPECT_NE(master.find(" did not answer "), std::string::npos) << master;
   EXPECT_NE(master.find("longer than the job allows (checkpoint.maxUnsavedSeconds, "
                         "--max-unsaved-seconds 10); last error: "),
             std::string::npos)
