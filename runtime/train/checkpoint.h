@@ -62,7 +62,7 @@ class CheckpointManager {
   // Until every checkpoint taken is written; throws, as save() does, if one could not be.
   void wait_until_saved() const;
   // The same for at most `at_most`: whether every checkpoint taken is written.
-  bool wait_until_saved(std::chrono::milliseconds at_most) const;
+  [[nodiscard]] bool wait_until_saved(std::chrono::milliseconds at_most) const;
   // Throws the failure of a background write, if one failed (checked between steps).
   void raise_if_failed() const;
   // The step of the newest checkpoint this manager wrote (nullopt: none yet).
