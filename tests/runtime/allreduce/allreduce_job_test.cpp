@@ -8,10 +8,13 @@
 
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "storage/store.h"
 #include "tests/support/object_store.h"
@@ -356,39 +359,64 @@ TEST(AllReduceJob, ALostRanksReplacementJoinsTheRankLeftInsideItsProcess) {
   EXPECT_EQ(epochs, (std::vector<int>{1, 2, 3, 4})) << read_file(dir / "monitor.jsonl");
 }
 
-// An all-reduce job checkpointing into a bucket of a store of the test's own, which restarts
-// (a failover): connections refused for 60 s. Rank 0 trains on with its newest checkpoint waiting,
-// the job ends with no rank restarted, and every checkpoint after the outage is in the bucket.
+// An all-reduce job of two ranks checkpointing every 4 steps into a bucket of a store of the
+// test's own (whose endpoint and keys the ranks inherit), started; `more`: flags besides.
+struct AllReduceOnOwnStore {
+  AllReduceOnOwnStore(const std::filesystem::path& work, const std::vector<std::string>& more = {})
+      : store(work / "store"),
+        exported((store.access().export_environment(), true)),
+        run(std::string("s3://") + cifar::testing::ObjectStore::kBucket + "/" +
+            cifar::testing::unique_prefix("allreduce-outage")),
+        log_file(work / "job.log"),
+        job(command(work, "unused", launch(2), flags(run, more)), log_file),
+        checkpoints(run, "simplecnn", 3) {}
+  static std::vector<std::string> flags(const std::string& run,
+                                        const std::vector<std::string>& more) {
+    std::vector<std::string> all = {"-md",        run,    "-m", "simplecnn",          "-b",
+                                    "16",         "-e",   "40", "--checkpoint-every", "4",
+                                    "--progress", "lines"};
+    all.insert(all.end(), more.begin(), more.end());
+    return all;
+  }
+  // Until rank 0's first checkpoint is in the bucket: its step.
+  int64_t wait_for_a_checkpoint() {
+    EXPECT_TRUE(cifar::testing::wait_for([&] { return !checkpoints.list().empty(); }, 120s))
+        << read_file(log_file);
+    const auto names = checkpoints.list();
+    return names.empty() ? -1 : checkpoints.state_of(names.back()).step;
+  }
+
+  cifar::testing::OwnObjectStore store;
+  bool exported;
+  std::string run;
+  std::filesystem::path log_file;
+  ChildProcess job;
+  const train::CheckpointManager checkpoints;
+};
+
+// The store restarts (a failover): connections refused for 60 s. Rank 0 trains on with its newest
+// checkpoint waiting, the job ends with no rank restarted, and every checkpoint after the outage
+// is in the bucket.
 TEST(AllReduceJobStoreOutage, RefusingConnectionsFor60SecondsIsRiddenOutWithNoRestart) {
   TempDir work;
-  cifar::testing::OwnObjectStore store(work.path() / "store");
-  store.access().export_environment();  // the ranks inherit the endpoint and the keys
-  const auto run = std::string("s3://") + cifar::testing::ObjectStore::kBucket + "/" +
-                   cifar::testing::unique_prefix("allreduce-outage");
-  ChildProcess job(command(work.path(), "unused", launch(2),
-                           {"-md", run, "-m", "simplecnn", "-b", "16", "-e", "40",
-                            "--checkpoint-every", "4", "--progress", "lines"}),
-                   work.path() / "job.log");
-  const train::CheckpointManager checkpoints(run, "simplecnn", 3);
-  ASSERT_TRUE(cifar::testing::wait_for([&] { return !checkpoints.list().empty(); }, 120s))
-      << read_file(work.path() / "job.log");
-  const auto saved_before = checkpoints.state_of(checkpoints.list().back()).step;
-  store.stop();
+  AllReduceOnOwnStore on(work.path());
+  const auto saved_before = on.wait_for_a_checkpoint();
+  on.store.stop();
   std::this_thread::sleep_for(60s);
-  store.start();
-  EXPECT_EQ(job.wait(), 0) << read_file(work.path() / "job.log");
+  on.store.start();
+  EXPECT_EQ(on.job.wait(), 0) << read_file(on.log_file);
 
-  const auto log = read_file(work.path() / "job.log");
+  const auto log = read_file(on.log_file);
   EXPECT_NE(log.find("did not answer"), std::string::npos) << log;
   EXPECT_NE(log.find("answers again after"), std::string::npos) << log;
-  const auto done = storage::open_store(run)->get("simplecnn.done");
+  const auto done = storage::open_store(on.run)->get("simplecnn.done");
   ASSERT_TRUE(done);
   const auto final_step = nlohmann::json::parse(*done).at("step").get<int64_t>();
   EXPECT_EQ(final_step, 40 * (576 / 32));
   EXPECT_GT(final_step, saved_before);
-  const auto names = checkpoints.list();
+  const auto names = on.checkpoints.list();
   ASSERT_EQ(names.size(), 3U);
-  EXPECT_EQ(checkpoints.state_of(names.back()).step, final_step);
+  EXPECT_EQ(on.checkpoints.state_of(names.back()).step, final_step);
 }
 
 // Away for longer than the job allows (--max-unsaved-seconds 10): rank 0 fails with the store's
@@ -396,33 +424,22 @@ TEST(AllReduceJobStoreOutage, RefusingConnectionsFor60SecondsIsRiddenOutWithNoRe
 // last answer and the step last saved; what was saved stays.
 TEST(AllReduceJobStoreOutage, AStoreAwayLongerThanTheBoundFailsTheJobSayingWhereAndTheStepSaved) {
   TempDir work;
-  cifar::testing::OwnObjectStore store(work.path() / "store");
-  store.access().export_environment();
-  const auto run = std::string("s3://") + cifar::testing::ObjectStore::kBucket + "/" +
-                   cifar::testing::unique_prefix("allreduce-away");
-  ChildProcess job(command(work.path(), "unused", launch(2),
-                           {"-md", run, "-m", "simplecnn", "-b", "16", "-e", "40",
-                            "--checkpoint-every", "4", "--progress", "lines",
-                            "--max-unsaved-seconds", "10"}),
-                   work.path() / "job.log");
-  const train::CheckpointManager checkpoints(run, "simplecnn", 3);
-  ASSERT_TRUE(cifar::testing::wait_for([&] { return !checkpoints.list().empty(); }, 120s))
-      << read_file(work.path() / "job.log");
-  const auto saved_before = checkpoints.state_of(checkpoints.list().back()).step;
-  store.stop();
-  EXPECT_EQ(job.wait(), 5) << read_file(work.path() / "job.log");
-  const auto log = read_file(work.path() / "job.log");
-  EXPECT_NE(log.find("checkpoint store " + run + " unavailable: "), std::string::npos) << log;
+  AllReduceOnOwnStore on(work.path(), {"--max-unsaved-seconds", "10"});
+  const auto saved_before = on.wait_for_a_checkpoint();
+  on.store.stop();
+  EXPECT_EQ(on.job.wait(), 5) << read_file(on.log_file);
+  const auto log = read_file(on.log_file);
+  EXPECT_NE(log.find("checkpoint store " + on.run + " unavailable: "), std::string::npos) << log;
   EXPECT_NE(log.find("longer than the job allows (checkpoint.maxUnsavedSeconds, "
                      "--max-unsaved-seconds 10); last error: "),
             std::string::npos)
       << log;
-  EXPECT_NE(log.find(store.access().endpoint), std::string::npos) << log;
+  EXPECT_NE(log.find(on.store.access().endpoint), std::string::npos) << log;
   EXPECT_NE(log.find("the newest checkpoint saved is step "), std::string::npos) << log;
-  store.start();
-  const auto names = checkpoints.list();
+  on.store.start();
+  const auto names = on.checkpoints.list();
   ASSERT_FALSE(names.empty());
-  EXPECT_GE(checkpoints.state_of(names.back()).step, saved_before);  // nothing saved is lost
+  EXPECT_GE(on.checkpoints.state_of(names.back()).step, saved_before);  // nothing saved is lost
 }
 
 TEST(AllReduceJob, WithoutRanksItSaysHowToGetThem) {
