@@ -1,5 +1,7 @@
 // cifar-train: parse the command line, run, turn failures into clear messages and exit codes
-// (0 done, 1 failed, 2 bad usage or configuration).
+// (contract/exit_codes.h: 0 done, 1 failed, 2 bad usage or configuration, 3 stopped with its state
+// saved, 4 replaced by a newer pod, 5 the checkpoint store refused or stayed away too long; 128 +
+// the signal that killed it).
 #include <spdlog/spdlog.h>
 
 #include <exception>

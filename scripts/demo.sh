@@ -21,16 +21,21 @@ official_url=https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz
 
 # ResNet-20 on 2 cores: two trainers of one thread each use both cores best (BENCHMARKS, sec. 5).
 recipe=(-m resnet20 -nc 10 -e 2 -b 64 --lr 0.2 --schedule onecycle --label-smoothing 0.1)
-if data_dir=$("$here/cifar10-data.sh" 2>/dev/null); then
+# Why the shared copy could not be used, said if the demo falls back (its decoder's own words).
+decode_errors=$(mktemp)
+trap 'rm -f "$decode_errors"' EXIT
+if data_dir=$("$here/cifar10-data.sh" 2>"$decode_errors"); then
   echo "demo: real CIFAR-10 (the JPEG copy in ../shared/data/cifar10, decoded into $data_dir)"
   data=(-d cifar10 --data-dir "$data_dir")
 elif curl -sfIL --max-time 15 -o /dev/null "$official_url"; then
+  echo "demo: the shared CIFAR-10 copy could not be used: $(tail -n 3 "$decode_errors")"
   echo "demo: real CIFAR-10 (the official archive, downloaded once into $cache/cifar10-official)"
   mkdir -p "$cache/cifar10-official"
   data=(-d cifar10 --data-dir "$cache/cifar10-official" --download)
 else
-  echo "demo: no CIFAR-10 here (no ../shared/data/cifar10, $official_url unreachable):" \
-    "training on Fashion-MNIST instead"
+  echo "demo: the shared CIFAR-10 copy could not be used: $(tail -n 3 "$decode_errors")"
+  echo "demo: FALLING BACK to Fashion-MNIST: no usable CIFAR-10 here (the shared copy above," \
+    "and $official_url unreachable)"
   data=(-d fashion-mnist)
   recipe=(-m simplecnn -nc 10 -e 2 -b 64 --train-limit 15000 --lr 0.04 --schedule onecycle
           --no-augment)

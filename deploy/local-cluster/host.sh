@@ -197,9 +197,12 @@ host_paths_left() {
   return 0
 }
 
-# sysctls_left: ip_forward, if it differs from the record.
+# sysctls_left: ip_forward, if it differs from the record, saying what it is and was.
 sysctls_left() {
-  [ "$(cat /proc/sys/net/ipv4/ip_forward)" = "$(recorded ip_forward)" ] || echo "ip_forward is on"
+  local now was
+  now=$(cat /proc/sys/net/ipv4/ip_forward)
+  was=$(recorded ip_forward)
+  [ "$now" = "$was" ] || echo "ip_forward is $now (it was $was)"
   return 0
 }
 

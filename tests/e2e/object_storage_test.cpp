@@ -4,7 +4,9 @@
 // A parameter-server job (with its evaluator) and an all-reduce job lose their chief mid-run and
 // resume from the bucket; a job in another namespace continues the first one's run by resumeFrom:
 // s3://... (a run moved between clusters, within one); keys that the store refuses fail a job at
-// once with CheckpointStoreUnavailable, and no key appears in the job's status, Events or logs.
+// once with CheckpointStoreUnavailable, and no key appears in the job's status, Events or logs. A
+// store that restarts mid-run is waited for (the job says so, and goes on); one away for longer
+// than the job allows fails it saying so.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -227,6 +229,56 @@ TEST_F(ObjectStorage, AStoreThatRestartsMidRunIsWaitedForAndSaidWithNoRestart) {
   std::snprintf(name, sizeof(name), "simplecnn-step-%010lld.pt",
                 static_cast<long long>(final_step));
   EXPECT_TRUE(bucket->get(name)) << run << "/" << name;
+}
+
+// An all-reduce job whose store stays away longer than its checkpoint.maxUnsavedSeconds (15 s):
+// it fails CheckpointStoreUnavailable, its message naming the store, its last answer and the step
+// last saved, with no restart (exit 5 is never retried); what was saved stays in the bucket.
+TEST_F(ObjectStorage, AStoreAwayLongerThanTheBoundFailsAnAllReduceJobSayingWhereAndTheStepSaved) {
+  host_volume("cifar10", e2e_dir() / "cifar10-slice", true);
+  checkpoint_every_steps_ = 4;
+  checkpoint_store_ += ", maxUnsavedSeconds: 15";
+  submit("s3away", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10",
+         3 * kLongEnoughToInterrupt);
+  const auto saved = [&] {
+    return status_of("s3away")
+        .value("progress", json::object())
+        .value("checkpoint", json::object())
+        .value("savedStep", -1);
+  };
+  ASSERT_TRUE(wait_for([&] { return saved() >= 4; }, seconds(180))) << diagnose("s3away");
+  const auto saved_before = saved();
+  const auto stopped = run_process(
+      {(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/object-store/stop.sh").string(),
+       store_dir_.string()});
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.output;
+  ASSERT_TRUE(wait_for_state("s3away", "Failed", seconds(180))) << diagnose("s3away");
+  const auto status = status_of("s3away");
+  EXPECT_EQ(status.value("reason", ""), "CheckpointStoreUnavailable") << status.dump();
+  const auto message = status.value("message", "");
+  EXPECT_NE(message.find("longer than the job allows (checkpoint.maxUnsavedSeconds, "
+                         "--max-unsaved-seconds 15); last error: "),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find(endpoint_), std::string::npos) << message;
+  EXPECT_NE(message.find("the newest checkpoint saved is step "), std::string::npos) << message;
+  EXPECT_EQ(status.value("restarts", -1), 0) << status.dump();
+  // What was saved stays: the store back where it was, the run's checkpoints are there.
+  const auto started = run_process(
+      {(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/object-store/start.sh").string(),
+       store_dir_.string(), "--address", kNodeOneBridge, "--bucket", "checkpoints", "--tls"});
+  ASSERT_EQ(started.exit_code, 0) << started.output;
+  auto store = cifar::testing::ObjectStore::from_run_directory(store_dir_);
+  store.endpoint = store.https_endpoint;
+  store.export_environment();
+  ::setenv("AWS_CA_BUNDLE", store.ca_bundle.c_str(), 1);
+  const auto run = status.value("modelDir", "");
+  char name[64];
+  std::snprintf(name, sizeof(name), "simplecnn-step-%010lld.pt",
+                static_cast<long long>(saved_before));
+  const auto names = storage::open_store(run)->list("simplecnn-step-");
+  EXPECT_FALSE(names.empty()) << run;
+  EXPECT_GE(names.empty() ? std::string() : names.back(), std::string(name)) << run;
 }
 
 TEST_F(ObjectStorage, KeysTheStoreRefusesFailTheJobAtOnceAndAreNeverShown) {

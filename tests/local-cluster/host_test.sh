@@ -193,7 +193,8 @@ check "record_host: bridge_nf_call_iptables" grep -q '^bridge_nf_call_iptables='
 same "recorded: a key the record lacks" "" "$(recorded nodes)"
 same "sysctls_left: as recorded" "" "$(sysctls_left)"
 sed -i "s/^ip_forward=.*/ip_forward=other/" "$dir/host-before"
-same "sysctls_left: changed" "ip_forward is on" "$(sysctls_left)"
+same "sysctls_left: changed" "ip_forward is $(cat /proc/sys/net/ipv4/ip_forward) (it was other)" \
+  "$(sysctls_left)"
 
 # The cluster writes into one that was there and makes another.
 mkdir -p "$host/var/lib/kubelet/pods/uid" "$host/var/log/pods/default_pod_uid/c"

@@ -386,6 +386,23 @@ struct AllReduceOnOwnStore {
     return names.empty() ? -1 : checkpoints.state_of(names.back()).step;
   }
 
+  // The job ended as if nothing had happened: exit 0, every step trained, the final checkpoint
+  // and those before it in the bucket (pruned after the outage too); the outage in the log.
+  void expect_the_outage_ridden_out(int64_t saved_before) {
+    EXPECT_EQ(job.wait(), 0) << read_file(log_file);
+    const auto log = read_file(log_file);
+    EXPECT_NE(log.find("did not answer"), std::string::npos) << log;
+    EXPECT_NE(log.find("answers again after"), std::string::npos) << log;
+    const auto done = storage::open_store(run)->get("simplecnn.done");
+    ASSERT_TRUE(done);
+    const auto final_step = nlohmann::json::parse(*done).at("step").get<int64_t>();
+    EXPECT_EQ(final_step, 40 * (576 / 32));
+    EXPECT_GT(final_step, saved_before);
+    const auto names = checkpoints.list();
+    ASSERT_EQ(names.size(), 3U);
+    EXPECT_EQ(checkpoints.state_of(names.back()).step, final_step);
+  }
+
   cifar::testing::OwnObjectStore store;
   bool exported;
   std::string run;
@@ -404,19 +421,18 @@ TEST(AllReduceJobStoreOutage, RefusingConnectionsFor60SecondsIsRiddenOutWithNoRe
   on.store.stop();
   std::this_thread::sleep_for(60s);
   on.store.start();
-  EXPECT_EQ(on.job.wait(), 0) << read_file(on.log_file);
+  on.expect_the_outage_ridden_out(saved_before);
+}
 
-  const auto log = read_file(on.log_file);
-  EXPECT_NE(log.find("did not answer"), std::string::npos) << log;
-  EXPECT_NE(log.find("answers again after"), std::string::npos) << log;
-  const auto done = storage::open_store(on.run)->get("simplecnn.done");
-  ASSERT_TRUE(done);
-  const auto final_step = nlohmann::json::parse(*done).at("step").get<int64_t>();
-  EXPECT_EQ(final_step, 40 * (576 / 32));
-  EXPECT_GT(final_step, saved_before);
-  const auto names = on.checkpoints.list();
-  ASSERT_EQ(names.size(), 3U);
-  EXPECT_EQ(on.checkpoints.state_of(names.back()).step, final_step);
+// The store frozen for 60 s (SIGSTOP: connections accepted, nothing answered): the same.
+TEST(AllReduceJobStoreOutage, AStoreFrozenFor60SecondsIsRiddenOutWithNoRestart) {
+  TempDir work;
+  AllReduceOnOwnStore on(work.path());
+  const auto saved_before = on.wait_for_a_checkpoint();
+  on.store.freeze();
+  std::this_thread::sleep_for(60s);
+  on.store.thaw();
+  on.expect_the_outage_ridden_out(saved_before);
 }
 
 // Away for longer than the job allows (--max-unsaved-seconds 10): rank 0 fails with the store's

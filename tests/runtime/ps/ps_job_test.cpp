@@ -457,6 +457,20 @@ TEST(PsJobStoreOutage, RefusingConnectionsFor10SecondsIsRiddenOutWithNoRestart) 
   on.expect_the_outage_ridden_out(saved_before);
 }
 
+// The same for 60 s: a longer failover.
+TEST(PsJobStoreOutage, RefusingConnectionsFor60SecondsIsRiddenOutWithNoRestart) {
+  TempDir work;
+  JobOnOwnStore on(work.path());
+  on.start_all();
+  const auto saved_before = on.wait_for_a_checkpoint();
+  const auto stopped = std::chrono::steady_clock::now();
+  on.store.stop();
+  on.expect_training_goes_on_while_the_store_is_away();
+  std::this_thread::sleep_until(stopped + 60s);
+  on.store.start();
+  on.expect_the_outage_ridden_out(saved_before);
+}
+
 // A store frozen for 60 s (SIGSTOP: connections accepted, nothing answered): the same.
 TEST(PsJobStoreOutage, AStoreFrozenFor60SecondsIsRiddenOutWithNoRestart) {
   TempDir work;
