@@ -24,8 +24,13 @@ std::string failure_detail(const json* pod) {
     const auto start = newline == std::string::npos ? 0 : newline + 1;
     detail = message.substr(start, end - start + 1);
   }
-  constexpr size_t kMaxDetail = 400;
-  if (detail.size() > kMaxDetail) detail = detail.substr(0, kMaxDetail) + "...";
+  // A runtime error names what failed first and what was kept last ("the newest checkpoint saved
+  // is step N"), so a long one keeps both ends. 1000 characters fit an Event's note.
+  constexpr size_t kKeptAtEachEnd = 490;
+  if (detail.size() > 2 * kKeptAtEachEnd + 20) {
+    detail = detail.substr(0, kKeptAtEachEnd) + " [...] " +
+             detail.substr(detail.size() - kKeptAtEachEnd);
+  }
   return detail.empty() ? "" : ": " + detail;
 }
 

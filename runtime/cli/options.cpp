@@ -357,7 +357,9 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
                  "Random seed (model init, shuffling, augmentation)")
       ->capture_default_str();
 
-  app.add_option("-t,--threads", c.threads, "Intra-op threads (0: the cores this process may use: its CPU affinity and cgroup limit)")
+  app.add_option(
+         "-t,--threads", c.threads,
+         "Intra-op threads (0: the cores this process may use: its CPU affinity and cgroup limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--workers", c.loader_workers,

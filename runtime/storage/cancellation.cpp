@@ -35,10 +35,12 @@ CancelRequestsOnThisThread::~CancelRequestsOnThisThread() { this_threads_cancell
 
 const Cancellation* requests_cancellation() { return this_threads_cancellation; }
 
-void throw_if_requests_cancelled(const std::string& what) {
-  if (this_threads_cancellation != nullptr && this_threads_cancellation->cancelled()) {
-    throw Cancelled(what + ": given up, nobody waits for it any more");
-  }
+bool requests_cancelled() {
+  return this_threads_cancellation != nullptr && this_threads_cancellation->cancelled();
+}
+
+void throw_cancelled(const std::string& what) {
+  throw Cancelled(what + ": given up, nobody waits for it any more");
 }
 
 void wait_before_retry(std::chrono::milliseconds duration, const std::string& what) {
@@ -46,7 +48,7 @@ void wait_before_retry(std::chrono::milliseconds duration, const std::string& wh
     std::this_thread::sleep_for(duration);
     return;
   }
-  if (this_threads_cancellation->sleep_for(duration)) throw_if_requests_cancelled(what);
+  if (this_threads_cancellation->sleep_for(duration)) throw_cancelled(what);
 }
 
 }  // namespace cifar::storage

@@ -50,8 +50,11 @@ class CancelRequestsOnThisThread {
 // The cancellation this thread's requests answer to; nullptr: none (they are never cancelled).
 const Cancellation* requests_cancellation();
 
-// Throws Cancelled (saying what was given up) if this thread's requests are cancelled.
-void throw_if_requests_cancelled(const std::string& what);
+// Whether this thread's requests are cancelled (cheap: no lock when there is no cancellation).
+bool requests_cancelled();
+
+// Throws Cancelled saying that `what` (a request) was given up.
+[[noreturn]] void throw_cancelled(const std::string& what);
 
 // Waits before a retry: `duration`, less if this thread's requests are cancelled meanwhile (then
 // throws Cancelled).

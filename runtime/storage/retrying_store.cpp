@@ -22,7 +22,7 @@ auto RetryingStore::patiently(const char* what, std::string_view name, Request r
   std::optional<Clock::time_point> first_failure;
   Backoff backoff(first_backoff_, std::chrono::seconds(10));
   while (true) {
-    throw_if_requests_cancelled(std::string(what) + " " + location_of(name));
+    if (requests_cancelled()) throw_cancelled(std::string(what) + " " + location_of(name));
     try {
       auto result = request();
       if (first_failure) record_success();

@@ -328,8 +328,7 @@ S3Client::Response S3Client::perform(const Request& request) {
   for (int attempt = 1;; ++attempt) {
     auto response = perform_once(request);
     if (response.curl == CURLE_ABORTED_BY_CALLBACK) {
-      throw Cancelled(request.method + " s3://" + request.bucket + "/" + request.key +
-                      ": given up, nobody waits for it any more");
+      throw_cancelled(request.method + " s3://" + request.bucket + "/" + request.key);
     }
     const bool failed = response.curl != CURLE_OK || response.status >= 300;
     if (!failed) return response;

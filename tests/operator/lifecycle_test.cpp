@@ -314,6 +314,32 @@ TEST(Lifecycle, AStoreThatRefusesFailsTheJobAtOnceWithItsOwnReason) {
   EXPECT_EQ(in_place.status.restarts.value_or(0), 0);
 }
 
+// A long error (a store away past the bound names its model dir three times) keeps both ends in
+// the job's message: what failed, and the newest checkpoint saved, which the runtime says last.
+TEST(Lifecycle, ALongErrorKeepsWhatFailedAndWhatWasSaved) {
+  auto job = make_job();
+  auto observed = running(job);
+  const std::string dir = "s3://checkpoints/" + std::string(120, 'd');
+  const std::string error = "checkpoint store " + dir + " unavailable: checkpoint step 28 not " +
+                            "saved: " + dir +
+                            " did not answer GET x.fence for 15 s; last error: " + dir +
+                            "/x.fence at https://10.0.0.1:8333: no answer to GET (" +
+                            std::string(400, 'c') + "); the newest checkpoint saved is step 24";
+  ASSERT_GT(error.size(), 1000U);
+  terminated(pod_named(observed, "j-worker-0"), "Failed", 5, json{{"error", error}}.dump(), kT0);
+  const auto message =
+      *reconcile(job, JobStatus{}, observed, kT0 + seconds(1)).status.summary_message;
+  EXPECT_NE(message.find("exit code 5: checkpoint store " + dir +
+                         " unavailable: checkpoint step "
+                         "28 not saved"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find(" [...] "), std::string::npos) << message;
+  EXPECT_NE(message.find("the newest checkpoint saved is step 24; not retried"), std::string::npos)
+      << message;
+  EXPECT_LT(message.size(), 1200U) << message;
+}
+
 TEST(Lifecycle, TheScrapersReadingIsWrittenByTheReconcile) {
   const auto job = make_job();
   auto observed = running(job);
