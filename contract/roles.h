@@ -39,4 +39,17 @@ constexpr std::optional<Role> parse_role(std::string_view name) {
 // Trainers compute gradients (all-reduce ranks, PS clients); the others serve or evaluate.
 constexpr bool is_trainer(Role role) { return role == Role::kMaster || role == Role::kWorker; }
 
+// The job's chief, which initialises, checkpoints, reports and ends the job: master 0, or worker 0
+// in a job without a master (Kubeflow's convention; an all-reduce job's rank 0).
+constexpr bool is_chief(Role role, int index, bool job_has_master) {
+  return index == 0 && (role == Role::kMaster || (role == Role::kWorker && !job_has_master));
+}
+
+// Whether a member reads or writes the run's store: the chief, the evaluator, and a parameter
+// server (which restores its shard from the checkpoints). The other trainers do not, and on
+// Kubernetes they get no store credentials.
+constexpr bool uses_store(Role role, int index, bool job_has_master) {
+  return is_trainer(role) ? is_chief(role, index, job_has_master) : true;
+}
+
 }  // namespace cifar::contract

@@ -12,6 +12,7 @@
 #include "cli/launch.h"
 #include "cli/options.h"
 #include "contract/exit_codes.h"
+#include "contract/flags.h"
 #include "data/dataset.h"
 #include "distributed/allreduce/trainer.h"
 #include "distributed/ps/job_tls.h"
@@ -44,7 +45,12 @@ int run(const cifar::train::TrainConfig& config) {
   // the run and restore its checkpoints, a trainer build its model and data, and only then stop).
   if (dist.enabled && dist.strategy == cifar::train::Strategy::kParameterServer &&
       dist.job.role != Role::kEvaluator) {
-    static_cast<void>(cifar::ps::job_credentials(dist.ps));
+    if (!cifar::ps::job_credentials(dist.ps)) {
+      spdlog::warn(
+          "the parameter-server channel is PLAINTEXT ({}): no TLS, and anyone who reaches the "
+          "parameter servers' ports can read the model and send it gradients",
+          cifar::contract::flag::kInsecure.name);
+    }
   }
   // The run's store answers (its bucket is there, the keys are right) before any work starts: a job
   // that cannot keep its checkpoints fails at once, not at its first checkpoint.

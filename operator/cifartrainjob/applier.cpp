@@ -111,8 +111,6 @@ void Applier::create_objects(const Job& job, const Plan& plan, int& created) {
                  desired_token_secret(job, random_token(),
                                       security::make_job_credentials(job_certificate_request(job))),
                  job);
-  } else if (job.spec.parameter_server && !plan.create_pods.empty()) {
-    add_missing_credentials(job);
   }
   if (plan.create_network_policy) {
     create_owned(client_, kube::network_policies(job.namespace_), *plan.create_network_policy, job);
@@ -136,28 +134,6 @@ void Applier::create_objects(const Job& job, const Plan& plan, int& created) {
     expectations_.expect_created(key, name);
   }
   metrics_.add_pods_created(created);
-}
-
-// A PS job's Secret made by an operator before the job's TLS (only a token): its pods made now
-// mount the job's credentials, so the Secret gets them (the job's pods made before speak
-// plaintext; they meet the new ones' TLS only if a PS and a trainer of different ages meet).
-void Applier::add_missing_credentials(const Job& job) {
-  const auto secret = kube::secrets(job.namespace_).named(token_secret_name(job));
-  json existing;
-  try {
-    existing = client_.get(secret);
-  } catch (const kube::ApiError& e) {
-    if (e.status() == 404) return;  // made again with the Service (create_job_objects)
-    throw;
-  }
-  if (!controlled_by(existing, job.uid) ||
-      existing.value("data", json::object()).contains(security::kCaFile)) {
-    return;
-  }
-  const auto credentials = security::make_job_credentials(job_certificate_request(job));
-  client_.patch(secret, {{"stringData", credentials_data(credentials)}}, kube::PatchType::kMerge);
-  spdlog::info("{}/{}: the job's Secret {} had no TLS credentials; added them", job.namespace_,
-               job.name, token_secret_name(job));
 }
 
 void Applier::update_status_and_delete(const json& object, const Job& job, const Plan& plan,

@@ -64,7 +64,6 @@ class Applier {
  private:
   // Counts the pods it created in `created`, also when it throws.
   void create_objects(const Job& job, const Plan& plan, int& created);
-  void add_missing_credentials(const Job& job);
   void record_event(const nlohmann::json& object, const EventRecord& event);
 
   kube::Client& client_;

@@ -1,15 +1,16 @@
 #include "cifartrainjob/desired_state.h"
 
-#include <charconv>
 #include <sstream>
 
 #include "api/group_version.h"
 #include "cifartrainjob/kueue_integration.h"
+#include "cifartrainjob/object_parts.h"
 #include "contract/env.h"
 #include "contract/flags.h"
 #include "contract/labels.h"
 #include "contract/ports.h"
 #include "contract/termination.h"
+#include "contract/whole_number.h"
 #include "security/tls_dir.h"
 
 namespace cifar::op {
@@ -27,12 +28,6 @@ std::string number(double value) {
   return out.str();
 }
 
-json owner_reference(const Job& job) {
-  return {{"apiVersion", kApiVersion}, {"kind", kKind},
-          {"name", job.name},          {"uid", job.uid},
-          {"controller", true},        {"blockOwnerDeletion", true}};
-}
-
 // The metadata of an object the job owns (Service, Secret, NetworkPolicy): garbage-collected with
 // it.
 json owned_metadata(const Job& job, const std::string& name) {
@@ -42,58 +37,27 @@ json owned_metadata(const Job& job, const std::string& name) {
           {"ownerReferences", json::array({owner_reference(job)})}};
 }
 
-json env_var(const std::string& name, const std::string& value) {
-  return {{"name", name}, {"value", value}};
-}
-
 json service_port(contract::NamedPort port) { return {{"name", port.name}, {"port", port.number}}; }
 
-json container_port(contract::NamedPort port) {
-  return {{"name", port.name}, {"containerPort", port.number}};
+}  // namespace
+
+json owner_reference(const Job& job) {
+  return {{"apiVersion", kApiVersion}, {"kind", kKind},
+          {"name", job.name},          {"uid", job.uid},
+          {"controller", true},        {"blockOwnerDeletion", true}};
 }
 
-// All-reduce ranks: the master (if any) is rank 0, the workers follow in index order.
-int rank_of(const JobSpec& spec, Role role, int index) {
-  return role == Role::kMaster ? index : spec.count(Role::kMaster) + index;
+json env_var(const std::string& name, const std::string& value) {
+  return {{"name", name}, {"value", value}};
 }
 
 std::string data_path(const JobSpec& spec) {
   return spec.dataset_volume ? spec.dataset_volume->path : "/data";  // else an emptyDir
 }
 
-// Where a pod that uses the store finds checkpoint.s3.caBundleConfigMap's CA bundle, under the
-// key Kubernetes' own CA ConfigMaps use (kube-root-ca.crt).
-constexpr const char* kStoreCaPath = "/etc/cifartrain/store-ca";
-constexpr const char* kStoreCaKey = "ca.crt";
-// Where a parameter-server job's PS and trainers find the job's credentials (CIFAR_TLS_DIR).
-constexpr const char* kTlsPath = "/etc/cifartrain/tls";
-
-// Whose channel is mutual TLS: a parameter-server job's PS and trainers (its evaluator reads
-// checkpoints, and all-reduce has no TLS in LibTorch).
-bool uses_job_tls(const JobSpec& spec, Role role) {
-  return spec.parameter_server && (role == Role::kPs || contract::is_trainer(role));
-}
-
 std::string checkpoint_path(const JobSpec& spec) {
   return spec.checkpoint_volume ? spec.checkpoint_volume->path : "/checkpoints";
 }
-
-// Tolerates the taint GPU nodes are commonly given (nvidia.com/gpu, any value, NoSchedule).
-json gpu_toleration() {
-  return {{"key", kGpuResource}, {"operator", "Exists"}, {"effect", "NoSchedule"}};
-}
-
-// Adds `toleration` to the pod's, unless the template tolerates its key already.
-void tolerate(json& spec, const json& toleration) {
-  auto& tolerations = spec["tolerations"];
-  if (tolerations.is_null()) tolerations = json::array();
-  for (const auto& t : tolerations) {
-    if (t.value("key", "") == toleration["key"]) return;
-  }
-  tolerations.push_back(toleration);
-}
-
-}  // namespace
 
 std::string device_of(const JobSpec& spec, Role role) {
   // cpu and cuda are spelled as -c takes them.
@@ -115,16 +79,7 @@ std::string model_dir(const Job& job) {
 }
 
 bool uses_store(const JobSpec& spec, Role role, int index) {
-  switch (role) {
-    case Role::kPs:  // restores its shard from the checkpoints
-    case Role::kEvaluator:
-      return true;
-    case Role::kMaster:
-      return index == 0;
-    case Role::kWorker:
-      return index == 0 && spec.count(Role::kMaster) == 0;
-  }
-  return false;
+  return contract::uses_store(role, index, spec.count(Role::kMaster) > 0);
 }
 
 std::string legacy_model_dir(const Job& job) { return checkpoint_path(job.spec) + "/" + job.name; }
@@ -270,179 +225,43 @@ security::CertificateRequest job_certificate_request(const Job& job) {
   return request;
 }
 
+int url_port(const std::string& url) {
+  const auto scheme_end = url.find("://");
+  const auto host_start = scheme_end == std::string::npos ? 0 : scheme_end + 3;
+  const auto host_end = url.find('/', host_start);
+  const auto authority = url.substr(
+      host_start, host_end == std::string::npos ? std::string::npos : host_end - host_start);
+  const auto colon = authority.rfind(':');
+  if (colon != std::string::npos && authority.find(']', colon) == std::string::npos) {
+    if (const auto port = contract::whole_number<int>(authority.substr(colon + 1))) return *port;
+  }
+  return url.rfind("http://", 0) == 0 ? 80 : 443;
+}
+
 json desired_network_policy(const Job& job) {
+  const auto own_pods = json::array({{{"podSelector", {{"matchLabels", job_labels(job)}}}}});
+  const auto tcp = [](int port) { return json{{"protocol", "TCP"}, {"port", port}}; };
+  json egress =
+      json::array({{{"to", own_pods}},
+                   {{"ports", json::array({{{"protocol", "UDP"}, {"port", 53}}, tcp(53)})}}});
+  // A NetworkPolicy names no hosts: the store's and the dataset mirror's ports, anywhere.
+  if (job.spec.checkpoint_store) {
+    const auto& endpoint = job.spec.checkpoint_store->endpoint;
+    egress.push_back({{"ports", json::array({tcp(endpoint.empty() ? 443 : url_port(endpoint))})}});
+  }
+  if (job.spec.download) {
+    const auto& mirror = job.spec.download_mirror;
+    egress.push_back({{"ports", json::array({tcp(mirror.empty() ? 443 : url_port(mirror))})}});
+  }
   return {{"apiVersion", "networking.k8s.io/v1"},
           {"kind", "NetworkPolicy"},
           {"metadata", owned_metadata(job, job.name)},
           {"spec",
            {{"podSelector", {{"matchLabels", job_labels(job)}}},
-            {"policyTypes", json::array({"Ingress"})},
-            {"ingress",
-             json::array(
-                 {{{"from", json::array({{{"podSelector", {{"matchLabels", job_labels(job)}}}}})}},
-                  {{"ports",
-                    json::array({{{"protocol", "TCP"}, {"port", kMetricsPort.number}}})}}})}}}};
-}
-
-json desired_pod(const Job& job, Role role, int index) {
-  const auto& s = job.spec;
-  const auto& replica = s.replicas.at(role);
-  json env = json::array(
-      {env_var(contract::env::kTfConfig, tf_config(job, role, index)),
-       env_var(contract::env::kJobName, job.name),
-       env_var(contract::env::kNamespace, job.namespace_),
-       env_var(contract::env::kJobUid, job.uid),
-       {{"name", contract::env::kPodName},
-        {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.name"}}}}}},
-       {{"name", contract::env::kPsToken},
-        {"valueFrom", {{"secretKeyRef", {{"name", token_secret_name(job)}, {"key", "token"}}}}}}});
-  if (!s.parameter_server && contract::is_trainer(role)) {
-    const auto first = s.count(Role::kMaster) > 0 ? Role::kMaster : Role::kWorker;
-    env.push_back(env_var(contract::env::kMasterAddr, pod_host(job, first, 0)));
-    env.push_back(env_var(contract::env::kMasterPort, std::to_string(kC10dStorePort.number)));
-    env.push_back(env_var(contract::env::kWorldSize,
-                          std::to_string(s.count(Role::kMaster) + s.count(Role::kWorker))));
-    env.push_back(env_var(contract::env::kRank, std::to_string(rank_of(s, role, index))));
-    env.push_back(env_var(contract::env::kLocalRank, "0"));  // one rank per pod
-  }
-  if (s.checkpoint_store && uses_store(s, role, index)) {
-    const auto& store = *s.checkpoint_store;
-    for (const char* key : {contract::env::kAwsAccessKeyId, contract::env::kAwsSecretAccessKey}) {
-      env.push_back(
-          {{"name", key},
-           {"valueFrom", {{"secretKeyRef", {{"name", store.credentials_secret}, {"key", key}}}}}});
-    }
-    if (!store.endpoint.empty())
-      env.push_back(env_var(contract::env::kAwsEndpointUrl, store.endpoint));
-    if (!store.region.empty()) env.push_back(env_var(contract::env::kAwsRegion, store.region));
-    if (!store.addressing.empty()) {
-      env.push_back(
-          env_var(contract::env::kS3Addressing, store.addressing == "Path" ? "path" : "virtual"));
-    }
-    if (!store.ca_bundle_config_map.empty()) {
-      env.push_back(
-          env_var(contract::env::kAwsCaBundle, std::string(kStoreCaPath) + "/" + kStoreCaKey));
-    }
-  }
-  json container = {
-      {"name", "cifar-train"},
-      {"image", s.image},
-      {"command", json::array({"cifar-train"})},
-      {"args", container_args(job, role)},
-      {"env", env},
-      {"ports", json::array({container_port(kGrpcPort), container_port(kC10dStorePort),
-                             container_port(kMetricsPort)})},
-      {"resources", replica.resources},
-      // The runtime's final figures or error (contract/termination.h); a crash that left none
-      // (a parse error, an abort) gives the end of its log instead.
-      {"terminationMessagePolicy", "FallbackToLogsOnError"},
-      {"volumeMounts", json::array({{{"name", "data"}, {"mountPath", data_path(s)}},
-                                    {{"name", "tmp"}, {"mountPath", "/tmp"}}})},
-      // Ready once the process serves its metrics: after its arguments and TF_CONFIG were read.
-      {"readinessProbe",
-       {{"tcpSocket", {{"port", kMetricsPort.name}}},
-        {"periodSeconds", 2},
-        {"failureThreshold", 3}}},
-      // The restricted Pod Security Standard; the root filesystem is read-only, the volumes
-      // (data, checkpoints, /tmp) are where the runtime writes.
-      {"securityContext",
-       {{"allowPrivilegeEscalation", false},
-        {"readOnlyRootFilesystem", true},
-        {"runAsNonRoot", true},
-        {"capabilities", {{"drop", json::array({"ALL"})}}},
-        {"seccompProfile", {{"type", "RuntimeDefault"}}}}}};
-  json volumes = json::array();
-  if (!s.checkpoint_store) {  // a volume for the run, or an emptyDir that keeps it for the pod
-    auto& mounts = container["volumeMounts"];
-    mounts.insert(mounts.begin(), json{{"name", "checkpoints"}, {"mountPath", checkpoint_path(s)}});
-    volumes.push_back(
-        s.checkpoint_volume
-            ? json{{"name", "checkpoints"},
-                   {"persistentVolumeClaim", {{"claimName", s.checkpoint_volume->claim_name}}}}
-            : json{{"name", "checkpoints"}, {"emptyDir", json::object()}});
-  }
-  volumes.push_back(s.dataset_volume
-                        ? json{{"name", "data"},
-                               {"persistentVolumeClaim",
-                                {{"claimName", s.dataset_volume->claim_name}, {"readOnly", true}}}}
-                        : json{{"name", "data"}, {"emptyDir", json::object()}});
-  volumes.push_back({{"name", "tmp"}, {"emptyDir", json::object()}});
-  // A private CA of the store (checkpoint.s3.caBundleConfigMap), for the pods that use it.
-  if (s.checkpoint_store && !s.checkpoint_store->ca_bundle_config_map.empty() &&
-      uses_store(s, role, index)) {
-    container["volumeMounts"].push_back(
-        {{"name", "store-ca"}, {"mountPath", kStoreCaPath}, {"readOnly", true}});
-    volumes.push_back(
-        {{"name", "store-ca"},
-         {"configMap",
-          {{"name", s.checkpoint_store->ca_bundle_config_map},
-           {"items", json::array({{{"key", kStoreCaKey}, {"path", kStoreCaKey}}})}}}});
-  }
-
-  if (uses_job_tls(s, role)) {
-    container["env"].push_back(env_var(contract::env::kTlsDir, kTlsPath));
-    container["volumeMounts"].push_back(
-        {{"name", "job-tls"}, {"mountPath", kTlsPath}, {"readOnly", true}});
-    json items = json::array();
-    for (const char* key : {security::kCaFile, security::kCertificateFile, security::kKeyFile}) {
-      items.push_back({{"key", key}, {"path", key}});
-    }
-    // Readable by whoever the container runs as (a template may name another user and no
-    // fsGroup): the container is the job's process alone.
-    volumes.push_back(
-        {{"name", "job-tls"},
-         {"secret",
-          {{"secretName", token_secret_name(job)}, {"items", items}, {"defaultMode", 0444}}}});
-  }
-
-  // The template first, the job's own fields over it: names, labels, env and the container are
-  // what the other replicas rely on, so a template cannot change them.
-  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
-  pod["metadata"] = replica.pod_template.value("metadata", json::object());
-  pod["spec"] = replica.pod_template.value("spec", json::object());
-  auto& metadata = pod["metadata"];
-  metadata["name"] = pod_name(job, role, index);
-  metadata["namespace"] = job.namespace_;
-  if (!metadata.contains("labels")) metadata["labels"] = json::object();
-  metadata["labels"].update(replica_labels(job, role, index));
-  metadata["ownerReferences"] = json::array({owner_reference(job)});
-  if (!s.queue.empty()) join_pod_group(job, metadata);
-  auto& spec = pod["spec"];
-  spec["hostname"] = pod_name(job, role, index);
-  spec["subdomain"] = job.name;
-  // The kubelet restarts in place only for OnFailure; Never and ExitCode pods are recreated
-  // (or not) by the operator, which counts them against backoffLimit.
-  spec["restartPolicy"] = s.restart_policy == RestartPolicy::kOnFailure ? "OnFailure" : "Never";
-  // Non-root by default (the images' user); a template may name another non-root user.
-  if (!spec.contains("securityContext")) {
-    spec["securityContext"] = {{"runAsNonRoot", true},
-                               {"runAsUser", kRuntimeUser},
-                               {"runAsGroup", kRuntimeUser},
-                               {"fsGroup", kRuntimeUser},
-                               {"seccompProfile", {{"type", "RuntimeDefault"}}}};
-  }
-  // A GPU pod tolerates the taint that keeps other pods off GPU nodes (what the
-  // ExtendedResourceToleration admission plugin adds, where a cluster enables it).
-  if (replica.gpus() > 0) tolerate(spec, gpu_toleration());
-  // Training pods never call the API: no service account token in them unless a template asks.
-  if (!spec.contains("automountServiceAccountToken")) spec["automountServiceAccountToken"] = false;
-  // Spread over nodes: one node's death takes as little of the job as it can. Nodes tainted
-  // against the pod (an unreachable one) are left out, so that a replacement can still be placed.
-  if (s.spread_across_nodes != NodeSpread::kNone && !spec.contains("topologySpreadConstraints")) {
-    spec["topologySpreadConstraints"] = json::array(
-        {{{"maxSkew", 1},
-          {"topologyKey", "kubernetes.io/hostname"},
-          {"whenUnsatisfiable",
-           s.spread_across_nodes == NodeSpread::kRequired ? "DoNotSchedule" : "ScheduleAnyway"},
-          {"labelSelector", {{"matchLabels", job_labels(job)}}},
-          {"nodeTaintsPolicy", "Honor"}}});
-  }
-  if (!s.scheduler_name.empty()) spec["schedulerName"] = s.scheduler_name;
-  if (!s.priority_class.empty()) spec["priorityClassName"] = s.priority_class;
-  spec["containers"] = json::array({container});
-  if (!spec.contains("volumes")) spec["volumes"] = json::array();
-  for (auto& v : volumes) spec["volumes"].push_back(v);
-  return pod;
+            {"policyTypes", json::array({"Ingress", "Egress"})},
+            {"ingress", json::array({{{"from", own_pods}},
+                                     {{"ports", json::array({tcp(kMetricsPort.number)})}}})},
+            {"egress", egress}}}};
 }
 
 void stamp_incarnation(json& pod, int64_t incarnation) {
@@ -473,9 +292,7 @@ void stamp_ps_incarnations(json& pod, const std::vector<int64_t>& incarnations) 
 int64_t incarnation_of(const json& pod) {
   const auto annotations = pod["metadata"].value("annotations", json::object());
   const auto value = annotations.value(contract::label::kIncarnationAnnotation, "");
-  int64_t number = 0;
-  std::from_chars(value.data(), value.data() + value.size(), number);
-  return number;
+  return contract::whole_number(value).value_or(0);
 }
 
 std::vector<json> desired_pods(const Job& job) {

@@ -68,8 +68,14 @@ nlohmann::json credentials_data(const security::JobCredentials& credentials);
 // (<job>-<role>-<i>.<job>.<namespace>.svc[.cluster.local], as TF_CONFIG names the PS).
 security::CertificateRequest job_certificate_request(const Job& job);
 // Admits the job's own pods to every port of its pods (gRPC, the c10d store, and Gloo's pair
-// connections on ephemeral ports), and anyone to the metrics port (Prometheus, the operator).
+// connections on ephemeral ports), and anyone to the metrics port (Prometheus, the operator); lets
+// the pods reach what they need and nothing else: each other, DNS (port 53), and the port of the
+// checkpoint store (checkpoint.s3.endpoint's, else 443) and of the dataset's download mirror. So a
+// job runs in a namespace whose default policy denies all traffic, and its pods reach nothing
+// besides.
 nlohmann::json desired_network_policy(const Job& job);
+// The port of an http(s) URL: its own, else its scheme's (http 80, https 443).
+int url_port(const std::string& url);
 nlohmann::json desired_pod(const Job& job, Role role, int index);
 // Every replica's pod, PS first, then master, workers, evaluator.
 std::vector<nlohmann::json> desired_pods(const Job& job);

@@ -108,21 +108,8 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
                                " stopped on request with the job's state saved; recreating it "
                                "(not a restart: backoffLimit is not charged)"});
   }
-  // The kubelet's in-place restart that followed a store's refusal is not charged: the job ends on
-  // the refusal, which is never retried (and its other pods meet the same store). Restarts
-  // before it are.
-  if (tally.permanent && tally.permanent->exit_code == contract::kExitStoreUnavailable) {
-    auto charged = pods;
-    for (auto& [name, pod] : charged) {
-      if (pod_exit_code(pod) != contract::kExitStoreUnavailable) continue;
-      auto& status_of_container = pod["status"]["containerStatuses"][0];
-      const int restarts = status_of_container.value("restartCount", 0);
-      if (restarts > 0) status_of_container["restartCount"] = restarts - 1;
-    }
-    count_restarts(charged, status);
-  } else {
-    count_restarts(pods, status);
-  }
+  count_restarts(pods, status,
+                 tally.permanent && tally.permanent->exit_code == contract::kExitStoreUnavailable);
   for (const auto& failed : tally.retryable) {
     plan.delete_pods.push_back(failed.name);
     const auto* pod = find_pod(pods, failed.name);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "contract/exit_codes.h"
 #include "framework/pod_status.h"
 
 namespace cifar::op {
@@ -46,8 +47,17 @@ int64_t settle(JobStatus& status) {
 
 }  // namespace
 
-int64_t count_restarts(const PodsByName& pods, JobStatus& status) {
-  for (const auto& [name, pod] : pods) raise_charge(pod, pod_restarts(pod), status);
+int64_t chargeable_restarts(const nlohmann::json& pod, bool job_ends_on_store_refusal) {
+  const int64_t restarts = pod_restarts(pod);
+  const bool after_refusal =
+      job_ends_on_store_refusal && pod_exit_code(pod) == contract::kExitStoreUnavailable;
+  return after_refusal && restarts > 0 ? restarts - 1 : restarts;
+}
+
+int64_t count_restarts(const PodsByName& pods, JobStatus& status, bool job_ends_on_store_refusal) {
+  for (const auto& [name, pod] : pods) {
+    raise_charge(pod, chargeable_restarts(pod, job_ends_on_store_refusal), status);
+  }
   return settle(status);
 }
 

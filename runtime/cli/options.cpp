@@ -2,7 +2,6 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
@@ -17,6 +16,7 @@
 #include "contract/env.h"
 #include "contract/exit_codes.h"
 #include "contract/flags.h"
+#include "contract/whole_number.h"
 #include "models/model.h"
 #include "storage/s3_location.h"
 #include "train/datasets.h"
@@ -405,16 +405,6 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
   app.add_flag("-v,--verbose", verbose, "Debug logging");
 }
 
-// `text` as a whole number >= 0, all of it; nullopt otherwise.
-std::optional<int64_t> whole_number(std::string_view text) {
-  int64_t number = -1;
-  const auto [stop, error] = std::from_chars(text.data(), text.data() + text.size(), number);
-  if (text.empty() || error != std::errc() || stop != text.data() + text.size() || number < 0) {
-    return std::nullopt;
-  }
-  return number;
-}
-
 }  // namespace
 
 // An incarnation from the operator (env CIFAR_INCARNATION, CIFAR_CHIEF_INCARNATION; none: 0, no
@@ -422,7 +412,7 @@ std::optional<int64_t> whole_number(std::string_view text) {
 int64_t incarnation_from_env(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return 0;
-  const auto number = whole_number(value);
+  const auto number = contract::whole_number(value);
   if (!number) {
     throw std::invalid_argument(std::string(name) + "=" + value + ": not a whole number >= 0");
   }
@@ -441,7 +431,7 @@ std::vector<int64_t> incarnations_from_env(const char* name) {
     const auto comma = text.find(',', start);
     const auto part =
         text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
-    const auto number = whole_number(part);
+    const auto number = contract::whole_number(part);
     if (!number) {
       throw std::invalid_argument(std::string(name) + "=" + value +
                                   ": not whole numbers >= 0 separated by commas");

@@ -49,7 +49,7 @@ int Job::trainer_rank() const {
   throw std::logic_error(task_name() + " is not a trainer");
 }
 
-bool Job::is_chief() const { return is_trainer() && trainer_rank() == 0; }
+bool Job::is_chief() const { return contract::is_chief(role, index, !cluster.master.empty()); }
 
 std::string Job::task_name() const {
   return std::string(role_name(role)) + " " + std::to_string(index);

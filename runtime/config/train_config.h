@@ -41,14 +41,12 @@ struct DistributedOptions {
     if (strategy == Strategy::kAllReduce) return job.is_trainer() && allreduce.rank == 0;
     return job.is_chief();
   }
-  // Whether this process reads or writes the run's store: the chief, the evaluator, and a
-  // parameter server (which restores its shard from the checkpoints). The other trainers do not
-  // (on Kubernetes they get no store credentials).
+  // Whether this process reads or writes the run's store: the chief by its strategy's rule
+  // (chief()), the members that train nothing by the contract's (contract::uses_store: the
+  // evaluator, a parameter server).
   [[nodiscard]] bool uses_store() const {
-    return chief() ||
-           (enabled &&
-            (job.role == cluster::Role::kEvaluator ||
-             (strategy == Strategy::kParameterServer && job.role == cluster::Role::kPs)));
+    return chief() || (enabled && !job.is_trainer() &&
+                       contract::uses_store(job.role, job.index, !job.cluster.master.empty()));
   }
 };
 

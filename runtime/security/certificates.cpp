@@ -173,6 +173,16 @@ std::string validity_problem(const std::string& certificate_pem) {
   return "";
 }
 
+std::string common_name_of(const std::string& certificate_pem) {
+  const auto certificate = parse_certificate(certificate_pem);
+  const X509_NAME* subject = X509_get_subject_name(certificate.get());
+  const int at = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
+  if (at < 0) return "";
+  const ASN1_STRING* data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, at));
+  return {reinterpret_cast<const char*>(ASN1_STRING_get0_data(data)),
+          static_cast<size_t>(ASN1_STRING_length(data))};
+}
+
 std::chrono::system_clock::time_point expiry_of(const std::string& certificate_pem) {
   const auto certificate = parse_certificate(certificate_pem);
   struct tm parts {};

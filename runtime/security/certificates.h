@@ -39,6 +39,10 @@ std::string validity_problem(const std::string& certificate_pem);
 // a peer's certificate.
 bool issued_by(const std::string& certificate_pem, const std::string& ca_pem);
 
+// The subject's common name (for logs: who a peer says it is). std::invalid_argument if it is no
+// PEM certificate; "" if it has none.
+std::string common_name_of(const std::string& certificate_pem);
+
 // When `certificate_pem` stops being valid. std::invalid_argument if it is no PEM certificate.
 std::chrono::system_clock::time_point expiry_of(const std::string& certificate_pem);
 

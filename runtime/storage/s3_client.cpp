@@ -166,6 +166,11 @@ struct S3Client::Response {
   std::string body;
   std::string etag;
   std::string s3_code;  // of an <Error> body
+
+  // An answer that is no failure: it came, and it is not an error status.
+  [[nodiscard]] bool succeeded() const { return curl == CURLE_OK && status < 300; }
+  // An answer that came with `code` (a status the caller expects: 404 for a missing object).
+  [[nodiscard]] bool answered(long code) const { return curl == CURLE_OK && status == code; }
 };
 
 S3Client::S3Client(S3ClientOptions options)
@@ -319,31 +324,31 @@ S3Client::Response S3Client::perform_once(const Request& request) {
 S3Client::Response S3Client::perform(const Request& request) {
   if (options_.credentials.access_key_id.empty() ||
       options_.credentials.secret_access_key.empty()) {
-    throw std::invalid_argument("s3://" + request.bucket + " at " + endpoint_ +
+    throw std::invalid_argument(where_is(request.bucket, "") +
                                 " needs credentials: set AWS_ACCESS_KEY_ID and "
                                 "AWS_SECRET_ACCESS_KEY (a Kubernetes job: "
                                 "checkpoint.s3.credentialsSecret)");
   }
+  const auto what = request.method + " " + where_is(request.bucket, request.key);
   Backoff backoff(options_.first_backoff, std::chrono::milliseconds(5000));
   for (int attempt = 1;; ++attempt) {
     auto response = perform_once(request);
-    if (response.curl == CURLE_ABORTED_BY_CALLBACK) {
-      throw_cancelled(request.method + " s3://" + request.bucket + "/" + request.key);
-    }
-    const bool failed = response.curl != CURLE_OK || response.status >= 300;
-    if (!failed) return response;
+    if (response.curl == CURLE_ABORTED_BY_CALLBACK) throw_cancelled(what);
+    if (response.succeeded()) return response;
     if (attempt >= options_.attempts ||
         classify(response.curl, response.status, response.s3_code) != Failure::kTransient) {
       return response;
     }
-    wait_before_retry(backoff.next(),
-                      request.method + " s3://" + request.bucket + "/" + request.key);
+    wait_before_retry(backoff.next(), what);
   }
 }
 
+std::string S3Client::where_is(const std::string& bucket, const std::string& key) const {
+  return "s3://" + bucket + (key.empty() ? "" : "/" + key) + " at " + endpoint_;
+}
+
 S3Error S3Client::error_of(const Request& request, const Response& response) const {
-  const auto where = "s3://" + request.bucket + (request.key.empty() ? "" : "/" + request.key) +
-                     " at " + endpoint_;
+  const auto where = where_is(request.bucket, request.key);
   const auto failure = classify(response.curl, response.status, response.s3_code);
   if (response.curl != CURLE_OK) {
     return {where + ": no answer to " + request.method + " (" + response.curl_error + ")", 0,
@@ -366,20 +371,19 @@ void S3Client::put(const std::string& bucket, const std::string& key, std::strin
   }
   Request request{"PUT", bucket, key, {}, body, true, {}};
   const auto response = perform(request);
-  if (response.curl != CURLE_OK || response.status >= 300) throw error_of(request, response);
+  if (!response.succeeded()) throw error_of(request, response);
 }
 
 void S3Client::put_in_parts(const std::string& bucket, const std::string& key,
                             std::string_view body) {
   Request begin{"POST", bucket, key, {{"uploads", ""}}, {}, false, {}};
   const auto begun = perform(begin);
-  if (begun.curl != CURLE_OK || begun.status >= 300) throw error_of(begin, begun);
+  if (!begun.succeeded()) throw error_of(begin, begun);
   pugi::xml_document document;
   document.load_string(begun.body.c_str());
   const auto upload_id = xml_text(document, "UploadId");
   if (upload_id.empty()) {
-    throw S3Error("s3://" + bucket + "/" + key + " at " + endpoint_ +
-                      ": CreateMultipartUpload answered no UploadId",
+    throw S3Error(where_is(bucket, key) + ": CreateMultipartUpload answered no UploadId",
                   begun.status, "NoUploadId");
   }
   try {
@@ -394,16 +398,14 @@ void S3Client::put_in_parts(const std::string& bucket, const std::string& key,
                    true,
                    {}};
       const auto sent = perform(part);
-      if (sent.curl != CURLE_OK || sent.status >= 300) throw error_of(part, sent);
+      if (!sent.succeeded()) throw error_of(part, sent);
       completion += "<Part><PartNumber>" + std::to_string(number) + "</PartNumber><ETag>" +
                     sent.etag + "</ETag></Part>";
     }
     completion += "</CompleteMultipartUpload>";
     Request complete{"POST", bucket, key, {{"uploadId", upload_id}}, completion, false, {}};
     const auto completed = perform(complete);
-    if (completed.curl != CURLE_OK || completed.status >= 300) {
-      throw error_of(complete, completed);
-    }
+    if (!completed.succeeded()) throw error_of(complete, completed);
   } catch (...) {
     // Parts of an upload never completed are not an object, but they take space until aborted.
     Request abort{"DELETE", bucket, key, {{"uploadId", upload_id}}, {}, false, {}};
@@ -416,10 +418,10 @@ std::optional<StoredObject> S3Client::get_object(const std::string& bucket,
                                                  const std::string& key) {
   Request request{"GET", bucket, key, {}, {}, false, {}};
   auto response = perform(request);
-  if (response.curl == CURLE_OK && response.status == 404 && response.s3_code == "NoSuchKey") {
+  if (response.answered(404) && response.s3_code == "NoSuchKey") {
     return std::nullopt;
   }
-  if (response.curl != CURLE_OK || response.status >= 300) throw error_of(request, response);
+  if (!response.succeeded()) throw error_of(request, response);
   return StoredObject{std::move(response.body), std::move(response.etag)};
 }
 
@@ -435,18 +437,17 @@ bool S3Client::put_if(const std::string& bucket, const std::string& key, std::st
   Request request{"PUT", bucket, key, {}, body, true, {}};
   request.headers.push_back(condition.etag ? "If-Match: " + *condition.etag : "If-None-Match: *");
   const auto response = perform(request);
-  if (response.curl == CURLE_OK && (response.status == 412 || response.status == 409)) {
+  if (response.answered(412) || response.answered(409)) {
     return false;
   }
-  if (response.curl != CURLE_OK || response.status >= 300) throw error_of(request, response);
+  if (!response.succeeded()) throw error_of(request, response);
   return true;
 }
 
 std::string S3Client::get(const std::string& bucket, const std::string& key) {
   auto body = get_if_exists(bucket, key);
   if (!body) {
-    throw S3Error("s3://" + bucket + "/" + key + " at " + endpoint_ + ": no such object", 404,
-                  "NoSuchKey");
+    throw S3Error(where_is(bucket, key) + ": no such object", 404, "NoSuchKey");
   }
   return std::move(*body);
 }
@@ -466,11 +467,11 @@ std::vector<ObjectInfo> S3Client::list(const std::string& bucket, const std::str
                     {}};
     if (!token.empty()) request.query.emplace_back("continuation-token", token);
     const auto response = perform(request);
-    if (response.curl != CURLE_OK || response.status >= 300) throw error_of(request, response);
+    if (!response.succeeded()) throw error_of(request, response);
     pugi::xml_document document;
     if (!document.load_string(response.body.c_str())) {
-      throw S3Error("s3://" + bucket + " at " + endpoint_ + ": a listing that is not XML",
-                    response.status, "MalformedListing");
+      throw S3Error(where_is(bucket, "") + ": a listing that is not XML", response.status,
+                    "MalformedListing");
     }
     const auto result = document.child("ListBucketResult");
     for (const auto& contents : result.children("Contents")) {
@@ -489,7 +490,7 @@ std::vector<ObjectInfo> S3Client::list(const std::string& bucket, const std::str
 void S3Client::remove(const std::string& bucket, const std::string& key) {
   Request request{"DELETE", bucket, key, {}, {}, false, {}};
   const auto response = perform(request);
-  if (response.curl == CURLE_OK && (response.status < 300 || response.status == 404)) return;
+  if (response.succeeded() || response.answered(404)) return;
   throw error_of(request, response);
 }
 

@@ -134,6 +134,8 @@ class S3Client {
   void put_in_parts(const std::string& bucket, const std::string& key, std::string_view body);
   [[nodiscard]] std::string url(const std::string& bucket, const std::string& key,
                                 const std::string& query) const;
+  // "s3://bucket/key at endpoint" (no key: the bucket), as every error names its object.
+  [[nodiscard]] std::string where_is(const std::string& bucket, const std::string& key) const;
   [[nodiscard]] S3Error error_of(const Request& request, const Response& response) const;
 
   S3ClientOptions options_;

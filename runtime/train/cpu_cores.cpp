@@ -3,23 +3,21 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
 
+#include "contract/whole_number.h"
+
 namespace cifar::train {
 namespace {
 
+// A cgroup file's number, without the newline the kernel ends it with; -1 (v1: no quota) is none.
 std::optional<int64_t> whole_number(std::string_view text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
-  int64_t value = 0;
-  const auto* end = text.data() + text.size();
-  const auto [at, error] = std::from_chars(text.data(), end, value);
-  if (error != std::errc() || at != end) return std::nullopt;
-  return value;
+  return contract::whole_number(text);
 }
 
 std::optional<int> cores_of(int64_t quota, int64_t period) {
@@ -27,7 +25,7 @@ std::optional<int> cores_of(int64_t quota, int64_t period) {
   return static_cast<int>((quota + period - 1) / period);
 }
 
-std::string read_file(const char* path) {
+std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
@@ -52,7 +50,7 @@ std::optional<int> cores_of_cfs_quota(std::string_view quota_us, std::string_vie
   return cores_of(*quota, *period);
 }
 
-UsableCores usable_cores() {
+UsableCores usable_cores(const std::filesystem::path& cgroup_root) {
   UsableCores usable;
   usable.cores = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
   cpu_set_t affinity;
@@ -60,11 +58,10 @@ UsableCores usable_cores() {
   if (::sched_getaffinity(0, sizeof(affinity), &affinity) == 0) {
     usable.cores = std::max(1, std::min(usable.cores, CPU_COUNT(&affinity)));
   }
-  // A container sees its own cgroup at /sys/fs/cgroup (v2, a cgroup namespace) or under cpu/ (v1).
-  usable.cpu_limit = cores_of_cpu_max(read_file("/sys/fs/cgroup/cpu.max"));
+  usable.cpu_limit = cores_of_cpu_max(read_file(cgroup_root / "cpu.max"));
   if (!usable.cpu_limit) {
-    usable.cpu_limit = cores_of_cfs_quota(read_file("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"),
-                                          read_file("/sys/fs/cgroup/cpu/cpu.cfs_period_us"));
+    usable.cpu_limit = cores_of_cfs_quota(read_file(cgroup_root / "cpu" / "cpu.cfs_quota_us"),
+                                          read_file(cgroup_root / "cpu" / "cpu.cfs_period_us"));
   }
   if (usable.cpu_limit) usable.cores = std::max(1, std::min(usable.cores, *usable.cpu_limit));
   return usable;

@@ -3,6 +3,7 @@
 // spin: four 2-thread trainings on 2 cores took 3.4x the CPU of four 1-thread ones.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string_view>
 
@@ -19,6 +20,8 @@ struct UsableCores {
   int cores = 1;
   std::optional<int> cpu_limit;  // from the cgroup, in whole cores
 };
-UsableCores usable_cores();
+// `cgroup_root`: where this process's cgroup is mounted (a container sees its own there: cgroup
+// v2's cpu.max, or v1's cpu/cpu.cfs_quota_us and cpu/cpu.cfs_period_us).
+UsableCores usable_cores(const std::filesystem::path& cgroup_root = "/sys/fs/cgroup");
 
 }  // namespace cifar::train

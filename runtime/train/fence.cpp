@@ -55,12 +55,6 @@ std::optional<FenceRecord> read_record(const storage::Store& store, const std::s
   return parse_record(*text, store.location_of(name));
 }
 
-std::string replaced_by(const FenceRecord& newer, int64_t own) {
-  return "this pod was replaced by incarnation " + std::to_string(newer.incarnation) +
-         "; stopping (it is incarnation " + std::to_string(own) +
-         ", and writes nothing more into the run)";
-}
-
 // Incarnations are numbered per job. A record of another job is one that continued this run
 // (checkpoint.resumeFrom), which a claim takes over from and a check stops for.
 bool same_job(const FenceRecord& record, const std::string& job_uid) {
@@ -113,7 +107,9 @@ void check_record(const std::optional<FenceRecord>& record, int64_t incarnation,
     if (another_job_too) throw_taken_over(*record);
     return;
   }
-  if (record->incarnation > incarnation) throw Replaced(replaced_by(*record, incarnation));
+  if (record->incarnation > incarnation)
+    throw Replaced(record->incarnation, "it is incarnation " + std::to_string(incarnation) +
+                                            ", and writes nothing more into the run");
 }
 
 void check_not_replaced(const Held& mine) {

@@ -32,9 +32,13 @@ class Store;
 
 namespace cifar::train {
 
-// This process's pod was replaced: it must write nothing more into the run.
+// This process's pod was replaced: it must write nothing more into the run. Says "this pod was
+// replaced by incarnation N; stopping (<how it knows>)".
 class Replaced : public std::runtime_error {
  public:
+  Replaced(int64_t newer_incarnation, const std::string& how_known)
+      : std::runtime_error("this pod was replaced by incarnation " +
+                           std::to_string(newer_incarnation) + "; stopping (" + how_known + ")") {}
   using std::runtime_error::runtime_error;
 };
 

@@ -338,6 +338,63 @@ class Cluster : public ::testing::Test {
     return 0;
   }
 
+  // An idle pod (the cluster's pause image) named `name` in `ns` on node `node`, labelled
+  // `labels` (a YAML flow mapping), restricted as the job's own pods are.
+  void idle_pod(const std::string& name, const std::string& ns, const std::string& node,
+                const std::string& labels) {
+    apply("apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + ", labels: " + labels +
+              "}\nspec:\n  nodeName: " + node +
+              "\n  securityContext: {runAsNonRoot: true, runAsUser: 65535, seccompProfile: "
+              "{type: RuntimeDefault}}\n  containers:\n  - name: idle\n"
+              "    image: localhost/cifartrain/pause:dev\n    imagePullPolicy: Never\n"
+              "    securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: "
+              "[ALL]}}\n",
+          ns);
+  }
+
+  int pid_in(const std::string& ns, const std::string& name) {
+    int pid = 0;
+    wait_for(
+        [&] {
+          try {
+            const auto object = client_.get(cifar::kube::pods(ns).named(name));
+            return (pid = pid_of_container(object)) > 0;
+          } catch (const cifar::kube::ApiError&) {
+            return false;
+          }
+        },
+        seconds(60));
+    return pid;
+  }
+
+  // What a TCP connection from the network namespace of process `pid` to ip:port meets within
+  // 3 s: a listener (opened), the pod's own stack with nothing listening (refused: a reset), or
+  // nothing (timed out: the policy agent drops the SYN, it never resets); anything else (the
+  // namespace gone, ...) is a failure of the check itself.
+  enum class Reach { kOpened, kRefused, kTimedOut, kCheckFailed };
+  static Reach reach(int pid, const std::string& ip, int port) {
+    const auto result =
+        run_process({"nsenter", "--net=/proc/" + std::to_string(pid) + "/ns/net", "--", "timeout",
+                     "3", "bash", "-c", "exec 3<>/dev/tcp/" + ip + "/" + std::to_string(port)});
+    if (result.exit_code == 0) return Reach::kOpened;
+    if (result.exit_code == 124) return Reach::kTimedOut;
+    return result.output.find("Connection refused") != std::string::npos ? Reach::kRefused
+                                                                         : Reach::kCheckFailed;
+  }
+  static const char* name_of(Reach reach) {
+    switch (reach) {
+      case Reach::kOpened:
+        return "opened";
+      case Reach::kRefused:
+        return "refused";
+      case Reach::kTimedOut:
+        return "timed out";
+      case Reach::kCheckFailed:
+        break;
+    }
+    return "the check failed";
+  }
+
   // kubectl patch of runPolicy.suspend, as a user suspends and resumes a job.
   cifar::testing::ProcessResult suspend(const std::string& name, bool on) {
     return kubectl(

@@ -6,7 +6,8 @@
 // s3://... (a run moved between clusters, within one); keys that the store refuses fail a job at
 // once with CheckpointStoreUnavailable, and no key appears in the job's status, Events or logs. A
 // store that restarts mid-run is waited for (the job says so, and goes on); one away for longer
-// than the job allows fails it saying so.
+// than the job allows fails it saying so. Jobs in a namespace that denies all traffic by default
+// reach their peers, DNS and the store through their own NetworkPolicy.
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -279,6 +280,36 @@ TEST_F(ObjectStorage, AStoreAwayLongerThanTheBoundFailsAnAllReduceJobSayingWhere
   const auto names = storage::open_store(run)->list("simplecnn-step-");
   EXPECT_FALSE(names.empty()) << run;
   EXPECT_GE(names.empty() ? std::string() : names.back(), std::string(name)) << run;
+}
+
+// A namespace whose default NetworkPolicy denies all ingress and egress, as hardened clusters
+// have: a PS job (its peers found by DNS, its checkpoints and its evaluator's reads in the store)
+// and an all-reduce job (the c10d store, Gloo's pairs, rank 0's checkpoints) run to Succeeded with
+// no restart, because each job's own policy lets its pods reach each other, DNS and the store. The
+// deny is enforced: a pod of no job there does not even reach the metrics port, which the job's
+// policy opens to anyone (its egress is denied). Here CoreDNS and the store listen on the nodes'
+// gateway, which the policy agent does not filter, so what the DNS and store rules allow is shown
+// by the pods' own traffic only where it crosses pods; tests/operator checks the rules themselves.
+TEST_F(ObjectStorage, InANamespaceThatDeniesAllTrafficJobsReachTheirPeersDnsAndTheStore) {
+  apply(
+      "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: deny-all}\n"
+      "spec:\n  podSelector: {}\n  policyTypes: [Ingress, Egress]\n",
+      ns_);
+  host_volume("cifar10", e2e_dir() / "cifar10-slice", true);
+  submit("hardps", kPsAsync, kPsReplicas, "", "cifar10", 4, kAsyncPsLearningRate);
+  submit("hardar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", 4);
+  ASSERT_TRUE(wait_until_training("hardps")) << diagnose("hardps");
+  const auto node = placement("hardps").begin()->second;
+  idle_pod("outsider", ns_, node, "{app: outsider}");
+  const int outsider = pid_in(ns_, "outsider");
+  ASSERT_GT(outsider, 0);
+  const auto master_ip = pod("hardps-master-0")["status"].value("podIP", "");
+  ASSERT_FALSE(master_ip.empty());
+  EXPECT_STREQ(name_of(reach(outsider, master_ip, 9464)), name_of(Reach::kTimedOut));
+  EXPECT_TRUE(wait_for_state("hardps", "Succeeded", seconds(400))) << diagnose("hardps");
+  EXPECT_TRUE(wait_for_state("hardar", "Succeeded", seconds(400))) << diagnose("hardar");
+  EXPECT_EQ(status_of("hardps").value("restarts", -1), 0) << diagnose("hardps");
+  EXPECT_EQ(status_of("hardar").value("restarts", -1), 0) << diagnose("hardar");
 }
 
 TEST_F(ObjectStorage, KeysTheStoreRefusesFailTheJobAtOnceAndAreNeverShown) {

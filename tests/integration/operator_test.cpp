@@ -436,42 +436,6 @@ TEST_F(Operator, InARestrictedNamespaceItsPodsAreAdmittedAndAForbiddenTemplateIs
   }
 }
 
-// A PS job's Secret as an operator before the job's TLS made it (a token, no credentials): the pods
-// made now mount the credentials, so the operator adds them first, and they are the job's own.
-TEST_F(Operator, APsJobsSecretWithoutCredentialsGetsThemBeforeNewPodsMountThem) {
-  submit("j", ps_spec());
-  ASSERT_TRUE(cifar::testing::wait_for([&] { return pod_names("j") == kPsJobPods; }, seconds(30)))
-      << log();
-  const auto secret = cifar::kube::secrets(ns_).named("j-token");
-  const auto made = client_.get(secret)["data"];
-  ASSERT_TRUE(made.contains("ca.crt") && made.contains("tls.crt") && made.contains("tls.key"));
-  client_.patch(secret,
-                {{"data", {{"ca.crt", nullptr}, {"tls.crt", nullptr}, {"tls.key", nullptr}}}},
-                cifar::kube::PatchType::kMerge);
-  ASSERT_FALSE(client_.get(secret)["data"].contains("ca.crt"));
-  client_.remove(cifar::kube::pods(ns_).named("j-worker-1"));
-  json data;
-  EXPECT_TRUE(cifar::testing::wait_for(
-      [&] {
-        data = client_.get(secret)["data"];
-        return pod_names("j").count("j-worker-1") == 1 && data.contains("ca.crt");
-      },
-      seconds(30)))
-      << log();
-  const auto decoded = [&](const std::string& key) {  // as a user reads a Secret's key
-    const auto dot = key.find('.');
-    const auto escaped = key.substr(0, dot) + "\\." + key.substr(dot + 1);  // tls\.crt
-    return cifar::testing::run_process({"bash", "-c",
-                                        "kubectl --kubeconfig " + kubeconfig() +
-                                            " get secret j-token -n " + ns_ +
-                                            " -o jsonpath='{.data." + escaped + "}' | base64 -d"})
-        .output;
-  };
-  EXPECT_TRUE(cifar::security::issued_by(decoded("tls.crt"), decoded("ca.crt")));
-  EXPECT_TRUE(cifar::security::key_matches(decoded("tls.crt"), decoded("tls.key")));
-  EXPECT_EQ(data["token"], made["token"]);  // the token kept
-}
-
 TEST_F(Operator, KilledAndRestartedMidReconcileItCreatesNoDuplicatesAndLosesNothing) {
   for (int i = 0; i < 3; ++i) submit("k" + std::to_string(i), ps_spec());
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // some pods created, not all

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "cluster/cluster.h"
 #include "contract/labels.h"
@@ -176,20 +178,39 @@ TEST(DesiredState, ATemplateAddsToThePodButCannotChangeItsIdentity) {
   EXPECT_EQ(volumes, (std::vector<std::string>{"extra", "checkpoints", "data", "tmp"}));
 }
 
-TEST(DesiredState, EveryPodGetsTheJobsTokenFromItsSecret) {
+// The token reaches the members of the PS channel alone: a PS job's PS and trainers, not its
+// evaluator, nor an all-reduce job's pods.
+TEST(DesiredState, ThePsChannelsMembersAloneGetTheJobsTokenFromItsSecret) {
   const auto job = ps_job();
   const auto secret = desired_token_secret(job, "s3cret", {"ca", "cert", "key"});
   EXPECT_EQ(secret["metadata"]["name"], "mnist-token");
   EXPECT_EQ(secret["metadata"]["namespace"], "team");
   EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["uid"], "uid-1");
   EXPECT_EQ(secret["stringData"]["token"], "s3cret");
-  for (const auto& pod : desired_pods(job)) {
+  const auto token_of = [](const json& pod) {
     json token;
     for (const auto& e : pod["spec"]["containers"][0]["env"]) {
       if (e["name"] == "CIFAR_PS_TOKEN") token = e;
     }
-    EXPECT_EQ(token["valueFrom"]["secretKeyRef"], json({{"name", "mnist-token"}, {"key", "token"}}))
-        << pod["metadata"]["name"];
+    return token;
+  };
+  int members = 0;
+  for (const auto& pod : desired_pods(job)) {
+    const auto name = pod["metadata"]["name"].get<std::string>();
+    if (name == "mnist-evaluator-0") {
+      EXPECT_TRUE(token_of(pod).is_null()) << name;
+      continue;
+    }
+    ++members;
+    EXPECT_EQ(token_of(pod)["valueFrom"]["secretKeyRef"],
+              json({{"name", "mnist-token"}, {"key", "token"}}))
+        << name;
+  }
+  EXPECT_EQ(members, 4);  // the PS, the master, two workers
+  const auto all_reduce = make_job(json::parse(
+      R"({"strategy": {"type": "AllReduce"}, "replicaSpecs": {"Worker": {"replicas": 2}}})"));
+  for (const auto& pod : desired_pods(all_reduce)) {
+    EXPECT_TRUE(token_of(pod).is_null()) << pod["metadata"]["name"];
   }
 }
 
@@ -326,13 +347,48 @@ TEST(DesiredState, TheNetworkPolicyAdmitsTheJobsPodsAndScrapesOfMetrics) {
   EXPECT_EQ(policy["metadata"]["ownerReferences"][0]["uid"], "uid-1");
   const json job_pods = {{"matchLabels", {{label::kJobName, "mnist"}}}};
   EXPECT_EQ(policy["spec"]["podSelector"], job_pods);
-  EXPECT_EQ(policy["spec"]["policyTypes"], json::array({"Ingress"}));
+  EXPECT_EQ(policy["spec"]["policyTypes"], json::array({"Ingress", "Egress"}));
   const auto& ingress = policy["spec"]["ingress"];
   ASSERT_EQ(ingress.size(), 2U);
   // From the job's own pods: every port (gRPC, c10d store, Gloo's ephemeral pair ports).
   EXPECT_EQ(ingress[0], json({{"from", json::array({{{"podSelector", job_pods}}})}}));
   // From anywhere: the metrics port only.
   EXPECT_EQ(ingress[1], json({{"ports", json::array({{{"protocol", "TCP"}, {"port", 9464}}})}}));
+  // To the job's own pods and DNS, nothing else (no store, no download).
+  const json dns = {{"ports", json::array({{{"protocol", "UDP"}, {"port", 53}},
+                                           {{"protocol", "TCP"}, {"port", 53}}})}};
+  EXPECT_EQ(policy["spec"]["egress"],
+            json::array({{{"to", json::array({{{"podSelector", job_pods}}})}}, dns}));
+}
+
+// A job in a namespace that denies all traffic by default still reaches its store and its
+// dataset's mirror: their ports, as their URLs say.
+TEST(DesiredState, TheNetworkPolicyLetsThePodsReachTheStoreAndTheMirror) {
+  const auto egress_ports = [](const json& spec) {
+    const auto policy = desired_network_policy(make_job(spec));
+    std::vector<int> ports;
+    for (const auto& rule : policy["spec"]["egress"]) {
+      if (rule.contains("to")) continue;
+      for (const auto& port : rule["ports"]) {
+        if (port["protocol"] == "TCP") ports.push_back(port["port"].get<int>());
+      }
+    }
+    return ports;
+  };
+  const auto store = [](const std::string& endpoint) {
+    return json::parse(R"({"strategy": {"type": "AllReduce"}, "replicaSpecs": {"Worker":
+      {"replicas": 2}}, "checkpoint": {"uri": "s3://ckpt", "s3": {"endpoint": ")" +
+                       endpoint + R"(", "credentialsSecret": "keys"}}})");
+  };
+  EXPECT_EQ(egress_ports(store("http://store:8333")), std::vector<int>({53, 8333}));
+  EXPECT_EQ(egress_ports(store("https://store.example.com")), std::vector<int>({53, 443}));
+  EXPECT_EQ(egress_ports(store("http://10.0.0.1/path")), std::vector<int>({53, 80}));
+  EXPECT_EQ(egress_ports(store("https://[fd00::1]:9000/")), std::vector<int>({53, 9000}));
+  auto downloads = json::parse(R"({"strategy": {"type": "AllReduce"},
+    "replicaSpecs": {"Worker": {"replicas": 1}},
+    "dataset": {"name": "cifar10", "download": {"mirror": "http://mirror.local:8080/cifar"}}})");
+  EXPECT_EQ(egress_ports(downloads), std::vector<int>({53, 8080}));
+  EXPECT_EQ(url_port("https://[fd00::1]/"), 443);
 }
 
 }  // namespace

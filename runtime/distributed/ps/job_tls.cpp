@@ -9,6 +9,13 @@
 namespace cifar::ps {
 
 std::optional<security::JobCredentials> job_credentials(const Options& ps) {
+  if (ps.insecure && !ps.tls_dir.empty()) {
+    // Which one was meant cannot be known: plaintext where TLS was set up would be silent.
+    throw std::invalid_argument(std::string(contract::flag::kInsecure.name) + " and " +
+                                std::string(contract::flag::kTlsDir.name) + " " + ps.tls_dir +
+                                " (or " + contract::env::kTlsDir +
+                                ") contradict each other: give one of them");
+  }
   if (ps.insecure) return std::nullopt;
   if (ps.tls_dir.empty()) {
     throw std::invalid_argument(

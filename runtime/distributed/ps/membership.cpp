@@ -1,20 +1,9 @@
 #include "distributed/ps/membership.h"
 
-#include <charconv>
-
+#include "contract/whole_number.h"
 #include "proto/ps.pb.h"
 
 namespace cifar::ps {
-namespace {
-
-// `text` as a whole number >= 0, all of it; false otherwise.
-template <typename Number>
-bool parse_whole(std::string_view text, Number& value) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return error == std::errc() && end == text.data() + text.size() && value >= 0;
-}
-
-}  // namespace
 
 std::string member_metadata(const Member& member) {
   return std::to_string(member.trainer) + "@" + std::to_string(member.incarnation);
@@ -23,11 +12,13 @@ std::string member_metadata(const Member& member) {
 std::optional<Member> parse_member_metadata(std::string_view text) {
   const auto at = text.find('@');
   if (at == std::string_view::npos) return std::nullopt;
+  const auto trainer = contract::whole_number<decltype(Member::trainer)>(text.substr(0, at));
+  const auto incarnation =
+      contract::whole_number<decltype(Member::incarnation)>(text.substr(at + 1));
+  if (!trainer || !incarnation) return std::nullopt;
   Member member;
-  if (!parse_whole(text.substr(0, at), member.trainer) ||
-      !parse_whole(text.substr(at + 1), member.incarnation)) {
-    return std::nullopt;
-  }
+  member.trainer = *trainer;
+  member.incarnation = *incarnation;
   return member;
 }
 
@@ -63,11 +54,12 @@ bool is_stale_incarnation(const grpc::Status& status) {
 }
 
 grpc::Status PsIncarnation::admit(std::string_view expected) {
-  int64_t number = -1;
-  if (!parse_whole(expected, number)) {
+  const auto parsed = contract::whole_number(expected);
+  if (!parsed) {
     return {grpc::StatusCode::INVALID_ARGUMENT,
             "PS incarnation '" + std::string(expected) + "' is not a whole number >= 0"};
   }
+  const int64_t number = *parsed;
   if (own_ == 0 || number <= own_) return grpc::Status::OK;
   int64_t seen = replaced_by_.load();
   while (seen < number && !replaced_by_.compare_exchange_weak(seen, number)) {

@@ -38,8 +38,7 @@ bool wait_for_finish_or_stop(const Shard& first, const ShardServer& server) {
   while (!first.finished()) {
     if (train::stop_requested()) return false;
     if (const auto by = server.replaced_by()) {
-      throw train::Replaced("this pod was replaced by incarnation " + std::to_string(*by) +
-                            " (a trainer expects it); stopping");
+      throw train::Replaced(*by, "a trainer expects it");
     }
     std::this_thread::sleep_for(kPollPeriod);
   }

@@ -8,11 +8,13 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
 #include <future>
 #include <iostream>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include "distributed/ps/token_auth.h"
 #include "security/tls_dir.h"
@@ -186,8 +188,58 @@ TEST(PsDoorCredentials, ExpiredOrNotYetValidOnesStopThePsWithAClearMessage) {
   }
 }
 
-TEST(PsDoorToken, TheComparisonIsExactAndIndependentOfWhereItDiffers) {
+// --insecure with credentials (the flag, or the env a pod gets) is a contradiction: refused, not
+// silently plaintext. Plaintext on its own runs, and says so in capitals.
+TEST(PsDoorCredentials, InsecureWithCredentialsIsRefusedAndPlaintextIsSaidLoudly) {
+  TempDir work;
+  security::write_tls_dir(work.path() / "tls", credentials(-60, 86400));
+  const std::vector<std::string> ps = {CIFAR_TRAIN_BIN,
+                                       "-m",
+                                       "simplecnn",
+                                       "-md",
+                                       (work.path() / "model").string(),
+                                       "--metrics-port",
+                                       "-1",
+                                       "--distributed",
+                                       "--dist-type",
+                                       "ps",
+                                       "--ps-count",
+                                       "1",
+                                       "--worker-count",
+                                       "1",
+                                       "--dist-start-port",
+                                       std::to_string(cifar::testing::free_port()),
+                                       "--insecure"};
+  auto with_flag = ps;
+  with_flag.insert(with_flag.end(), {"--tls-dir", (work.path() / "tls").string()});
+  auto with_env = ps;
+  with_env.insert(with_env.begin(), {"env", "CIFAR_TLS_DIR=" + (work.path() / "tls").string()});
+  for (const auto& argv : {with_flag, with_env}) {
+    const auto result = cifar::testing::run_process(argv);
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("--insecure and --tls-dir " + (work.path() / "tls").string() +
+                                 " (or CIFAR_TLS_DIR) contradict each other: give one of them"),
+              std::string::npos)
+        << result.output;
+  }
+  const auto log = work.path() / "ps.log";
+  const cifar::testing::ChildProcess plaintext(ps, log);
+  EXPECT_TRUE(cifar::testing::wait_for(
+      [&] {
+        return cifar::testing::read_file(log).find(
+                   "the parameter-server channel is PLAINTEXT "
+                   "(--insecure)") != std::string::npos;
+      },
+      std::chrono::seconds(30)))
+      << cifar::testing::read_file(log);
+}
+
+// Exact wherever the tokens differ: first byte, last, length. That it takes the same time
+// wherever they differ is by construction (it reads every byte of the expected token); a timing
+// assertion here would only be noise.
+TEST(PsDoorToken, TheComparisonIsExactWhereverTheTokensDiffer) {
   EXPECT_TRUE(equal_in_constant_time("Bearer abc", "Bearer abc"));
+  EXPECT_FALSE(equal_in_constant_time("bearer abc", "Bearer abc"));
   EXPECT_FALSE(equal_in_constant_time("Bearer abd", "Bearer abc"));
   EXPECT_FALSE(equal_in_constant_time("Bearer ab", "Bearer abc"));
   EXPECT_FALSE(equal_in_constant_time("Bearer abcd", "Bearer abc"));

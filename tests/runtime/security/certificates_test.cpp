@@ -54,8 +54,12 @@ TEST(JobCredentials, HoldTogetherAndAreNoOtherJobs) {
 }
 
 TEST(JobCredentials, ANameLongerThanX509AllowsIsCutNotRefused) {
-  const auto job = make_job_credentials(request(std::string(63, 'n') + "/" + std::string(63, 'j')));
+  const std::string name = std::string(63, 'n') + "/" + std::string(63, 'j');
+  const auto job = make_job_credentials(request(name));
   EXPECT_TRUE(issued_by(job.certificate, job.ca_certificate));
+  EXPECT_EQ(common_name_of(job.certificate), name.substr(0, 64));  // X.509's ub-common-name
+  EXPECT_EQ(common_name_of(job.ca_certificate), ("CA " + name).substr(0, 64));
+  EXPECT_EQ(common_name_of(make_job_credentials(request()).certificate), "team/mnist");
 }
 
 TEST(JobCredentials, OutOfTheirTimeTheySayWhen) {

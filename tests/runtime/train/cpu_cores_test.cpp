@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
-#include <thread>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/support/process.h"
 
 namespace cifar::train::cpu_cores_test {
 
@@ -28,13 +33,53 @@ TEST(CpuCores, ACgroupV1QuotaIsItsCoresRoundedUp) {
   EXPECT_EQ(cores_of_cfs_quota("25000\n", "100000\n"), 1);
 }
 
-TEST(CpuCores, ThisProcessMayUseAtLeastOneCoreAndNoMoreThanTheMachineHas) {
-  const auto usable = usable_cores();
-  EXPECT_GE(usable.cores, 1);
-  EXPECT_LE(usable.cores, static_cast<int>(std::max(1U, std::thread::hardware_concurrency())));
-  if (usable.cpu_limit) {
-    EXPECT_LE(usable.cores, *usable.cpu_limit);
+// usable_cores() reads the files a container sees under its cgroup root, here a directory made to
+// look like one. Every limit below is under any machine's core count, so the answer is the limit.
+class CgroupFiles : public ::testing::Test {
+ protected:
+  void write(const std::filesystem::path& name, const std::string& text) {
+    std::filesystem::create_directories((root_.path() / name).parent_path());
+    std::ofstream(root_.path() / name) << text;
   }
+  [[nodiscard]] UsableCores read() const { return usable_cores(root_.path()); }
+
+  testing::TempDir root_;
+};
+
+TEST_F(CgroupFiles, AV2LimitOfOneCoreIsOneCore) {
+  write("cpu.max", "100000 100000\n");
+  EXPECT_EQ(read().cpu_limit, 1);
+  EXPECT_EQ(read().cores, 1);
+}
+
+TEST_F(CgroupFiles, AV2LimitOfOneAndAHalfCoresIsTwo) {
+  write("cpu.max", "150000 100000\n");
+  EXPECT_EQ(read().cpu_limit, 2);
+  EXPECT_EQ(read().cores, std::min(2, usable_cores("/nonexistent").cores));
+}
+
+TEST_F(CgroupFiles, AV2MaxIsNoLimit) {
+  write("cpu.max", "max 100000\n");
+  EXPECT_EQ(read().cpu_limit, std::nullopt);
+  EXPECT_EQ(read().cores, usable_cores("/nonexistent").cores);
+}
+
+TEST_F(CgroupFiles, AV1QuotaIsReadWhereThereIsNoV2File) {
+  write("cpu/cpu.cfs_quota_us", "100000\n");
+  write("cpu/cpu.cfs_period_us", "100000\n");
+  EXPECT_EQ(read().cpu_limit, 1);
+  EXPECT_EQ(read().cores, 1);
+}
+
+TEST_F(CgroupFiles, AV1QuotaOfMinusOneIsNoLimit) {
+  write("cpu/cpu.cfs_quota_us", "-1\n");
+  write("cpu/cpu.cfs_period_us", "100000\n");
+  EXPECT_EQ(read().cpu_limit, std::nullopt);
+}
+
+TEST_F(CgroupFiles, NoCgroupFilesIsNoLimitAndAtLeastOneCore) {
+  EXPECT_EQ(read().cpu_limit, std::nullopt);
+  EXPECT_GE(read().cores, 1);
 }
 
 }  // namespace cifar::train::cpu_cores_test
