@@ -108,8 +108,7 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
                                " stopped on request with the job's state saved; recreating it "
                                "(not a restart: backoffLimit is not charged)"});
   }
-  count_restarts(pods, status,
-                 tally.permanent && tally.permanent->exit_code == contract::kExitStoreUnavailable);
+  count_restarts(pods, status);
   for (const auto& failed : tally.retryable) {
     plan.delete_pods.push_back(failed.name);
     const auto* pod = find_pod(pods, failed.name);

@@ -47,16 +47,15 @@ int64_t settle(JobStatus& status) {
 
 }  // namespace
 
-int64_t chargeable_restarts(const nlohmann::json& pod, bool job_ends_on_store_refusal) {
+int64_t chargeable_restarts(const nlohmann::json& pod) {
   const int64_t restarts = pod_restarts(pod);
-  const bool after_refusal =
-      job_ends_on_store_refusal && pod_exit_code(pod) == contract::kExitStoreUnavailable;
+  const bool after_refusal = pod_exit_code_before_restart(pod) == contract::kExitStoreUnavailable;
   return after_refusal && restarts > 0 ? restarts - 1 : restarts;
 }
 
-int64_t count_restarts(const PodsByName& pods, JobStatus& status, bool job_ends_on_store_refusal) {
+int64_t count_restarts(const PodsByName& pods, JobStatus& status) {
   for (const auto& [name, pod] : pods) {
-    raise_charge(pod, chargeable_restarts(pod, job_ends_on_store_refusal), status);
+    raise_charge(pod, chargeable_restarts(pod), status);
   }
   return settle(status);
 }

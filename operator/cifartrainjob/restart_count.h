@@ -13,14 +13,13 @@
 
 namespace cifar::op {
 
-// The in-place restarts of `pod` that count: all the kubelet made, less the one that followed a
-// store's refusal (the pod's last exit was contract::kExitStoreUnavailable) when the job ends on
-// that refusal: a refusal is never retried, so that restart was no try of the job's.
-int64_t chargeable_restarts(const nlohmann::json& pod, bool job_ends_on_store_refusal);
+// The in-place restarts of `pod` that count: all the kubelet made, less the latest when it followed
+// a store's refusal (contract::kExitStoreUnavailable): a refusal ends the job and is never
+// retried, so that restart, the kubelet's alone (OnFailure), was no try of the job's.
+int64_t chargeable_restarts(const nlohmann::json& pod);
 // Charges every pod of `pods` its chargeable restarts as they stand (a charge is never lowered)
 // and returns the new status.restarts.
-int64_t count_restarts(const PodsByName& pods, JobStatus& status,
-                       bool job_ends_on_store_refusal = false);
+int64_t count_restarts(const PodsByName& pods, JobStatus& status);
 // Charges a failed pod's recreation: its in-place restarts and one more. Idempotent: a pod seen
 // failed again before its deletion shows up is charged once.
 int64_t charge_recreation(const nlohmann::json& pod, JobStatus& status);

@@ -141,6 +141,15 @@ std::optional<int> pod_exit_code(const json& pod) {
   return terminated ? std::optional<int>(terminated->value("exitCode", 0)) : std::nullopt;
 }
 
+std::optional<int> pod_exit_code_before_restart(const json& pod) {
+  for (const auto& c : status_of(pod).value("containerStatuses", json::array())) {
+    const auto last = c.value("lastState", json::object());
+    if (!last.contains("terminated")) return std::nullopt;
+    return last["terminated"].value("exitCode", 0);
+  }
+  return std::nullopt;
+}
+
 std::optional<ContainerEnd> pod_container_ended(const json& pod) {
   for (const auto& c : status_of(pod).value("containerStatuses", json::array())) {
     const auto state = c.value("state", json::object());

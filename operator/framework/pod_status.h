@@ -23,6 +23,8 @@ bool pod_terminating(const nlohmann::json& pod);  // has a deletionTimestamp
 std::string pod_node(const nlohmann::json& pod);  // spec.nodeName: "" until it is scheduled
 // The exit code of the pod's (first) container that terminated, now or in its last run.
 std::optional<int> pod_exit_code(const nlohmann::json& pod);
+// The exit code of the (first) container's run before its latest in-place restart, if any.
+std::optional<int> pod_exit_code_before_restart(const nlohmann::json& pod);
 // How the pod's (first) container ended, if it has ended now (an earlier run's end does not
 // count): its exit code and the runtime's reason ("Error", "OOMKilled", "Completed").
 struct ContainerEnd {

@@ -107,6 +107,8 @@ Failure classify(int curl_code, long http_status, std::string_view s3_code) {
     case CURLE_RECV_ERROR:  // reset
     case CURLE_SEND_ERROR:
     case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:  // the server went away mid-request ("Error in the HTTP2 framing layer")
+    case CURLE_HTTP2_STREAM:
       return Failure::kTransient;
     default:  // TLS trust, a malformed URL, ...: retrying changes nothing
       return Failure::kPermanent;

@@ -74,6 +74,10 @@ class S3Error : public std::runtime_error {
   // The server's code (AccessDenied, NoSuchBucket, NoSuchKey, ...), or curl's error for no answer.
   [[nodiscard]] const std::string& code() const { return code_; }
   [[nodiscard]] bool transient() const { return failure_ == Failure::kTransient; }
+  // The same failure, told as `message` (which says more about what it cost).
+  [[nodiscard]] S3Error retold(const std::string& message) const {
+    return S3Error(message, http_status_, code_, failure_);
+  }
 
  private:
   long http_status_;

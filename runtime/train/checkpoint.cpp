@@ -205,19 +205,10 @@ void CheckpointManager::commit(const std::shared_ptr<storage::Store>& store, Kno
                                const PendingWrite& checkpoint) {
   const auto& name = checkpoint.name;
   // A store that refused, or stayed away too long, whichever request met it (the fence's read, the
-  // PUT): the error says which step waited and which one is the newest saved.
+  // PUT): the error says which step waited (the training loop adds the newest one saved).
   const auto not_saved = [&](const storage::S3Error& e) {
-    std::optional<int64_t> saved;
-    {
-      const std::lock_guard guard(known.mu);
-      saved = known.saved_step;
-    }
-    return storage::S3Error(
-        "checkpoint step " + std::to_string(checkpoint.step) + " not saved: " + e.what() + "; " +
-            (saved ? "the newest checkpoint saved is step " + std::to_string(*saved)
-                   : std::string("no checkpoint was saved by this process")),
-        e.http_status(), e.code(),
-        e.transient() ? storage::Failure::kTransient : storage::Failure::kPermanent);
+    return e.retold("checkpoint step " + std::to_string(checkpoint.step) +
+                    " not saved: " + e.what());
   };
   try {
     check_fence();  // a replaced chief commits nothing

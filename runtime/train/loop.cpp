@@ -15,6 +15,7 @@
 #include "data/loader.h"
 #include "metrics/runtime_metrics.h"
 #include "models/model.h"
+#include "storage/s3_client.h"
 #include "train/batches.h"
 #include "train/checkpoint.h"
 #include "train/datasets.h"
@@ -129,9 +130,7 @@ void begin_epoch(Run& run) {
   run.metrics.set_epoch(run.state.epoch + 1);
 }
 
-}  // namespace
-
-TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) {
+TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchange) {
   const auto place = exchange.place();
   const auto device = resolve_device(config.device);
   const auto precision = resolve_precision(config.precision, device);
@@ -296,6 +295,23 @@ TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) 
   result.steps = state.step;
   throughput.report(result);
   return result;
+}
+
+}  // namespace
+
+TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) {
+  try {
+    return train_to_the_end(config, exchange);
+  } catch (const storage::S3Error& e) {
+    // A store that refused, or stayed away longer than the job allows, whichever write met it (a
+    // checkpoint, the monitor log, the fence): what the job keeps is the newest checkpoint saved.
+    const auto* checkpoints = exchange.checkpoints();
+    if (checkpoints == nullptr) throw;
+    const auto saved = checkpoints->saved_step();
+    throw e.retold(std::string(e.what()) + "; " +
+                   (saved ? "the newest checkpoint saved is step " + std::to_string(*saved)
+                          : std::string("no checkpoint was saved by this process")));
+  }
 }
 
 }  // namespace cifar::train

@@ -169,7 +169,8 @@ TEST_F(ObjectStorage, JobsResumeFromTheBucketAndARunContinuesInAnotherNamespace)
 TEST_F(ObjectStorage, AStoreThatRestartsMidRunIsWaitedForAndSaidWithNoRestart) {
   host_volume("cifar10", e2e_dir() / "cifar10-slice", true);
   checkpoint_every_steps_ = 4;
-  submit("s3blip", kPsSync, kPsReplicas, "", "cifar10", 3 * kLongEnoughToInterrupt);
+  // Training still when the store comes back: 20 s after a checkpoint of the first steps.
+  submit("s3blip", kPsSync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt + 2);
   const auto checkpoint = [&] {
     return status_of("s3blip")
         .value("progress", json::object())

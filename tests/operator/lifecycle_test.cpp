@@ -312,6 +312,10 @@ TEST(Lifecycle, AStoreThatRefusesFailsTheJobAtOnceWithItsOwnReason) {
   // Not a restart of the job's: nothing asked for it, and nothing is retried (an e2e run saw the
   // PS restarted in place before the master's refusal ended the job, and counted it).
   EXPECT_EQ(in_place.status.restarts.value_or(0), 0);
+  // Nor later, the job Failed and its pod not yet gone (CI saw it charged then).
+  ASSERT_TRUE(in_place.status.finished());
+  const auto after = reconcile(job, in_place.status, restarted, kT0 + seconds(2));
+  EXPECT_EQ(after.status.restarts.value_or(0), 0);
 }
 
 // A long error (a store away past the bound names its model dir three times) keeps both ends in

@@ -362,6 +362,8 @@ TEST(AllReduceJob, ALostRanksReplacementJoinsTheRankLeftInsideItsProcess) {
 // An all-reduce job of two ranks checkpointing every 4 steps into a bucket of a store of the
 // test's own (whose endpoint and keys the ranks inherit), started; `more`: flags besides.
 struct AllReduceOnOwnStore {
+  // Training through most of a 60 s outage that begins at the first checkpoint, and on after it.
+  static constexpr int kEpochs = 30;
   AllReduceOnOwnStore(const std::filesystem::path& work, const std::vector<std::string>& more = {})
       : store(work / "store"),
         exported((store.access().export_environment(), true)),
@@ -372,9 +374,18 @@ struct AllReduceOnOwnStore {
         checkpoints(run, "simplecnn", 3) {}
   static std::vector<std::string> flags(const std::string& run,
                                         const std::vector<std::string>& more) {
-    std::vector<std::string> all = {"-md",        run,    "-m", "simplecnn",          "-b",
-                                    "16",         "-e",   "40", "--checkpoint-every", "4",
-                                    "--progress", "lines"};
+    std::vector<std::string> all = {"-md",
+                                    run,
+                                    "-m",
+                                    "simplecnn",
+                                    "-b",
+                                    "16",
+                                    "-e",
+                                    std::to_string(kEpochs),
+                                    "--checkpoint-every",
+                                    "4",
+                                    "--progress",
+                                    "lines"};
     all.insert(all.end(), more.begin(), more.end());
     return all;
   }
@@ -396,7 +407,7 @@ struct AllReduceOnOwnStore {
     const auto done = storage::open_store(run)->get("simplecnn.done");
     ASSERT_TRUE(done);
     const auto final_step = nlohmann::json::parse(*done).at("step").get<int64_t>();
-    EXPECT_EQ(final_step, 40 * (576 / 32));
+    EXPECT_EQ(final_step, kEpochs * (576 / 32));
     EXPECT_GT(final_step, saved_before);
     const auto names = checkpoints.list();
     ASSERT_EQ(names.size(), 3U);

@@ -29,6 +29,8 @@ TEST(StoreFailures, WhatIsAwayIsTransientAndWhatRefusesIsPermanent) {
       {CURLE_OPERATION_TIMEDOUT, 0, "", Failure::kTransient},    // silent, or stalled
       {CURLE_RECV_ERROR, 0, "", Failure::kTransient},            // reset
       {CURLE_GOT_NOTHING, 0, "", Failure::kTransient},
+      {CURLE_HTTP2, 0, "", Failure::kTransient},  // a TLS store stopped mid-request (HTTP/2)
+      {CURLE_HTTP2_STREAM, 0, "", Failure::kTransient},
       {CURLE_OK, 500, "InternalError", Failure::kTransient},
       {CURLE_OK, 503, "SlowDown", Failure::kTransient},
       {CURLE_OK, 503, "ServiceUnavailable", Failure::kTransient},
