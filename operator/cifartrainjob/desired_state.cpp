@@ -247,11 +247,11 @@ json desired_network_policy(const Job& job) {
   // A NetworkPolicy names no hosts: the store's and the dataset mirror's ports, anywhere.
   if (job.spec.checkpoint_store) {
     const auto& endpoint = job.spec.checkpoint_store->endpoint;
-    egress.push_back({{"ports", json::array({tcp(endpoint.empty() ? 443 : url_port(endpoint))})}});
+    egress.push_back({{"ports", json::array({tcp(url_port(endpoint))})}});
   }
   if (job.spec.download) {
     const auto& mirror = job.spec.download_mirror;
-    egress.push_back({{"ports", json::array({tcp(mirror.empty() ? 443 : url_port(mirror))})}});
+    egress.push_back({{"ports", json::array({tcp(url_port(mirror))})}});
   }
   return {{"apiVersion", "networking.k8s.io/v1"},
           {"kind", "NetworkPolicy"},

@@ -74,7 +74,8 @@ security::CertificateRequest job_certificate_request(const Job& job);
 // job runs in a namespace whose default policy denies all traffic, and its pods reach nothing
 // besides.
 nlohmann::json desired_network_policy(const Job& job);
-// The port of an http(s) URL: its own, else its scheme's (http 80, https 443).
+// The port of an http(s) URL: its own, else its scheme's (http 80, https 443); an empty URL,
+// the default endpoint's (https: 443).
 int url_port(const std::string& url);
 nlohmann::json desired_pod(const Job& job, Role role, int index);
 // Every replica's pod, PS first, then master, workers, evaluator.

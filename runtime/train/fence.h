@@ -36,9 +36,12 @@ namespace cifar::train {
 // replaced by incarnation N; stopping (<how it knows>)".
 class Replaced : public std::runtime_error {
  public:
-  Replaced(int64_t newer_incarnation, const std::string& how_known)
-      : std::runtime_error("this pod was replaced by incarnation " +
-                           std::to_string(newer_incarnation) + "; stopping (" + how_known + ")") {}
+  // `newer_incarnation`: nullopt where this pod is not told its number.
+  Replaced(std::optional<int64_t> newer_incarnation, const std::string& how_known)
+      : std::runtime_error("this pod was replaced by " +
+                           (newer_incarnation ? "incarnation " + std::to_string(*newer_incarnation)
+                                              : std::string("a newer incarnation")) +
+                           "; stopping (" + how_known + ")") {}
   using std::runtime_error::runtime_error;
 };
 

@@ -389,6 +389,7 @@ TEST(DesiredState, TheNetworkPolicyLetsThePodsReachTheStoreAndTheMirror) {
     "dataset": {"name": "cifar10", "download": {"mirror": "http://mirror.local:8080/cifar"}}})");
   EXPECT_EQ(egress_ports(downloads), std::vector<int>({53, 8080}));
   EXPECT_EQ(url_port("https://[fd00::1]/"), 443);
+  EXPECT_EQ(url_port(""), 443);  // no endpoint: the provider's default, over https
 }
 
 }  // namespace

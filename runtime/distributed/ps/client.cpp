@@ -150,8 +150,8 @@ class PsClient::Connection {
   // Throws a clear error for a failed status.
   void check(const grpc::Status& status, const char* what) const {
     if (is_stale_incarnation(status)) {
-      throw train::Replaced("this pod was replaced by a newer incarnation; stopping (" + name_ +
-                            " refused its " + what + ": " + status.error_message() + ")");
+      throw train::Replaced(std::nullopt,
+                            name_ + " refused its " + what + ": " + status.error_message());
     }
     if (!status.ok()) {
       throw std::runtime_error(name_ + " " + what + " failed: " + describe(status));

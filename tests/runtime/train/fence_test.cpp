@@ -33,6 +33,16 @@ class Fence : public ::testing::Test {
   testing::TempDir dir_;
 };
 
+// One message, whether the pod is told the newer incarnation's number (its fence, a trainer's
+// call) or only that there is one (its parameter server's refusal).
+TEST(ReplacedMessage, SaysTheNewerIncarnationWhereKnownAndWhyThePodStops) {
+  EXPECT_STREQ(Replaced(4, "its fence says so").what(),
+               "this pod was replaced by incarnation 4; stopping (its fence says so)");
+  EXPECT_STREQ(Replaced(std::nullopt, "PS shard 0 refused its push").what(),
+               "this pod was replaced by a newer incarnation; stopping (PS shard 0 refused its "
+               "push)");
+}
+
 TEST_F(Fence, WithoutAnIncarnationThereIsNoneAndEveryWriteGoesThrough) {
   claim_fence(run_in(dir_.path(), 0), FenceSlot::kChief);
   EXPECT_EQ(fence_incarnation(), 0);
