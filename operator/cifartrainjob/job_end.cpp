@@ -2,6 +2,7 @@
 
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/progress.h"
+#include "cifartrainjob/store_outage.h"
 #include "cifartrainjob/trainers.h"
 #include "framework/pod_status.h"
 
@@ -51,6 +52,8 @@ void finish(const Job& job, const PodsByName& pods, bool succeeded, std::string_
                                      : std::string();
   status.progress = final_progress(status.progress, message_of(chief_name(job)), evaluator_message,
                                    succeeded, format_time(now));
+  // A job that succeeded saved its last checkpoint: a store outage its last scrape showed is over.
+  report_store_outage(job, now, plan);
   plan.events.push_back({succeeded ? "Normal" : "Warning", std::string(reason), said});
   clean_up(spec, pods, plan);
   if (spec.ttl_seconds_after_finished) {

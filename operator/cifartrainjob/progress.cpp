@@ -251,7 +251,22 @@ json final_progress(json last, const std::string& chief_message,
   if (accuracy != evaluator.end() && accuracy->is_number() && of_the_last_step) {
     last[std::string(key::kTestAccuracy)] = *accuracy;
   }
-  if (succeeded) last["progressPercentage"] = 100;
+  if (succeeded) {
+    last["progressPercentage"] = 100;
+    // The chief succeeds only once its last checkpoint (and the done marker after it) is in the
+    // store: the store answered, whatever the last scrape, perhaps during an outage, said.
+    auto checkpoint = last.value("checkpoint", json::object());
+    checkpoint.erase("storeUnreachableSince");
+    if (const auto saved = chief.find(key::kSavedStep);
+        saved != chief.end() && saved->is_number_integer()) {
+      checkpoint["savedStep"] = *saved;
+    }
+    if (checkpoint.empty()) {
+      last.erase("checkpoint");
+    } else {
+      last["checkpoint"] = std::move(checkpoint);
+    }
+  }
   last["updatedAt"] = now;
   return last;
 }

@@ -56,7 +56,8 @@ std::optional<nlohmann::json> job_progress(
 // the chief and the evaluator left in their termination messages (contract/termination.h; a
 // message that is not such an object, e.g. the end of a log, adds nothing): the chief's epoch,
 // step, loss and accuracies, the evaluator's test accuracy over the chief's. A job that
-// succeeded is 100% done; one that failed stays where it stopped.
+// succeeded is 100% done, its checkpoint the chief's last saved and its store answering (the last
+// checkpoint is in it); one that failed stays where it stopped.
 nlohmann::json final_progress(nlohmann::json last, const std::string& chief_message,
                               const std::string& evaluator_message, bool succeeded,
                               const std::string& now);

@@ -73,15 +73,30 @@ std::optional<Time> time_at(const json& object, const char* field) {
   }
 }
 
-// The (first) container's last termination: now, or before its latest restart.
+// The status of the pod's first container (the job's pods have one), or nullptr before the
+// kubelet reports any.
+const json* first_container(const json& pod) {
+  const auto& status = status_of(pod);
+  const auto containers = status.find("containerStatuses");
+  if (containers == status.end() || !containers->is_array() || containers->empty()) return nullptr;
+  return &containers->front();
+}
+
+// A state of the first container's ("state": now, "lastState": before its latest restart) if it
+// is a termination.
+std::optional<json> termination_in(const json& pod, const char* which) {
+  const auto* container = first_container(pod);
+  if (container == nullptr) return std::nullopt;
+  const auto state = container->value(which, json::object());
+  const auto terminated = state.find("terminated");
+  if (terminated == state.end()) return std::nullopt;
+  return *terminated;
+}
+
+// The first container's last termination: now, or before its latest restart.
 std::optional<json> terminated_state(const json& pod) {
-  for (const auto& c : status_of(pod).value("containerStatuses", json::array())) {
-    const auto state = c.value("state", json::object());
-    if (state.contains("terminated")) return state["terminated"];
-    const auto last = c.value("lastState", json::object());
-    if (last.contains("terminated")) return last["terminated"];
-  }
-  return std::nullopt;
+  if (auto now = termination_in(pod, "state")) return now;
+  return termination_in(pod, "lastState");
 }
 
 }  // namespace
@@ -142,22 +157,14 @@ std::optional<int> pod_exit_code(const json& pod) {
 }
 
 std::optional<int> pod_exit_code_before_restart(const json& pod) {
-  for (const auto& c : status_of(pod).value("containerStatuses", json::array())) {
-    const auto last = c.value("lastState", json::object());
-    if (!last.contains("terminated")) return std::nullopt;
-    return last["terminated"].value("exitCode", 0);
-  }
-  return std::nullopt;
+  const auto last = termination_in(pod, "lastState");
+  return last ? std::optional<int>(last->value("exitCode", 0)) : std::nullopt;
 }
 
 std::optional<ContainerEnd> pod_container_ended(const json& pod) {
-  for (const auto& c : status_of(pod).value("containerStatuses", json::array())) {
-    const auto state = c.value("state", json::object());
-    const auto terminated = state.find("terminated");
-    if (terminated == state.end()) return std::nullopt;
-    return ContainerEnd{terminated->value("exitCode", 0), terminated->value("reason", "")};
-  }
-  return std::nullopt;
+  const auto now = termination_in(pod, "state");
+  if (!now) return std::nullopt;
+  return ContainerEnd{now->value("exitCode", 0), now->value("reason", "")};
 }
 
 std::optional<Time> pod_finished_at(const json& pod) {

@@ -301,7 +301,11 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
 
 TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) {
   try {
-    return train_to_the_end(config, exchange);
+    auto result = train_to_the_end(config, exchange);
+    if (const auto* checkpoints = exchange.checkpoints()) {
+      result.saved_step = checkpoints->saved_step().value_or(-1);
+    }
+    return result;
   } catch (const storage::S3Error& e) {
     // A store that refused, or stayed away longer than the job allows, whichever write met it (a
     // checkpoint, the monitor log, the fence): what the job keeps is the newest checkpoint saved.

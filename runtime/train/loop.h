@@ -11,7 +11,9 @@ namespace cifar::train {
 
 // Trains this process's share of the configured job to its end (or --max-steps). Throws
 // std::invalid_argument for options the data cannot satisfy, std::runtime_error when training
-// cannot go on (divergence, a lost peer).
+// cannot go on (divergence, a lost peer), and storage::S3Error when the run's store refused or
+// stayed away too long: for the process that checkpoints, its message then ends with the newest
+// checkpoint saved ("; the newest checkpoint saved is step N"), whichever write met the store.
 TrainResult run_training(const TrainConfig& config, GradientExchange& exchange);
 
 }  // namespace cifar::train

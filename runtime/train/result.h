@@ -25,10 +25,11 @@ struct TimeBreakdown {
 
 struct TrainResult {
   int64_t epochs_completed = 0;
-  int64_t steps = 0;       // the job's updates when this trainer stopped
-  bool stopped = false;    // asked to stop (graceful_stop.h) before the end, the state saved
-  bool evaluated = false;  // whether last_epoch has test figures (not where an evaluator has)
-  EpochRecord last_epoch;  // the latest evaluation (a partial epoch's after --max-steps)
+  int64_t steps = 0;        // the job's updates when this trainer stopped
+  bool stopped = false;     // asked to stop (graceful_stop.h) before the end, the state saved
+  bool evaluated = false;   // whether last_epoch has test figures (not where an evaluator has)
+  int64_t saved_step = -1;  // the newest checkpoint this process saved (-1: none; only the chief's)
+  EpochRecord last_epoch;   // the latest evaluation (a partial epoch's after --max-steps)
   double best_test_accuracy = 0;
   double images_per_second = 0;  // over this process's training steps
   // Over the steps after the first kWarmupSteps of this process (allocator and kernel warm-up).

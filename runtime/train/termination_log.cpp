@@ -41,6 +41,7 @@ void write_termination_log(const std::string& path, const TrainResult& result) {
                   {key::kLoss, result.last_epoch.train_loss},
                   {key::kTrainAccuracy, result.last_epoch.train_accuracy}};
   if (result.evaluated) summary[std::string(key::kTestAccuracy)] = result.last_epoch.test_accuracy;
+  if (result.saved_step >= 0) summary[std::string(key::kSavedStep)] = result.saved_step;
   write(path, summary);
 }
 

@@ -227,6 +227,8 @@ TEST_F(ObjectStorage, AStoreThatRestartsMidRunIsWaitedForAndSaidWithNoRestart) {
   ASSERT_TRUE(done) << run;
   const auto final_step = json::parse(*done).at("step").get<int64_t>();
   EXPECT_EQ(status["progress"].value("step", 0), final_step);
+  EXPECT_EQ(checkpoint().value("savedStep", 0), final_step) << checkpoint().dump();
+  EXPECT_FALSE(checkpoint().contains("storeUnreachableSince")) << checkpoint().dump();
   char name[64];
   std::snprintf(name, sizeof(name), "simplecnn-step-%010lld.pt",
                 static_cast<long long>(final_step));

@@ -209,6 +209,43 @@ TEST(Lifecycle, TheRoundThatEndsAJobCreatesNothing) {
   EXPECT_FALSE(plan.create_token_secret);
 }
 
+// The store came back and the chief saved its last checkpoint and ended before the operator scraped
+// it again: the job's status must not go on saying, for ever, that the store does not answer.
+TEST(Lifecycle, AJobThatSucceedsAfterAStoreOutageSaysTheStoreAnswersAndItsLastCheckpoint) {
+  const auto job = make_job();
+  auto observed = running(job);
+  observed.progress =
+      json{{"step", 60},
+           {"checkpoint", {{"savedStep", 40}, {"storeUnreachableSince", "2026-11-22T11:59:00Z"}}}};
+  const auto away = reconcile(job, testing::running_since(kT0), observed, kT0);
+  ASSERT_EQ(json(away.status)["reason"], "StoreNotAnswering");
+
+  terminated(pod_named(observed, "j-master-0"), "Succeeded", 0,
+             R"({"epoch": 2, "step": 600, "savedStep": 600})", kT0 + seconds(20));
+  terminated(pod_named(observed, "j-evaluator-0"), "Succeeded", 0, R"({"step": 600})",
+             kT0 + seconds(20));
+  const auto done = reconcile(job, away.status, observed, kT0 + seconds(21));
+  EXPECT_EQ(json(done.status)["state"], "Succeeded");
+  EXPECT_EQ(done.status.progress["checkpoint"], json({{"savedStep", 600}}));
+  EXPECT_FALSE(done.status.is_true(ConditionType::kCheckpointStoreUnreachable));
+  EXPECT_EQ(json(done.status)["reason"], "JobSucceeded");
+  const auto said = std::find_if(done.events.begin(), done.events.end(),
+                                 [](const auto& e) { return e.reason == "StoreAnswers"; });
+  ASSERT_NE(said, done.events.end());
+  EXPECT_EQ(said->message,
+            "the checkpoint store answers again; the newest checkpoint saved: step 600");
+
+  // One that failed keeps what its last scrape said: the store may well be away still.
+  terminated(pod_named(observed, "j-master-0"), "Failed", 5, R"({"error": "store away"})",
+             kT0 + seconds(20));
+  auto never = job;
+  never.spec.restart_policy = RestartPolicy::kNever;
+  const auto failed = reconcile(never, away.status, observed, kT0 + seconds(21));
+  EXPECT_EQ(json(failed.status)["state"], "Failed");
+  EXPECT_TRUE(failed.status.is_true(ConditionType::kCheckpointStoreUnreachable));
+  EXPECT_EQ(failed.status.progress["checkpoint"]["storeUnreachableSince"], "2026-11-22T11:59:00Z");
+}
+
 TEST(Lifecycle, SuccessWaitsForTheEvaluatorsFinalEvaluationAndCarriesItsFigures) {
   const auto job = make_job();
   auto observed = running(job);

@@ -258,6 +258,21 @@ TEST(Training, AFullCheckpointVolumeFailsWithTheStepTheFileAndTheReasonAndKeepsT
   EXPECT_EQ(result.output.find(".tmp"), std::string::npos) << result.output;
 }
 
+// The termination message (what the operator reads once the pod ended) carries the run's final
+// figures and the step of the last checkpoint it saved, which is on disk.
+TEST(Training, ItsTerminationMessageSaysWhereItEndedAndTheLastCheckpointSaved) {
+  TempDir work;
+  const auto termination = work.path() / "termination";
+  const auto result = run_process(
+      train_command(work.path(), "run",
+                    {"-e", "1", "--max-steps", "3", "--termination-log", termination.string()}));
+  ASSERT_EQ(result.exit_code, 0) << result.output;
+  const auto message = nlohmann::json::parse(cifar::testing::read_file(termination));
+  EXPECT_EQ(message.value("step", -1), 3) << message.dump();
+  EXPECT_EQ(message.value("savedStep", -1), 3) << message.dump();
+  EXPECT_TRUE(fs::exists(work.path() / "run" / "simplecnn-step-0000000003.pt"));
+}
+
 TEST(Training, RefusesToOverwriteAnExistingRunWithoutResume) {
   TempDir work;
   ASSERT_EQ(
