@@ -11,7 +11,7 @@
 # It makes each --bucket and writes one object into it: SeaweedFS gives a bucket its storage on the
 # first write (seconds), so a warmed bucket answers writes at once.
 #   deploy/object-store/start.sh RUN_DIR [--address IP] [--port P] [--bucket NAME]... [--fresh]
-#                                [--tls] [--metrics-port P]
+#                                [--tls] [--dns-name NAME]... [--metrics-port P]
 # --address: where it listens (default 127.0.0.1; a node's IP for pods to reach it, e.g. the
 # local cluster's 10.244.0.1 with --port 8333, as deploy/examples/s3-ps-job.yaml expects). --port:
 # the S3 port (default: a free one). --fresh: without what an earlier start stored (the tests'),
@@ -19,7 +19,8 @@
 # --tls: also serves https on the next port, with a certificate for ADDRESS, localhost,
 # s3.localhost and *.s3.localhost from a CA made for it (ca.pem). Either way buckets answer
 # virtual-host style too, as BUCKET.s3.localhost:PORT (curl resolves *.localhost to the loopback
-# itself; a certificate's wildcard must leave two labels, so not *.localhost). --metrics-port: its
+# itself; a certificate's wildcard must leave two labels, so not *.localhost). --dns-name: one more
+# name the certificate is for (a name clients resolve to ADDRESS). --metrics-port: its
 # Prometheus metrics there (SeaweedFS_s3_request_total by request type: what a job costs).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,11 +31,13 @@ buckets=()
 fresh=0
 tls=0
 metrics_flags=()
+dns_names=()
 s3_port=
 while (($#)); do
   case $1 in
     --fresh) fresh=1; shift ;;
     --tls) tls=1; shift ;;
+    --dns-name) dns_names+=("${2:?--dns-name needs a name}"); shift 2 ;;
     --metrics-port) metrics_flags=(-metricsPort="${2:?--metrics-port needs a number}"); shift 2 ;;
     --port) s3_port=${2:?--port needs a number}; shift 2 ;;
     --address) address=${2:?--address needs an IP}; shift 2 ;;
@@ -96,7 +99,10 @@ if ((tls)) && { ((fresh)) || [ ! -s "$run/ca.pem" ] ||
     -keyout "$run/ca.key" -out "$run/ca.pem" 2>/dev/null
   openssl req -newkey rsa:2048 -nodes -subj "/CN=$address" -keyout "$run/tls.key" \
     -out "$run/tls.csr" 2>/dev/null
-  printf 'subjectAltName=IP:%s,DNS:localhost,DNS:s3.localhost,DNS:*.s3.localhost\n' "$address" >"$run/tls.ext"
+  names=
+  for name in ${dns_names[@]+"${dns_names[@]}"}; do names+=",DNS:$name"; done
+  printf 'subjectAltName=IP:%s,DNS:localhost,DNS:s3.localhost,DNS:*.s3.localhost%s\n' "$address" \
+    "$names" >"$run/tls.ext"
   openssl x509 -req -in "$run/tls.csr" -CA "$run/ca.pem" -CAkey "$run/ca.key" -CAcreateserial \
     -days 7 -extfile "$run/tls.ext" -out "$run/tls.pem" 2>/dev/null
 fi

@@ -8,97 +8,18 @@
 // store that restarts mid-run is waited for (the job says so, and goes on); one away for longer
 // than the job allows fails it saying so. Jobs in a namespace that denies all traffic by default
 // reach their peers, DNS and the store through their own NetworkPolicy.
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
 
 #include "storage/store.h"
-#include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/object_storage_fixture.h"
 #include "tests/support/object_store.h"
 
 namespace cifar::e2e {
 namespace {
-
-class ObjectStorage : public Cluster {
- protected:
-  void SetUp() override {
-    Cluster::SetUp();
-    store_dir_ = volumes_ / "object-store";
-    const auto started = run_process(
-        {(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/object-store/start.sh").string(),
-         store_dir_.string(), "--address", kNodeOneBridge, "--bucket", "checkpoints", "--tls"});
-    ASSERT_EQ(started.exit_code, 0) << started.output;
-    const auto store = cifar::testing::ObjectStore::from_run_directory(store_dir_);
-    endpoint_ = store.https_endpoint;
-    key_id_ = store.access_key_id;
-    secret_ = store.secret_access_key;
-    ca_bundle_ = store.ca_bundle;
-    keys_secret(ns_, "store-keys", secret_);
-    ca_config_map(ns_);
-    checkpoint_store_ = store_fields("s3://checkpoints/e2e", "store-keys");
-  }
-  void TearDown() override {
-    Cluster::TearDown();
-    run_process({(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/object-store/stop.sh").string(),
-                 store_dir_.string()});
-  }
-
-  // spec.checkpoint's fields for the store.
-  [[nodiscard]] std::string store_fields(const std::string& uri, const std::string& secret) const {
-    return "uri: " + uri + ", s3: {endpoint: '" + endpoint_ +
-           "', addressing: Path, credentialsSecret: " + secret + ", caBundleConfigMap: store-ca}";
-  }
-  // The ConfigMap store-ca with the store's CA as ca.crt, which the jobs' store users trust.
-  void ca_config_map(const std::string& ns) {
-    const auto made =
-        kubectl({"create", "configmap", "store-ca", "-n", ns, "--from-file=ca.crt=" + ca_bundle_});
-    ASSERT_EQ(made.exit_code, 0) << made.output;
-  }
-  // A Secret with the store's key id and `secret` as the secret key.
-  void keys_secret(const std::string& ns, const std::string& name, const std::string& secret) {
-    const auto made = kubectl({"create", "secret", "generic", name, "-n", ns,
-                               "--from-literal=AWS_ACCESS_KEY_ID=" + key_id_,
-                               "--from-literal=AWS_SECRET_ACCESS_KEY=" + secret});
-    ASSERT_EQ(made.exit_code, 0) << made.output;
-  }
-  // Pod `pod` of `job` deleted mid-run (after the job's first checkpoint).
-  void delete_mid_run(const std::string& job, const std::string& pod) {
-    ASSERT_TRUE(wait_for(
-        [&] {
-          return status_of(job).value("progress", json::object()).value("step", 0) >
-                 checkpoint_every_steps_;
-        },
-        seconds(180)))
-        << diagnose(job);
-    ASSERT_NE(state(job), "Succeeded") << "the job ended before it could be interrupted";
-    const auto deleted = kubectl({"delete", "pod", pod, "-n", ns_, "--wait=false"});
-    ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
-  }
-  // The replacement of `pod` restored what it holds from the bucket: its log says `said` and the
-  // run's checkpoint there. Read before the job ends (its pods are deleted then).
-  void expect_restored(const std::string& job, const std::string& pod, const std::string& said) {
-    const auto wanted = said + " s3://checkpoints/e2e/" + ns_ + "/" + job + "-";
-    std::string log;
-    EXPECT_TRUE(wait_for(
-                    [&] {
-                      log = kubectl({"logs", pod, "-n", ns_}).output;
-                      return log.find(wanted) != std::string::npos || state(job) == "Failed";
-                    },
-                    seconds(180)) &&
-                log.find(wanted) != std::string::npos)
-        << wanted << " not in:\n"
-        << log << diagnose(job);
-    EXPECT_NE(log.find("/simplecnn-step-"), std::string::npos) << log;
-  }
-
-  static constexpr const char* kNodeOneBridge = "10.244.0.1";
-  std::filesystem::path store_dir_;
-  std::string endpoint_;
-  std::string key_id_;
-  std::string secret_;
-  std::string ca_bundle_;
-};
 
 TEST_F(ObjectStorage, JobsResumeFromTheBucketAndARunContinuesInAnotherNamespace) {
   host_volume("cifar10", e2e_dir() / "cifar10-slice", true);  // the data; no checkpoint volume
@@ -216,23 +137,7 @@ TEST_F(ObjectStorage, AStoreThatRestartsMidRunIsWaitedForAndSaidWithNoRestart) {
                                "reason=StoreNotAnswering", "-o", "name"})
                           .output;
   EXPECT_FALSE(events.empty()) << kubectl({"get", "events", "-n", ns_}).output;
-  // The final checkpoint is in the bucket: the done marker names it, and the listing has it.
-  auto store = cifar::testing::ObjectStore::from_run_directory(store_dir_);
-  store.endpoint = store.https_endpoint;
-  store.export_environment();
-  ::setenv("AWS_CA_BUNDLE", store.ca_bundle.c_str(), 1);
-  const auto run = status.value("modelDir", "");
-  const auto bucket = storage::open_store(run);
-  const auto done = bucket->get("simplecnn.done");
-  ASSERT_TRUE(done) << run;
-  const auto final_step = json::parse(*done).at("step").get<int64_t>();
-  EXPECT_EQ(status["progress"].value("step", 0), final_step);
-  EXPECT_EQ(checkpoint().value("savedStep", 0), final_step) << checkpoint().dump();
-  EXPECT_FALSE(checkpoint().contains("storeUnreachableSince")) << checkpoint().dump();
-  char name[64];
-  std::snprintf(name, sizeof(name), "simplecnn-step-%010lld.pt",
-                static_cast<long long>(final_step));
-  EXPECT_TRUE(bucket->get(name)) << run << "/" << name;
+  expect_last_checkpoint_in_bucket(status);
 }
 
 // An all-reduce job whose store stays away longer than its checkpoint.maxUnsavedSeconds (15 s):
@@ -272,17 +177,45 @@ TEST_F(ObjectStorage, AStoreAwayLongerThanTheBoundFailsAnAllReduceJobSayingWhere
       {(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/object-store/start.sh").string(),
        store_dir_.string(), "--address", kNodeOneBridge, "--bucket", "checkpoints", "--tls"});
   ASSERT_EQ(started.exit_code, 0) << started.output;
-  auto store = cifar::testing::ObjectStore::from_run_directory(store_dir_);
-  store.endpoint = store.https_endpoint;
-  store.export_environment();
-  ::setenv("AWS_CA_BUNDLE", store.ca_bundle.c_str(), 1);
   const auto run = status.value("modelDir", "");
   char name[64];
   std::snprintf(name, sizeof(name), "simplecnn-step-%010lld.pt",
                 static_cast<long long>(saved_before));
-  const auto names = storage::open_store(run)->list("simplecnn-step-");
+  const auto names = open_run(status)->list("simplecnn-step-");
   EXPECT_FALSE(names.empty()) << run;
   EXPECT_GE(names.empty() ? std::string() : names.back(), std::string(name)) << run;
+}
+
+// An all-reduce job's store frozen for 60 s (SIGSTOP: connections accepted, nothing answered, as
+// a store stuck in a pause): rank 0 trains on, the job says the store does not answer, and once the
+// store answers again the job ends Succeeded with no restart, its last checkpoint in the bucket
+// (a save that met the freeze at the end waits for it, within checkpoint.maxUnsavedSeconds).
+TEST_F(ObjectStorage, AStoreFrozenFor60sIsRiddenOutByAnAllReduceJobWithNoRestart) {
+  host_volume("cifar10", e2e_dir() / "cifar10-slice", true);
+  checkpoint_every_steps_ = 4;
+  submit("s3frozen", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10",
+         kLongEnoughToInterrupt + 2);
+  const auto checkpoint = [&] {
+    return status_of("s3frozen")
+        .value("progress", json::object())
+        .value("checkpoint", json::object());
+  };
+  ASSERT_TRUE(wait_for([&] { return checkpoint().value("savedStep", 0) >= 4; }, seconds(180)))
+      << diagnose("s3frozen");
+  pid_t weed = 0;
+  std::ifstream(store_dir_ / "pid") >> weed;  // deploy/object-store/start.sh's server
+  ASSERT_GT(weed, 0);
+  ASSERT_EQ(::kill(weed, SIGSTOP), 0);
+  const auto frozen = std::chrono::steady_clock::now();
+  EXPECT_TRUE(wait_for([&] { return checkpoint().contains("storeUnreachableSince"); }, seconds(55)))
+      << diagnose("s3frozen");
+  std::this_thread::sleep_until(frozen + seconds(60));
+  ASSERT_EQ(::kill(weed, SIGCONT), 0);
+
+  ASSERT_TRUE(wait_for_state("s3frozen", "Succeeded", seconds(400))) << diagnose("s3frozen");
+  const auto status = status_of("s3frozen");
+  EXPECT_EQ(status.value("restarts", -1), 0) << status.dump();
+  expect_last_checkpoint_in_bucket(status);
 }
 
 // A namespace whose default NetworkPolicy denies all ingress and egress, as hardened clusters
