@@ -1,7 +1,6 @@
 #include "tests/support/object_store.h"
 
-#include <signal.h>
-
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -93,6 +92,14 @@ void OwnObjectStore::freeze() {
 
 void OwnObjectStore::thaw() {
   if (const int p = pid(); p > 0) ::kill(p, SIGCONT);
+}
+
+void OwnObjectStore::begin(StoreOutage outage) {
+  outage == StoreOutage::kRefusing ? stop() : freeze();
+}
+
+void OwnObjectStore::end(StoreOutage outage) {
+  outage == StoreOutage::kRefusing ? start() : thaw();
 }
 
 std::string unique_prefix(std::string_view name) {

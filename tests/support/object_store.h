@@ -31,6 +31,10 @@ struct ObjectStore {
   void export_environment() const;
 };
 
+// How a store is away: refusing connections (stopped: a restart, a failover) or frozen (SIGSTOP:
+// the kernel still accepts connections, and nothing answers).
+enum class StoreOutage { kRefusing, kFrozen };
+
 // An object store of one test's own (deploy/object-store/start.sh in a directory of its own, with
 // the bucket ObjectStore::kBucket), which the test takes away and brings back as real outages
 // do: stopped and started again on its port and with its keys and data (a restart or failover:
@@ -48,6 +52,9 @@ class OwnObjectStore {
   void start();  // again, where it was
   void freeze();
   void thaw();
+  // The outage begins (stop or freeze), and ends (start or thaw).
+  void begin(StoreOutage outage);
+  void end(StoreOutage outage);
 
  private:
   [[nodiscard]] int pid() const;

@@ -422,28 +422,26 @@ struct AllReduceOnOwnStore {
   const train::CheckpointManager checkpoints;
 };
 
-// The store restarts (a failover): connections refused for 60 s. Rank 0 trains on with its newest
+// The store away for 60 s mid-run: restarting (a failover: connections refused) or frozen
+// (SIGSTOP, a pause: connections accepted, nothing answered). Rank 0 trains on with its newest
 // checkpoint waiting, the job ends with no rank restarted, and every checkpoint after the outage
 // is in the bucket.
-TEST(AllReduceJobStoreOutage, RefusingConnectionsFor60SecondsIsRiddenOutWithNoRestart) {
+void away_for_60_seconds(cifar::testing::StoreOutage outage) {
   TempDir work;
   AllReduceOnOwnStore on(work.path());
   const auto saved_before = on.wait_for_a_checkpoint();
-  on.store.stop();
+  on.store.begin(outage);
   std::this_thread::sleep_for(60s);
-  on.store.start();
+  on.store.end(outage);
   on.expect_the_outage_ridden_out(saved_before);
 }
 
-// The store frozen for 60 s (SIGSTOP: connections accepted, nothing answered): the same.
+TEST(AllReduceJobStoreOutage, RefusingConnectionsFor60SecondsIsRiddenOutWithNoRestart) {
+  away_for_60_seconds(cifar::testing::StoreOutage::kRefusing);
+}
+
 TEST(AllReduceJobStoreOutage, AStoreFrozenFor60SecondsIsRiddenOutWithNoRestart) {
-  TempDir work;
-  AllReduceOnOwnStore on(work.path());
-  const auto saved_before = on.wait_for_a_checkpoint();
-  on.store.freeze();
-  std::this_thread::sleep_for(60s);
-  on.store.thaw();
-  on.expect_the_outage_ridden_out(saved_before);
+  away_for_60_seconds(cifar::testing::StoreOutage::kFrozen);
 }
 
 // Away for longer than the job allows (--max-unsaved-seconds 10): rank 0 fails with the store's

@@ -501,32 +501,27 @@ TEST(PsJobStoreOutage, RefusingConnectionsFor10SecondsIsRiddenOutWithNoRestart) 
   on.expect_the_outage_ridden_out(saved_before);
 }
 
-// The same for 60 s: a longer failover.
-TEST(PsJobStoreOutage, RefusingConnectionsFor60SecondsIsRiddenOutWithNoRestart) {
+// The same for 60 s, refusing (a longer failover) or frozen (SIGSTOP, a pause: connections
+// accepted, nothing answered).
+void away_for_60_seconds(cifar::testing::StoreOutage outage) {
   TempDir work;
   JobOnOwnStore on(work.path(), /*epochs_in_all=*/6);
   on.start_all();
   const auto saved_before = on.wait_for_a_checkpoint();
-  const auto stopped = std::chrono::steady_clock::now();
-  on.store.stop();
+  const auto began = std::chrono::steady_clock::now();
+  on.store.begin(outage);
   on.expect_training_goes_on_while_the_store_is_away();
-  std::this_thread::sleep_until(stopped + 60s);
-  on.store.start();
+  std::this_thread::sleep_until(began + 60s);
+  on.store.end(outage);
   on.expect_the_outage_ridden_out(saved_before);
 }
 
-// A store frozen for 60 s (SIGSTOP: connections accepted, nothing answered): the same.
+TEST(PsJobStoreOutage, RefusingConnectionsFor60SecondsIsRiddenOutWithNoRestart) {
+  away_for_60_seconds(cifar::testing::StoreOutage::kRefusing);
+}
+
 TEST(PsJobStoreOutage, AStoreFrozenFor60SecondsIsRiddenOutWithNoRestart) {
-  TempDir work;
-  JobOnOwnStore on(work.path(), /*epochs_in_all=*/6);
-  on.start_all();
-  const auto saved_before = on.wait_for_a_checkpoint();
-  const auto frozen = std::chrono::steady_clock::now();
-  on.store.freeze();
-  on.expect_training_goes_on_while_the_store_is_away();
-  std::this_thread::sleep_until(frozen + 60s);
-  on.store.thaw();
-  on.expect_the_outage_ridden_out(saved_before);
+  away_for_60_seconds(cifar::testing::StoreOutage::kFrozen);
 }
 
 // Away for longer than the job allows: the master fails with the store's unavailability (exit 5,
