@@ -52,9 +52,11 @@ tools: $(TOOL_TARGETS)
 $(TOOL_TARGETS): go-tool-%: deps
 	bash deploy/tools/build.sh $* >/dev/null
 
-# The runtime and operator images, from this build's binaries (seconds); `scripts/build-images.sh`
-# without --prebuilt compiles inside the image instead (the Dockerfile's full multi-stage build).
-images: build
+# The runtime and operator images, from this build's two binaries alone (not the tests and
+# benchmarks a cluster does not use); `scripts/build-images.sh` without --prebuilt compiles inside
+# the image instead (the Dockerfile's full multi-stage build).
+images: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target cifar-train cifar-operator
 	bash scripts/build-images.sh --prebuilt $(BUILD_DIR) --out $(BUILD_DIR)/images
 
 # The local cluster, a real one of NODES nodes (1-8; NODES=2: two kubelets, each with its own
@@ -70,7 +72,9 @@ GPUS ?= 0
 GPU_TAINT ?= 0
 KUEUE ?= 0
 S3 ?= 0
-cluster: images node tools fake-gpu-plugin $(if $(filter 1,$(KUEUE)),kueue)
+# Only what the cluster and its flags use: start.sh builds its own tools (Helm, the NetworkPolicy
+# agent) and, with GPUS, the fake GPU plugin; S3=1 builds SeaweedFS.
+cluster: images node $(if $(filter 1,$(KUEUE)),kueue)
 	bash deploy/local-cluster/start.sh --nodes $(NODES) --gpus $(GPUS) \
 	  $(if $(filter 1,$(GPU_TAINT)),--gpu-taint) $(BUILD_DIR)/cluster $(BUILD_DIR)/images
 	if [ "$(KUEUE)" = 1 ]; then bash deploy/local-cluster/kueue.sh $(BUILD_DIR)/cluster; fi
