@@ -30,18 +30,6 @@ std::string describe(const grpc::Status& s) {
   return "[" + std::to_string(static_cast<int>(s.error_code())) + "] " + s.error_message();
 }
 
-// Whether a failed call looks like packets dropped on the way, as a NetworkPolicy or a firewall
-// drops them (connections neither accepted nor refused: they time out), rather than a PS that is
-// down (refused) or a name that does not resolve (its pod gone).
-bool looks_dropped(const grpc::Status& s) {
-  const auto& said = s.error_message();
-  const auto has = [&](const char* what) { return said.find(what) != std::string::npos; };
-  if (has("refused") || has("esolv") || has("DNS")) return false;
-  // "handshaker shutdown": gRPC gave up on a connection that was still being opened.
-  return s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || has("imeout") ||
-         has("timed out") || has("handshaker shutdown");
-}
-
 // How long a shard that is down, or has no parameters yet, is waited for.
 std::chrono::milliseconds retry_window(const ClientOptions& options) {
   return std::chrono::milliseconds(static_cast<int64_t>(options.retry_seconds * 1000));
@@ -140,14 +128,10 @@ class PsClient::Connection {
         continue;
       }
       if (Clock::now() > give_up) {
-        throw std::runtime_error(
-            name_ + (stale_ps ? " older than expected for " : " unreachable for ") +
-            fmt::format("{}", options_.retry_seconds) + " s during " + what + ": " +
-            describe(status) +
-            (!stale_ps && looks_dropped(status)
-                 ? "; its connections were neither accepted nor refused: a NetworkPolicy (or a "
-                   "firewall) that drops the job's traffic may be why"
-                 : ""));
+        throw std::runtime_error(name_ +
+                                 (stale_ps ? " older than expected for " : " unreachable for ") +
+                                 fmt::format("{}", options_.retry_seconds) + " s during " + what +
+                                 ": " + describe(status));
       }
       if (!warned) {
         spdlog::warn("{} {}: {}; retrying for up to {} s", name_,

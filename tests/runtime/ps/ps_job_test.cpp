@@ -56,10 +56,6 @@ class LocalJob {
   }
 
   [[nodiscard]] fs::path model_dir() const { return work_ / kModelDir; }
-  // Where parameter server `index` listens (the local flags' ports: PS 0 first).
-  [[nodiscard]] std::string ps_address(int index) const {
-    return "127.0.0.1:" + std::to_string(grpc_port_ + index);
-  }
   [[nodiscard]] std::vector<std::string> argv(const std::string& role, int index) const {
     return TrainArgs({CIFAR_TRAIN_BIN})
         .dirs(work_, kModelDir)
@@ -264,41 +260,6 @@ std::string done_at(int trainers) {
 
 bool has_checkpoint(const fs::path& dir, const std::string& model = "simplecnn") {
   return fs::exists(dir) && !train::CheckpointManager(dir, model, 3).list().empty();
-}
-
-// A parameter server whose packets are dropped (an iptables DROP in the worker's own network
-// namespace, as a NetworkPolicy or a firewall drops them), not refused: the worker gives up naming
-// the PS and its address, and says that a NetworkPolicy may be why. One that refuses (nobody
-// listens: a PS not up yet, or gone) is named without that guess.
-TEST(PsFaults, APsWhosePacketsAreDroppedIsNamedWithTheNetworkPolicyThatMayBeWhy) {
-  TempDir work;
-  const LocalJob job(
-      work.path(), 1, /*workers=*/1,
-      TrainArgs()
-          .synthetic("simplecnn", 3072, 128)
-          .add({"-b", "32", "-e", "1", "--ps-mode", "sync", "--ps-retry-seconds", "3"})
-          .args());
-  const auto ps = job.ps_address(0);
-  const auto port = ps.substr(ps.rfind(':') + 1);
-  std::vector<std::string> dropped_argv = {
-      "unshare",
-      "-rn",
-      "sh",
-      "-c",
-      R"(ip link set lo up && iptables -A INPUT -p tcp --dport "$0" -j DROP || exit 99; exec "$@")",
-      port};
-  const auto worker = job.argv("worker", 0);
-  dropped_argv.insert(dropped_argv.end(), worker.begin(), worker.end());
-  const auto gave_up = "PS shard 0 (" + ps + ", stripe 0) unreachable for 3 s during register";
-  const auto dropped = cifar::testing::run_process(dropped_argv);
-  ASSERT_NE(dropped.exit_code, 99) << "no network namespace with iptables here: " << dropped.output;
-  const auto refused = cifar::testing::run_process(worker);
-  for (const auto* run : {&dropped, &refused}) {
-    EXPECT_EQ(run->exit_code, 1) << run->output;
-    EXPECT_NE(run->output.find(gave_up), std::string::npos) << run->output;
-  }
-  EXPECT_NE(dropped.output.find("a NetworkPolicy"), std::string::npos) << dropped.output;
-  EXPECT_EQ(refused.output.find("NetworkPolicy"), std::string::npos) << refused.output;
 }
 
 TEST(PsFaults, KilledWorkerIsDroppedTheJobGoesOnAndTheRestartedWorkerRejoins) {
