@@ -24,7 +24,7 @@ RUN apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --
       libgloo-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev \
       prometheus-cpp-dev libcurl4-openssl-dev libarchive-dev libssl-dev zlib1g-dev \
       libcpprest-dev libyaml-cpp-dev libgrpc++-dev protobuf-compiler-grpc protobuf-compiler \
-      libprotobuf-dev libpugixml-dev \
+      libprotobuf-dev libpugixml-dev libunwind-dev libdw-dev \
     && rm -rf /var/lib/apt/lists/*
 
 FROM build-deps AS compiled

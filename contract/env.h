@@ -9,7 +9,8 @@ inline constexpr char kTfConfig[] = "TF_CONFIG";
 // The job's shared secret: parameter servers refuse calls without it.
 inline constexpr char kPsToken[] = "CIFAR_PS_TOKEN";
 // The directory of the job's TLS credentials (ca.crt, tls.crt, tls.key: the operator mounts the
-// job's Secret there): the parameter-server channel is mutual TLS with them (--tls-dir).
+// job's CA and the pod's role's certificate and key there, from the job's Secret): the
+// parameter-server channel is mutual TLS with them (--tls-dir).
 inline constexpr char kTlsDir[] = "CIFAR_TLS_DIR";
 // Who the pod is, for logs (the runtime's metric labels come from TF_CONFIG).
 inline constexpr char kJobName[] = "CIFAR_JOB_NAME";

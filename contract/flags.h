@@ -54,6 +54,9 @@ inline constexpr Flag kMetricsPort{"--metrics-port", ""};
 inline constexpr Flag kProgress{"--progress", ""};
 inline constexpr Flag kMetricsLinger{"--metrics-linger", ""};
 inline constexpr Flag kTerminationLog{"--termination-log", ""};
+// The stall watchdog's limit (runtime/health/watchdog.h). Not in kAll yet: the operator does not
+// write it (runPolicy.stallTimeoutSeconds is the operator's own, issue 58 part 2).
+inline constexpr Flag kStallSeconds{"--stall-seconds", ""};
 // Strategies.
 inline constexpr Flag kStrategy{"--strategy", ""};
 inline constexpr Flag kPsMode{"--ps-mode", ""};

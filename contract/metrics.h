@@ -9,6 +9,10 @@ inline constexpr char kJobLabel[] = "job";
 inline constexpr char kRoleLabel[] = "role";
 inline constexpr char kIndexLabel[] = "index";
 
+// Every role: seconds since its last progress (a trainer's step, a PS's update applied, an
+// evaluator's checkpoint evaluated); 0 while it waits by design (runtime/health/heartbeat.h).
+inline constexpr char kSecondsSinceProgress[] = "cifar_seconds_since_progress";
+
 // Training (every trainer); status.progress reads the chief's.
 inline constexpr char kSteps[] = "cifar_steps_total";
 inline constexpr char kImages[] = "cifar_images_total";
@@ -46,7 +50,7 @@ inline constexpr char kPsReceivedBytes[] = "cifar_ps_received_bytes_total";
 inline constexpr char kPsSentBytes[] = "cifar_ps_sent_bytes_total";
 inline constexpr char kPsEvictions[] = "cifar_ps_evictions_total";
 // Calls the PS's door refused, by reason (label kRefusalLabel): no_certificate,
-// foreign_certificate (not the job's CA's), token.
+// foreign_certificate (not the job's CA's), not_a_caller (a parameter server's own), token.
 inline constexpr char kPsRefusedCalls[] = "cifar_ps_refused_calls_total";
 inline constexpr char kRefusalLabel[] = "reason";
 inline constexpr char kPsVersion[] = "cifar_ps_version";

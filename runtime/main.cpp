@@ -4,6 +4,8 @@
 // the signal that killed it).
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -30,6 +32,7 @@
 #include "train/loop.h"
 #include "train/result.h"
 #include "train/run_store.h"
+#include "train/stall_watch.h"
 #include "train/termination_log.h"
 
 namespace {
@@ -45,7 +48,9 @@ int run(const cifar::train::TrainConfig& config) {
   // the run and restore its checkpoints, a trainer build its model and data, and only then stop).
   if (dist.enabled && dist.strategy == cifar::train::Strategy::kParameterServer &&
       dist.job.role != Role::kEvaluator) {
-    if (!cifar::ps::job_credentials(dist.ps)) {
+    const auto end =
+        dist.job.role == Role::kPs ? cifar::ps::ChannelEnd::kServes : cifar::ps::ChannelEnd::kCalls;
+    if (!cifar::ps::job_credentials(dist.ps, end)) {
       spdlog::warn(
           "the parameter-server channel is PLAINTEXT ({}): no TLS, and anyone who reaches the "
           "parameter servers' ports can read the model and send it gradients",
@@ -59,28 +64,32 @@ int run(const cifar::train::TrainConfig& config) {
   }
   // The run's writers take their slot of its fence first (train/fence.h): a pod replaced while it
   // was cut off, restarted in place, stops here, before it rendezvouses or reads the run.
+  cifar::train::Fence fence;
   if (dist.enabled && dist.job.role == Role::kEvaluator) {
-    cifar::train::claim_fence(config, cifar::train::FenceSlot::kEvaluator);
+    fence = cifar::train::Fence::claim(config, cifar::train::FenceSlot::kEvaluator);
   } else if (dist.chief()) {
-    cifar::train::claim_fence(config, cifar::train::FenceSlot::kChief);
+    fence = cifar::train::Fence::claim(config, cifar::train::FenceSlot::kChief);
   }
+  // Reports a trainer that stops making progress (alive, not training): where it waits.
+  auto stall_watchdog = cifar::train::watch_for_stalls(config);
   if (dist.enabled && dist.job.role == Role::kPs) {
     return cifar::ps::run_parameter_server(config);
   }
   if (dist.enabled && dist.job.role == Role::kEvaluator) {
     cifar::train::write_termination_log(config.termination_log,
-                                        cifar::train::run_evaluator(config));
+                                        cifar::train::run_evaluator(config, fence));
     return 0;
   }
   const auto result = [&] {
     if (!dist.enabled) {
-      cifar::train::LocalExchange local(config);
-      return cifar::train::run_training(config, local);
+      cifar::train::LocalExchange local(config, fence);
+      return cifar::train::run_training(config, local, fence);
     }
     return dist.strategy == cifar::train::Strategy::kAllReduce
-               ? cifar::allreduce::run_allreduce_trainer(config)
-               : cifar::ps::run_ps_trainer(config);
+               ? cifar::allreduce::run_allreduce_trainer(config, fence)
+               : cifar::ps::run_ps_trainer(config, fence);
   }();
+  stall_watchdog.reset();  // the run is over: no stall report may follow its last words
   for (const auto& line : cifar::train::describe(result)) spdlog::info("{}", line);
   cifar::train::write_termination_log(config.termination_log, result);
   if (!result.stopped) return cifar::contract::kExitOk;
@@ -94,22 +103,21 @@ int run(const cifar::train::TrainConfig& config) {
   return cifar::contract::kExitStopped;
 }
 
-}  // namespace
+// Ends the process once all of ours is closed (the run's scope left, the termination message
+// written), without the libraries' exit-time finalizers: gRPC's threads may still be opening a
+// connection for a channel already dropped while OpenSSL's and torch's finalizers free what they
+// use (a trainer that gave up on its PS died there with SIGSEGV now and then).
+[[noreturn]] void end_process(int code) {
+  spdlog::shutdown();
+  std::fflush(nullptr);
+  std::_Exit(code);
+}
 
-int main(int argc, char** argv) {
-  if (argc > 1 && std::string(argv[1]) == "certs") return cifar::cli::make_certificates(argc, argv);
-  if (argc > 1 && std::string(argv[1]) == "launch") {
-    return cifar::cli::launch_local_ranks(argc, argv);  // forwards SIGTERM to its ranks
-  }
-  cifar::train::install_stop_handlers();
-  const auto parsed = cifar::cli::parse_command_line(argc, argv);
-  if (!parsed.config) return parsed.exit_code;
+// Runs the parsed command line; failures become clear messages and exit codes.
+int run_or_explain(const cifar::cli::ParsedCommandLine& parsed) {
   const auto& dist = parsed.config->distributed;
   // In a job's interleaved logs every line says which process wrote it.
-  const auto task = dist.strategy == cifar::train::Strategy::kAllReduce && dist.job.is_trainer()
-                        ? "rank " + std::to_string(dist.allreduce.rank)
-                        : dist.job.task_name();
-  spdlog::set_pattern(dist.enabled ? "[%H:%M:%S.%e] [" + task + "] [%^%l%$] %v"
+  spdlog::set_pattern(dist.enabled ? "[%H:%M:%S.%e] [" + dist.who() + "] [%^%l%$] %v"
                                    : "[%H:%M:%S.%e] [%^%l%$] %v");
   if (parsed.verbose) spdlog::set_level(spdlog::level::debug);
 
@@ -133,4 +141,17 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return fail(cifar::train::error_text(e), cifar::contract::kExitFailed);
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "certs") return cifar::cli::make_certificates(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "launch") {
+    return cifar::cli::launch_local_ranks(argc, argv);  // forwards SIGTERM to its ranks
+  }
+  cifar::train::install_stop_handlers();
+  const auto parsed = cifar::cli::parse_command_line(argc, argv);
+  if (!parsed.config) return parsed.exit_code;
+  end_process(run_or_explain(parsed));
 }

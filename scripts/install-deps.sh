@@ -27,6 +27,8 @@ DEMO_PACKAGES=(
   # runtime libraries
   libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev prometheus-cpp-dev
   libcurl4-openssl-dev libarchive-dev libssl-dev zlib1g-dev libpugixml-dev
+  # the stall report's stacks: libunwind walks them, elfutils' libdw names them
+  libunwind-dev libdw-dev
   # parameter server: gRPC + protobuf
   libgrpc++-dev protobuf-compiler-grpc protobuf-compiler libprotobuf-dev
   # real data: CIFAR-10's JPEG copy beside the repository is decoded with PIL

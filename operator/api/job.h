@@ -198,6 +198,9 @@ struct Job {
   // The run's model dir once chosen (status.modelDir): it never moves under a running job, even
   // if checkpoint.resumeFrom is edited or the naming rule changes. "": from the spec.
   std::string run_dir;
+  // A job whose Secret an operator before per-role credentials made (its Service says which,
+  // desired_state.h): its PS and trainers share that Secret's one certificate while it runs.
+  bool shared_credentials = false;
 };
 
 }  // namespace cifar::op

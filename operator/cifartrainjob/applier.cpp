@@ -109,7 +109,7 @@ void Applier::create_objects(const Job& job, const Plan& plan, int& created) {
   if (plan.create_token_secret) {
     create_owned(client_, kube::secrets(job.namespace_),
                  desired_token_secret(job, random_token(),
-                                      security::make_job_credentials(job_certificate_request(job))),
+                                      security::make_job_identities(job_certificate_request(job))),
                  job);
   }
   if (plan.create_network_policy) {

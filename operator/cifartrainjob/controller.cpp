@@ -239,6 +239,7 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
     }
     const auto service = services_->get(job.namespace_ + "/" + job.name);
     observed.service_exists = service && controlled_by(*service, job.uid);
+    job.shared_credentials = observed.service_exists && !has_per_role_credentials(*service);
     observed.progress = progress_of(key);
     for (auto& pod : take_deleted_pods(key)) {
       if (controlled_by(pod, job.uid)) observed.deleted_pods.push_back(std::move(pod));

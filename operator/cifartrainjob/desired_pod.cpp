@@ -152,16 +152,19 @@ void add_store_access(const JobSpec& s, Role role, int index, json& container, j
                        {"items", json::array({{{"key", kStoreCaKey}, {"path", kStoreCaKey}}})}}}});
 }
 
-// The job's TLS credentials for the members of its parameter-server channel.
+// The job's TLS credentials for the members of its parameter-server channel: each its role's.
 void add_job_tls(const Job& job, Role role, json& container, json& volumes) {
   if (!on_ps_channel(job.spec, role)) return;
   container["env"].push_back(env_var(contract::env::kTlsDir, kTlsPath));
   container["volumeMounts"].push_back(
       {{"name", "job-tls"}, {"mountPath", kTlsPath}, {"readOnly", true}});
-  json items = json::array();
-  for (const char* key : {security::kCaFile, security::kCertificateFile, security::kKeyFile}) {
-    items.push_back({{"key", key}, {"path", key}});
-  }
+  // The role's certificate and key under the names the runtime reads (security/tls_dir.h).
+  const auto& own = role == Role::kPs ? kPsCredentialKeys : kTrainerCredentialKeys;
+  const auto [certificate, key] =
+      job.shared_credentials ? CredentialKeys{security::kCertificateFile, security::kKeyFile} : own;
+  const json items = {{{"key", security::kCaFile}, {"path", security::kCaFile}},
+                      {{"key", certificate}, {"path", security::kCertificateFile}},
+                      {{"key", key}, {"path", security::kKeyFile}}};
   // Readable by whoever the container runs as (a template may name another user and no fsGroup):
   // the container is the job's process alone.
   volumes.push_back(

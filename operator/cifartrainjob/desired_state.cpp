@@ -187,9 +187,11 @@ std::optional<Role> pod_role(const json& pod) {
 }
 
 json desired_service(const Job& job) {
+  auto metadata = owned_metadata(job, job.name);
+  metadata["annotations"][kPerRoleCredentialsAnnotation] = "per-role";
   return {{"apiVersion", "v1"},
           {"kind", "Service"},
-          {"metadata", owned_metadata(job, job.name)},
+          {"metadata", metadata},
           {"spec",
            {{"clusterIP", "None"},
             {"publishNotReadyAddresses", true},
@@ -198,23 +200,29 @@ json desired_service(const Job& job) {
                                    service_port(kMetricsPort)})}}}};
 }
 
-std::string token_secret_name(const Job& job) { return job.name + "-token"; }
-
-json credentials_data(const security::JobCredentials& credentials) {
-  return {{security::kCaFile, credentials.ca_certificate},
-          {security::kCertificateFile, credentials.certificate},
-          {security::kKeyFile, credentials.private_key}};
+bool has_per_role_credentials(const json& service) {
+  return service.value("metadata", json::object())
+             .value("annotations", json::object())
+             .value(kPerRoleCredentialsAnnotation, "") == "per-role";
 }
 
+std::string token_secret_name(const Job& job) { return job.name + "-token"; }
+
 json desired_token_secret(const Job& job, const std::string& token,
-                          const security::JobCredentials& credentials) {
-  auto data = credentials_data(credentials);
-  data["token"] = token;
+                          const security::JobIdentities& identities) {
+  const auto& ps = identities.parameter_server;
+  const auto& trainer = identities.trainer;
   return {{"apiVersion", "v1"},
           {"kind", "Secret"},
           {"metadata", owned_metadata(job, token_secret_name(job))},
           {"type", "Opaque"},
-          {"stringData", data}};
+          {"stringData",
+           {{"token", token},
+            {security::kCaFile, ps.ca_certificate},
+            {kPsCredentialKeys.certificate, ps.certificate},
+            {kPsCredentialKeys.key, ps.private_key},
+            {kTrainerCredentialKeys.certificate, trainer.certificate},
+            {kTrainerCredentialKeys.key, trainer.private_key}}}};
 }
 
 security::CertificateRequest job_certificate_request(const Job& job) {

@@ -53,19 +53,30 @@ nlohmann::json replica_labels(const Job& job, Role role, int index);
 // The role a pod's replica_labels give it; nullopt for a pod without one (not the operator's).
 std::optional<Role> pod_role(const nlohmann::json& pod);
 
+// The job's headless Service. It carries kPerRoleCredentialsAnnotation: the job's Secret holds
+// per-role credentials (a Service without it is of an older operator's job, whose Secret has one
+// certificate for all: Job::shared_credentials).
 nlohmann::json desired_service(const Job& job);
-// "<job>-token": the Secret whose `token` every pod gets as CIFAR_PS_TOKEN, and whose job
-// credentials (ca.crt, tls.crt, tls.key: a CA of the job's own and the certificate of its members)
-// a parameter-server job's PS and trainers mount at CIFAR_TLS_DIR: only the job's own pods can
-// call its parameter servers, over mutual TLS. Token and credentials are the caller's (random),
-// made once with the Secret and never rotated while it lives.
+inline constexpr char kPerRoleCredentialsAnnotation[] = "cifartrain.io/ps-credentials";
+// Whether `service` (the job's) says its Secret holds per-role credentials.
+bool has_per_role_credentials(const nlohmann::json& service);
+// "<job>-token": the Secret whose `token` a parameter-server job's PS and trainers get as
+// CIFAR_PS_TOKEN, and whose credentials they mount at CIFAR_TLS_DIR (ca.crt, and as tls.crt and
+// tls.key their role's: ps.crt/ps.key for the PS, trainer.crt/trainer.key for the trainers), so
+// that only the job's trainers can call its parameter servers, over mutual TLS, and no trainer can
+// pose as one. Token and credentials are the caller's (random), made once with the Secret and
+// never rotated while it lives; the CA's key is kept nowhere.
 std::string token_secret_name(const Job& job);
+struct CredentialKeys {
+  const char* certificate;
+  const char* key;
+};
+inline constexpr CredentialKeys kPsCredentialKeys{"ps.crt", "ps.key"};
+inline constexpr CredentialKeys kTrainerCredentialKeys{"trainer.crt", "trainer.key"};
 nlohmann::json desired_token_secret(const Job& job, const std::string& token,
-                                    const security::JobCredentials& credentials);
-// The credentials as the Secret's stringData keys (the files CIFAR_TLS_DIR holds).
-nlohmann::json credentials_data(const security::JobCredentials& credentials);
-// What the job's certificate names: every pod's DNS name under the job's headless Service
-// (<job>-<role>-<i>.<job>.<namespace>.svc[.cluster.local], as TF_CONFIG names the PS).
+                                    const security::JobIdentities& identities);
+// What the job's certificates name: the PS's, every pod's DNS name under the job's headless
+// Service (<job>-<role>-<i>.<job>.<namespace>.svc[.cluster.local], as TF_CONFIG names the PS).
 security::CertificateRequest job_certificate_request(const Job& job);
 // Admits the job's own pods to every port of its pods (gRPC, the c10d store, and Gloo's pair
 // connections on ephemeral ports), and anyone to the metrics port (Prometheus, the operator); lets

@@ -16,6 +16,11 @@ using std::chrono::seconds;
 // image imported, a Secret created, a registry back.)
 bool cannot_heal(const std::string& waiting_reason) { return waiting_reason == "InvalidImageName"; }
 
+// The kubelet confirms that a pod's containers ended by deleting it again with a grace period of
+// 0, which moves its deletionTimestamp to that moment; the pod is gone a moment later unless a
+// finalizer holds it. One still there this long after its grace period ended is stuck.
+constexpr seconds kStuckAfterGrace{5};
+
 }  // namespace
 
 std::string Holdup::describe(Clock::time_point now) const {
@@ -77,8 +82,9 @@ std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
       if (!due) continue;
       holdup.reason = reason::kPodStuckTerminating;
       holdup.since = *due;
-      if (spec.terminating_deadline_seconds > 0) {
-        holdup.fails_at = *due + seconds(spec.terminating_deadline_seconds);
+      if (spec.terminating_deadline_seconds > 0) {  // never before it counts as stuck
+        holdup.fails_at =
+            *due + std::max(seconds(spec.terminating_deadline_seconds), kStuckAfterGrace);
       }
       holdups.push_back(std::move(holdup));
       continue;
@@ -119,12 +125,16 @@ void report_holdups(const Job& job, const PodsByName& pods,
                                         listed(plan.release_pods, h.pod);
                                }),
                 holdups.end());
-  // A pod still terminating within its grace period is going as it should.
+  // A pod still terminating within its grace period (and moments after) is going as it should.
   const auto reportable = [&](const Holdup& h) {
-    return !h.reason.empty() &&
-           (h.reason != reason::kPodStuckTerminating || (h.since && now >= *h.since));
+    return !h.reason.empty() && (h.reason != reason::kPodStuckTerminating ||
+                                 (h.since && now >= *h.since + kStuckAfterGrace));
   };
   for (const auto& holdup : holdups) {
+    if (holdup.reason == reason::kPodStuckTerminating && holdup.since &&
+        now < *holdup.since + kStuckAfterGrace) {
+      look_again_in(plan, seconds_until(*holdup.since + kStuckAfterGrace, now));
+    }
     if (holdup.permanent) {
       finish(job, pods, false, holdup.reason,
              holdup.describe(now) + "; this cannot heal without a change to the job", now, plan);

@@ -2,7 +2,8 @@
 // (a CA of its own and one certificate it signs: security/certificates.h) and writes them to DIR
 // as ca.crt, tls.crt and tls.key, for the processes of a local PS job (`--tls-dir DIR`). The
 // certificate names localhost and 127.0.0.1 unless --host says which names the job's processes
-// reach each other by. On Kubernetes the operator makes them, per job.
+// reach each other by; it serves and calls (the processes of a local job are one user's). On
+// Kubernetes the operator makes them, per job and role.
 #pragma once
 
 namespace cifar::cli {

@@ -41,6 +41,15 @@ struct DistributedOptions {
     if (strategy == Strategy::kAllReduce) return job.is_trainer() && allreduce.rank == 0;
     return job.is_chief();
   }
+  // Who this process is in a job's logs and reports: "rank 1" for an all-reduce trainer,
+  // "worker 0", "ps 1", "evaluator 0" otherwise; "trainer" alone.
+  [[nodiscard]] std::string who() const {
+    if (!enabled) return "trainer";
+    if (strategy == Strategy::kAllReduce && job.is_trainer()) {
+      return "rank " + std::to_string(allreduce.rank);
+    }
+    return job.task_name();
+  }
   // Whether this process reads or writes the run's store: the chief by its strategy's rule
   // (chief()), the members that train nothing by the contract's (contract::uses_store: the
   // evaluator, a parameter server).
@@ -90,6 +99,9 @@ struct TrainConfig {
   int metrics_port = contract::kMetricsPort.number;  // -1: no endpoint; 0: a free port
   std::string metrics_bind = "0.0.0.0";
   int metrics_linger = 0;  // seconds the endpoint stays up after a divergence, for a last scrape
+  // A trainer with no progress for this long reports a stall (health/watchdog.h; 0: the limit is
+  // derived from its pace, -1: no watchdog).
+  double stall_seconds = 0;
   // The pod's incarnation (env CIFAR_INCARNATION; 0: none), which fences the run's writes
   // against an older pod of the same role (train/fence.h).
   int64_t incarnation = 0;

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "data/dataset.h"
+#include "health/waits.h"
 
 namespace cifar::data {
 namespace {
@@ -40,6 +41,7 @@ std::vector<uint8_t> read_whole_file(const fs::path& file, const char* kind) {
   if (!fs::is_regular_file(status)) {
     throw DataError(std::string(kind) + " file " + quoted_path(file) + " is not a regular file");
   }
+  const health::Wait in_flight(std::string("read of ") + kind + " file " + file.string(), "");
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     throw DataError(std::string(kind) + " file " + quoted_path(file) +

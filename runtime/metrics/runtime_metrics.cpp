@@ -1,16 +1,27 @@
 #include "metrics/runtime_metrics.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <prometheus/collectable.h>
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <stdexcept>
+#include <system_error>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "contract/metrics.h"
+#include "health/heartbeat.h"
 
 namespace cifar::metrics {
 namespace {
@@ -26,6 +37,41 @@ prometheus::Labels labels_of(const Identity& id) {
 prometheus::Histogram::BucketBoundaries step_buckets() {
   return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
 }
+
+// Opens and closes a connection to `port` on this machine's loopback (refused where the endpoint
+// listens on another address only). Non-blocking: a full backlog drops it instead of holding it.
+void knock(uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  static_cast<void>(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address));
+  ::close(fd);
+}
+
+// Read at each scrape (health/heartbeat.h), so that it grows while the process is stuck, when
+// nothing of it runs to set a gauge.
+class SecondsSinceProgress : public prometheus::Collectable {
+ public:
+  explicit SecondsSinceProgress(const prometheus::Labels& labels) {
+    for (const auto& [name, value] : labels) labels_.push_back({name, value});
+  }
+  [[nodiscard]] std::vector<prometheus::MetricFamily> Collect() const override {
+    prometheus::ClientMetric sample;
+    sample.label = labels_;
+    sample.gauge.value = health::progress_state().seconds_since_progress;
+    return {{metric::kSecondsSinceProgress,
+             "Seconds since this process last made progress (a trainer's step, a parameter "
+             "server's update, an evaluator's checkpoint); 0 while it waits by design.",
+             prometheus::MetricType::Gauge,
+             {sample}}};
+  }
+
+ private:
+  std::vector<prometheus::ClientMetric::Label> labels_;
+};
 
 }  // namespace
 
@@ -124,10 +170,32 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
                                "); is the port in use? --metrics-port -1 turns the endpoint off");
     }
     exposer_->RegisterCollectable(registry_);
+    progress_ = std::make_shared<SecondsSinceProgress>(labels);
+    exposer_->RegisterCollectable(progress_);
   }
 }
 
-RuntimeMetrics::~RuntimeMetrics() = default;
+// civetweb's listening thread, which the Exposer's destructor joins, sees that it is to stop only
+// between two polls of its socket, 2 s apart: connections to the port wake it, so that the
+// endpoint closes in milliseconds, not seconds, when a run ends (a graceful stop among them).
+RuntimeMetrics::~RuntimeMetrics() {
+  const auto listening = port();
+  if (listening == 0) return;
+  std::atomic<bool> closed{false};
+  std::thread waker;
+  try {
+    waker = std::thread([&] {
+      while (!closed.load()) {
+        knock(listening);
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    });
+  } catch (const std::system_error&) {  // no thread to spare: it closes at civetweb's pace
+  }
+  exposer_.reset();
+  closed.store(true);
+  if (waker.joinable()) waker.join();
+}
 
 uint16_t RuntimeMetrics::port() const {
   if (!exposer_) return 0;

@@ -12,6 +12,7 @@
 #include <string_view>
 
 namespace prometheus {
+class Collectable;
 class Counter;
 class Exposer;
 class Histogram;
@@ -85,6 +86,7 @@ class RuntimeMetrics {
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
+  std::shared_ptr<prometheus::Collectable> progress_;  // kSecondsSinceProgress, read at scrapes
   prometheus::Counter* steps_;
   prometheus::Counter* images_;
   prometheus::Counter* data_wait_;

@@ -136,29 +136,85 @@ std::string utc_text(const ASN1_TIME* time) {
 
 }  // namespace
 
-JobCredentials make_job_credentials(const CertificateRequest& request) {
-  const auto ca_key = new_key();
-  auto ca = new_certificate(ca_key.get(), "CA " + request.common_name, request);
-  check(X509_set_issuer_name(ca.get(), X509_get_subject_name(ca.get())), "set the CA's issuer");
-  add_extension(ca.get(), ca.get(), NID_basic_constraints, "critical,CA:TRUE,pathlen:0");
-  add_extension(ca.get(), ca.get(), NID_key_usage, "critical,keyCertSign,cRLSign");
-  add_extension(ca.get(), ca.get(), NID_subject_key_identifier, "hash");
-  if (X509_sign(ca.get(), ca_key.get(), EVP_sha256()) == 0) fail("sign the CA");
+namespace {
 
+// The job's CA: its certificate, and its key while the job's certificates are signed.
+struct Authority {
+  Certificate certificate;
+  Key key;
+};
+
+Authority make_authority(const CertificateRequest& request) {
+  Authority ca{nullptr, new_key()};
+  ca.certificate = new_certificate(ca.key.get(), "CA " + request.common_name, request);
+  X509* certificate = ca.certificate.get();
+  check(X509_set_issuer_name(certificate, X509_get_subject_name(certificate)),
+        "set the CA's issuer");
+  add_extension(certificate, certificate, NID_basic_constraints, "critical,CA:TRUE,pathlen:0");
+  add_extension(certificate, certificate, NID_key_usage, "critical,keyCertSign,cRLSign");
+  add_extension(certificate, certificate, NID_subject_key_identifier, "hash");
+  if (X509_sign(certificate, ca.key.get(), EVP_sha256()) == 0) fail("sign the CA");
+  return ca;
+}
+
+// A certificate of `ca` named `common_name` for `extended_key_usage` ("serverAuth", ...), under
+// the request's DNS names and addresses when `with_names`.
+JobCredentials issue(const Authority& ca, const CertificateRequest& request,
+                     const std::string& common_name, const std::string& extended_key_usage,
+                     bool with_names) {
   const auto key = new_key();
-  auto leaf = new_certificate(key.get(), request.common_name, request);
-  check(X509_set_issuer_name(leaf.get(), X509_get_subject_name(ca.get())), "set the issuer");
-  add_extension(leaf.get(), ca.get(), NID_basic_constraints, "critical,CA:FALSE");
-  add_extension(leaf.get(), ca.get(), NID_key_usage, "critical,digitalSignature");
-  // Both ends of every connection between members: the same certificate serves and calls.
-  add_extension(leaf.get(), ca.get(), NID_ext_key_usage, "serverAuth,clientAuth");
-  add_extension(leaf.get(), ca.get(), NID_authority_key_identifier, "keyid:always");
+  auto leaf = new_certificate(key.get(), common_name, request);
+  X509* issuer = ca.certificate.get();
+  check(X509_set_issuer_name(leaf.get(), X509_get_subject_name(issuer)), "set the issuer");
+  add_extension(leaf.get(), issuer, NID_basic_constraints, "critical,CA:FALSE");
+  add_extension(leaf.get(), issuer, NID_key_usage, "critical,digitalSignature");
+  add_extension(leaf.get(), issuer, NID_ext_key_usage, extended_key_usage);
+  add_extension(leaf.get(), issuer, NID_authority_key_identifier, "keyid:always");
   std::string names;
   for (const auto& dns : request.dns_names) names += (names.empty() ? "" : ",") + ("DNS:" + dns);
   for (const auto& ip : request.ip_addresses) names += (names.empty() ? "" : ",") + ("IP:" + ip);
-  if (!names.empty()) add_extension(leaf.get(), ca.get(), NID_subject_alt_name, names);
-  if (X509_sign(leaf.get(), ca_key.get(), EVP_sha256()) == 0) fail("sign the certificate");
-  return {pem_of(ca.get()), pem_of(leaf.get()), pem_of(key.get())};
+  if (with_names && !names.empty()) add_extension(leaf.get(), issuer, NID_subject_alt_name, names);
+  if (X509_sign(leaf.get(), ca.key.get(), EVP_sha256()) == 0) fail("sign the certificate");
+  return {pem_of(issuer), pem_of(leaf.get()), pem_of(key.get())};
+}
+
+// Whether `certificate_pem`'s extended key usage allows `purpose` (X509_PURPOSE_SSL_CLIENT, ...);
+// a certificate without one allows every purpose.
+bool allows(const std::string& certificate_pem, int purpose) {
+  Certificate certificate;
+  try {
+    certificate = parse_certificate(certificate_pem);
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+  const bool allowed = X509_check_purpose(certificate.get(), purpose, 0) == 1;
+  ERR_clear_error();
+  return allowed;
+}
+
+}  // namespace
+
+JobCredentials make_job_credentials(const CertificateRequest& request) {
+  // Both ends of every connection between members: the same certificate serves and calls.
+  return issue(make_authority(request), request, request.common_name, "serverAuth,clientAuth",
+               /*with_names=*/true);
+}
+
+JobIdentities make_job_identities(const CertificateRequest& request) {
+  const auto ca = make_authority(request);  // its key is dropped on return
+  auto parameter_server = issue(ca, request, request.common_name + " parameter server",
+                                "serverAuth", /*with_names=*/true);
+  auto trainer = issue(ca, request, request.common_name + " trainer", "clientAuth",
+                       /*with_names=*/false);
+  return {std::move(parameter_server), std::move(trainer)};
+}
+
+bool may_serve(const std::string& certificate_pem) {
+  return allows(certificate_pem, X509_PURPOSE_SSL_SERVER);
+}
+
+bool may_call(const std::string& certificate_pem) {
+  return allows(certificate_pem, X509_PURPOSE_SSL_CLIENT);
 }
 
 std::string validity_problem(const std::string& certificate_pem) {

@@ -1,7 +1,10 @@
-// A job's TLS identity, as its parameter-server channel uses it (mutual TLS): a CA made for the
-// job alone and one certificate it signs, which every member of the job presents both as a server
-// (its SANs: the members' DNS names and addresses) and as a client. Another job's certificate is
-// signed by another CA, so a member of one job is a stranger to every other. ECDSA P-256 keys.
+// A job's TLS identities, as its parameter-server channel uses them (mutual TLS): a CA made for the
+// job alone, and the certificates it signs. An operator's job has two: the parameter servers'
+// (a server certificate under the members' DNS names) and the trainers' (a client certificate
+// that names no host), so that a trainer cannot pose as a PS nor a PS call another; the CA's key
+// is dropped once they are signed. A local job (`cifar-train certs`) has one certificate that
+// serves and calls. Another job's certificates are signed by another CA, so a member of one job is
+// a stranger to every other. ECDSA P-256 keys.
 #pragma once
 
 #include <chrono>
@@ -18,7 +21,7 @@ struct JobCredentials {
 };
 
 struct CertificateRequest {
-  // Names the job in both certificates (cut to X.509's 64 characters; the SANs are what peers
+  // Names the job in its certificates (cut to X.509's 64 characters; the SANs are what peers
   // check).
   std::string common_name;
   std::vector<std::string> dns_names;     // SANs; a leading "*." is a one-label wildcard
@@ -28,8 +31,22 @@ struct CertificateRequest {
   std::chrono::seconds valid_before_now = std::chrono::minutes(5);
 };
 
-// A new CA and a certificate for the request, signed by it (std::runtime_error if OpenSSL fails).
+// A new CA and one certificate for the request, signed by it, that serves under the request's
+// names and calls (std::runtime_error if OpenSSL fails).
 JobCredentials make_job_credentials(const CertificateRequest& request);
+
+// Each role's credentials, signed by one new CA.
+struct JobIdentities {
+  JobCredentials
+      parameter_server;    // serverAuth, under the request's names; "<cn> parameter server"
+  JobCredentials trainer;  // clientAuth, no names; "<cn> trainer"
+};
+JobIdentities make_job_identities(const CertificateRequest& request);
+
+// Whether the certificate may be presented by a TLS server (`may_serve`) or client (`may_call`):
+// its extended key usage allows it (one without any allows both).
+bool may_serve(const std::string& certificate_pem);
+bool may_call(const std::string& certificate_pem);
 
 // Why `certificate_pem` cannot be used now ("expired on 2026-11-28 09:00:00 UTC", "not valid
 // before ..."), or "" when it can. std::invalid_argument if it is no PEM certificate.

@@ -11,6 +11,8 @@
 #include <iterator>
 #include <system_error>
 
+#include "health/waits.h"
+
 namespace cifar::storage {
 namespace fs = std::filesystem;
 namespace {
@@ -25,7 +27,7 @@ fs::path write_synced_beside(const fs::path& path, std::string_view bytes) {
   auto pattern = (path.parent_path() / ("." + path.filename().string() + ".tmp.XXXXXX")).string();
   const int fd = ::mkostemp(pattern.data(), O_CLOEXEC);
   if (fd < 0) throw_errno(errno, pattern, "cannot create");
-  const fs::path temp = pattern;
+  fs::path temp = pattern;  // not const: returned, so moved
   const auto fail = [&](const char* what) {
     const int error = errno;
     ::close(fd);
@@ -91,6 +93,7 @@ std::string DirectoryStore::location_of(std::string_view name) const {
 fs::path DirectoryStore::path_of(std::string_view name) const { return dir_ / std::string(name); }
 
 void DirectoryStore::put(std::string_view name, std::string_view bytes) {
+  const health::Wait in_flight("write of " + path_of(name).string(), "");
   fs::create_directories(dir_);
   const auto temp = write_synced_beside(path_of(name), bytes);
   try {
@@ -104,6 +107,7 @@ void DirectoryStore::put(std::string_view name, std::string_view bytes) {
 }
 
 std::optional<std::string> DirectoryStore::get(std::string_view name) const {
+  const health::Wait in_flight("read of " + path_of(name).string(), "");
   std::ifstream in(path_of(name), std::ios::binary);
   if (!in) return std::nullopt;
   std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

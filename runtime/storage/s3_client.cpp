@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "contract/env.h"
+#include "health/waits.h"
 #include "http/curl_easy.h"
 #include "storage/backoff.h"
 #include "storage/cancellation.h"
@@ -305,7 +306,11 @@ S3Client::Response S3Client::perform_once(const Request& request) {
     curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   }
 
-  response.curl = curl_easy_perform(h);
+  {
+    const health::Wait in_flight(
+        "S3 " + request.method + " of " + where_is(request.bucket, request.key), "");
+    response.curl = curl_easy_perform(h);
+  }
   if (response.curl != CURLE_OK) {
     response.curl_error = error[0] != '\0' ? error : curl_easy_strerror(response.curl);
     return response;

@@ -133,8 +133,9 @@ void set_cpu_rng_state(const torch::Tensor& state) {
 }  // namespace
 
 CheckpointManager::CheckpointManager(std::shared_ptr<storage::Store> store, std::string prefix,
-                                     int keep)
+                                     int keep, Fence fence)
     : store_(std::move(store)),
+      fence_(std::move(fence)),
       prefix_(std::move(prefix)),
       keep_(std::max(keep, 1)),
       known_(std::make_shared<Known>()),
@@ -177,7 +178,7 @@ std::string CheckpointManager::save(const torch::nn::Module& model, const TrainS
   write_model(archive, model);
   write_extra(archive);
   write_state(archive, state);
-  archive.write("state/incarnation", scalar(fence_incarnation()));
+  archive.write("state/incarnation", scalar(fence_.incarnation()));
   archive.write("rng/cpu", cpu_rng_state());
 
   // Zero-padded step numbers keep lexical order equal to age.
@@ -191,8 +192,10 @@ std::string CheckpointManager::save(const torch::nn::Module& model, const TrainS
       // The writer's thread may outlive this manager (a write it cannot abandon): it holds the
       // store and the bookkeeping itself.
       writer_->uploader = std::make_unique<BackgroundWriter>(
-          [store = store_, known = known_, prefix = prefix_, keep = keep_](
-              const PendingWrite& checkpoint) { commit(store, *known, prefix, keep, checkpoint); });
+          [store = store_, fence = fence_, known = known_, prefix = prefix_,
+           keep = keep_](const PendingWrite& checkpoint) {
+            commit(store, fence, *known, prefix, keep, checkpoint);
+          });
     }
     uploader = writer_->uploader.get();
   }
@@ -200,8 +203,8 @@ std::string CheckpointManager::save(const torch::nn::Module& model, const TrainS
   return store_->location_of(name);
 }
 
-void CheckpointManager::commit(const std::shared_ptr<storage::Store>& store, Known& known,
-                               const std::string& prefix, int keep,
+void CheckpointManager::commit(const std::shared_ptr<storage::Store>& store, const Fence& fence,
+                               Known& known, const std::string& prefix, int keep,
                                const PendingWrite& checkpoint) {
   const auto& name = checkpoint.name;
   // A store that refused, or stayed away too long, whichever request met it (the fence's read, the
@@ -211,7 +214,7 @@ void CheckpointManager::commit(const std::shared_ptr<storage::Store>& store, Kno
                     " not saved: " + e.what());
   };
   try {
-    check_fence();  // a replaced chief commits nothing
+    fence.check();  // a replaced chief commits nothing
   } catch (const storage::S3Error& e) {
     throw not_saved(e);
   }
@@ -247,7 +250,7 @@ void CheckpointManager::commit(const std::shared_ptr<storage::Store>& store, Kno
     names.erase(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(excess));
   }
   if (!pruned.empty()) {
-    check_fence();  // nor deletes what its replacement may have written
+    fence.check();  // nor deletes what its replacement may have written
     for (const auto& old : pruned) store->remove(old);
   }
 }

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "train/fence.h"
 #include "train/train_state.h"
 
 namespace cifar::storage {
@@ -45,7 +46,10 @@ class CheckpointManager {
   using ExtraWriter = std::function<void(torch::serialize::OutputArchive&)>;
   using ExtraReader = std::function<void(torch::serialize::InputArchive&)>;
 
-  CheckpointManager(std::shared_ptr<storage::Store> store, std::string prefix, int keep);
+  // Commits behind `fence` (train/fence.h): a replaced chief writes and deletes nothing, and its
+  // checkpoints carry its incarnation. A reader needs none.
+  CheckpointManager(std::shared_ptr<storage::Store> store, std::string prefix, int keep,
+                    Fence fence = {});
   // The store at `location` (storage::open_store: a directory or s3://BUCKET/PREFIX).
   CheckpointManager(const std::string& location, std::string prefix, int keep);
 
@@ -53,6 +57,8 @@ class CheckpointManager {
   // deletes all but the newest `keep`; returns where it goes (informational: callers may ignore
   // it). Throws the failure of an earlier write: CheckpointWriteError (a volume), S3Error (an
   // object store that refused, or stayed away past --max-unsaved-seconds), Replaced.
+  // What its commits are made behind (the run's other writes of this writer go behind it too).
+  [[nodiscard]] const Fence& fence() const { return fence_; }
   // NOLINTNEXTLINE(modernize-use-nodiscard)
   std::string save(const torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
                    const TrainState& state) const;
@@ -112,9 +118,10 @@ class CheckpointManager {
   struct Known;
   struct Writer;
   // Writes one checkpoint and rotates: on the writer's thread, which holds what it uses.
-  static void commit(const std::shared_ptr<storage::Store>& store, Known& known,
+  static void commit(const std::shared_ptr<storage::Store>& store, const Fence& fence, Known& known,
                      const std::string& prefix, int keep, const PendingWrite& checkpoint);
   std::shared_ptr<storage::Store> store_;
+  Fence fence_;
   std::string prefix_;
   int keep_;
   std::shared_ptr<Known> known_;

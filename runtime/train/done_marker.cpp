@@ -4,7 +4,6 @@
 #include <string>
 
 #include "storage/store.h"
-#include "train/fence.h"
 #include "train/run_store.h"
 
 namespace cifar::train {
@@ -14,8 +13,8 @@ std::string marker_name(const TrainConfig& config) { return run_name(config) + "
 
 }  // namespace
 
-void write_done_marker(const TrainConfig& config, int64_t final_step) {
-  check_fence();
+void write_done_marker(const TrainConfig& config, const Fence& fence, int64_t final_step) {
+  fence.check();
   open_run_store(config)->put(marker_name(config),
                               nlohmann::json{{"step", final_step}}.dump() + "\n");
 }

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "config/train_config.h"
+#include "train/fence.h"
 
 namespace cifar::storage {
 class Store;
@@ -14,7 +15,8 @@ class Store;
 
 namespace cifar::train {
 
-void write_done_marker(const TrainConfig& config, int64_t final_step);
+// Behind the chief's `fence`.
+void write_done_marker(const TrainConfig& config, const Fence& fence, int64_t final_step);
 // The final step, or nothing while there is no marker; in the run's store `store`.
 std::optional<int64_t> read_done_marker(const storage::Store& store, const TrainConfig& config);
 void remove_done_marker(const TrainConfig& config);

@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "health/heartbeat.h"
 #include "storage/store.h"
 #include "train/batches.h"
 #include "train/checkpoint_watch.h"
@@ -30,32 +31,33 @@ constexpr auto kPollInterval = std::chrono::milliseconds(500);
 // copy of the best checkpoint; a replaced evaluator (fence.h) writes neither.
 class EvaluationRecord {
  public:
-  EvaluationRecord(std::shared_ptr<storage::Store> store, std::string best_name)
+  EvaluationRecord(std::shared_ptr<storage::Store> store, std::string best_name, Fence fence)
       : store_(std::move(store)),
-        log_(store_, "evaluation.jsonl"),
+        fence_(std::move(fence)),
+        log_(store_, "evaluation.jsonl", JsonLinesObject::Writes::kHere, fence_),
         best_name_(std::move(best_name)) {}
   // `best_bytes`: the evaluated checkpoint's, if it is the best so far.
   void add(const TrainState& state, const Evaluation& evaluation, const std::string* best_bytes) {
-    check_fence();
     log_.append({{"step", state.step},
                  {"epoch", state.epoch},
                  {"test_loss", evaluation.loss},
                  {"test_accuracy", evaluation.accuracy}});
     if (best_bytes != nullptr) {
-      check_fence();
+      fence_.check();
       store_->put(best_name_, *best_bytes);
     }
   }
 
  private:
   std::shared_ptr<storage::Store> store_;
+  Fence fence_;
   JsonLinesObject log_;
   std::string best_name_;
 };
 
 }  // namespace
 
-EvaluatorResult run_evaluator(const TrainConfig& config) {
+EvaluatorResult run_evaluator(const TrainConfig& config, const Fence& fence) {
   const auto device = resolve_device(config.device);
   configure_threads(config.threads);
   auto sets = load_datasets(config);
@@ -71,7 +73,7 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
   // fence, the done marker; riding out an outage up to --max-unsaved-seconds.
   const std::shared_ptr<storage::Store> store = open_run_store(config);
   CheckpointWatch watch(store, config, *metrics);
-  EvaluationRecord record(store, run_name(config) + "-best.pt");
+  EvaluationRecord record(store, run_name(config) + "-best.pt", fence);
   EvaluatorResult result;
   spdlog::info("evaluator: watching {} for checkpoints", store->location());
   while (true) {
@@ -97,6 +99,7 @@ EvaluatorResult run_evaluator(const TrainConfig& config) {
       // The final checkpoint is written before the marker, so it is the newest now.
       watch.expect_newest_readable(result.last_step);
     }
+    const health::ExpectedQuiet quiet("waiting for the next checkpoint");
     std::this_thread::sleep_for(kPollInterval);
   }
   spdlog::info("evaluator: final test accuracy {:.2f}% (step {}), best {:.2f}% (step {})",

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "config/train_config.h"
+#include "train/fence.h"
 
 namespace cifar::train {
 
@@ -17,6 +18,7 @@ struct EvaluatorResult {
   int64_t best_step = -1;
 };
 
-EvaluatorResult run_evaluator(const TrainConfig& config);
+// Its records and best model are written behind `fence` (the evaluator slot's: train/fence.h).
+EvaluatorResult run_evaluator(const TrainConfig& config, const Fence& fence);
 
 }  // namespace cifar::train

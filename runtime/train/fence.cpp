@@ -2,7 +2,6 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -14,16 +13,6 @@ namespace cifar::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Held {
-  std::shared_ptr<storage::Store> store;
-  std::string name;  // <run>.<slot>.fence
-  int64_t incarnation = 0;
-  std::string job_uid;
-};
-
-std::mutex fence_mu;
-std::optional<Held> held;  // this process's fence, under fence_mu
 
 std::string fence_name(const TrainConfig& config, FenceSlot slot) {
   return run_name(config) + (slot == FenceSlot::kChief ? ".chief" : ".evaluator") + ".fence";
@@ -92,12 +81,6 @@ void update_record(
                            " conditional writes in a row lost to another writer");
 }
 
-// This process's fence, if it holds one.
-std::optional<Held> held_fence() {
-  const std::lock_guard guard(fence_mu);
-  return held;
-}
-
 // Throws Replaced when `record` names a newer incarnation of this job than `incarnation`, or
 // (`another_job_too`) another job.
 void check_record(const std::optional<FenceRecord>& record, int64_t incarnation,
@@ -112,10 +95,6 @@ void check_record(const std::optional<FenceRecord>& record, int64_t incarnation,
                                             ", and writes nothing more into the run");
 }
 
-void check_not_replaced(const Held& mine) {
-  check_record(read_record(*mine.store, mine.name), mine.incarnation, mine.job_uid, true);
-}
-
 }  // namespace
 
 std::optional<FenceRecord> read_fence(const TrainConfig& config, FenceSlot slot) {
@@ -127,10 +106,17 @@ std::optional<FenceRecord> read_fence(const storage::Store& store, const TrainCo
   return read_record(store, fence_name(config, slot));
 }
 
-void claim_fence(const TrainConfig& config, FenceSlot slot) {
-  if (config.incarnation <= 0) return;
+Fence::Fence(std::shared_ptr<storage::Store> store, std::string name, int64_t incarnation,
+             std::string job_uid)
+    : store_(std::move(store)),
+      name_(std::move(name)),
+      incarnation_(incarnation),
+      job_uid_(std::move(job_uid)) {}
+
+Fence Fence::claim(const TrainConfig& config, FenceSlot slot) {
+  if (config.incarnation <= 0) return {};
   std::shared_ptr<storage::Store> store = open_run_store(config);
-  const auto name = fence_name(config, slot);
+  auto name = fence_name(config, slot);
   update_record(*store, name, [&](const std::optional<FenceRecord>& record) {
     check_record(record, config.incarnation, config.job_uid, false);
     const bool held_already =
@@ -139,31 +125,19 @@ void claim_fence(const TrainConfig& config, FenceSlot slot) {
                         : std::optional<FenceRecord>(
                               FenceRecord{config.incarnation, std::nullopt, config.job_uid});
   });
-  const std::lock_guard guard(fence_mu);
-  held = Held{std::move(store), name, config.incarnation, config.job_uid};
+  return {std::move(store), std::move(name), config.incarnation, config.job_uid};
 }
 
-void record_resumed_step(int64_t step) {
-  const auto mine = held_fence();
-  if (!mine) return;
-  update_record(*mine->store, mine->name, [&](const std::optional<FenceRecord>& record) {
-    check_record(record, mine->incarnation, mine->job_uid, true);
-    return std::optional<FenceRecord>(FenceRecord{mine->incarnation, step, mine->job_uid});
+void Fence::record_resumed_step(int64_t step) const {
+  if (!store_) return;
+  update_record(*store_, name_, [&](const std::optional<FenceRecord>& record) {
+    check_record(record, incarnation_, job_uid_, true);
+    return std::optional<FenceRecord>(FenceRecord{incarnation_, step, job_uid_});
   });
 }
 
-void check_fence() {
-  if (const auto mine = held_fence()) check_not_replaced(*mine);
-}
-
-int64_t fence_incarnation() {
-  const std::lock_guard guard(fence_mu);
-  return held ? held->incarnation : 0;
-}
-
-void release_fence() {
-  const std::lock_guard guard(fence_mu);
-  held.reset();
+void Fence::check() const {
+  if (store_) check_record(read_record(*store_, name_), incarnation_, job_uid_, true);
 }
 
 bool is_stale_checkpoint(const std::optional<FenceRecord>& chief, int64_t written_by,

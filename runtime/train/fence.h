@@ -15,11 +15,13 @@
 // is_stale_checkpoint); the guarantee needs read-after-write consistency (local disks, NFS, and S3
 // since 2020; most S3-compatible stores).
 //
-// One fence a process (the slot it writes); without an incarnation (0: run by hand, or by an
-// operator that gives none) there is none and every check passes.
+// A process holds the fence of the slot it writes (main claims it) and hands it to its writers;
+// without an incarnation (0: run by hand, or by an operator that gives none) there is none and
+// every check passes.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -59,17 +61,33 @@ std::optional<FenceRecord> read_fence(const TrainConfig& config, FenceSlot slot)
 std::optional<FenceRecord> read_fence(const storage::Store& store, const TrainConfig& config,
                                       FenceSlot slot);
 
-// Claims `slot` of the run for config.incarnation and makes it this process's fence. Throws
-// Replaced if a newer incarnation holds it already.
-void claim_fence(const TrainConfig& config, FenceSlot slot);
-// The chief's: the step it resumed at (its first checkpoint's step or 0), written to the record.
-void record_resumed_step(int64_t step);
-// Throws Replaced once a newer incarnation has claimed this process's slot.
-void check_fence();
-// This process's incarnation, which its checkpoints carry (0: no fence).
-int64_t fence_incarnation();
-// Forgets this process's fence (a process that runs several runs: tests).
-void release_fence();
+// A writer's hold on its slot of the run, handed to what it writes with (the checkpoint manager,
+// the monitor and evaluation logs, the done marker), which check it before every commit. A copy
+// is the same hold. Default: no fence (run by hand, or an operator that gives no incarnation),
+// every check passes.
+class Fence {
+ public:
+  Fence() = default;
+  // Claims `slot` of the run for config.incarnation (none without one). Throws Replaced if a newer
+  // incarnation holds it already.
+  [[nodiscard]] static Fence claim(const TrainConfig& config, FenceSlot slot);
+
+  // Throws Replaced once a newer incarnation has claimed the slot.
+  void check() const;
+  // The chief's: the step it resumed at (its first checkpoint's step or 0), written to the record.
+  void record_resumed_step(int64_t step) const;
+  // The holder's incarnation, which its checkpoints carry (0: no fence).
+  [[nodiscard]] int64_t incarnation() const { return incarnation_; }
+
+ private:
+  Fence(std::shared_ptr<storage::Store> store, std::string name, int64_t incarnation,
+        std::string job_uid);
+
+  std::shared_ptr<storage::Store> store_;  // null: no fence
+  std::string name_;                       // <run>.<slot>.fence
+  int64_t incarnation_ = 0;
+  std::string job_uid_;
+};
 
 // A checkpoint (its writer's incarnation and step) that a replaced chief wrote after its
 // replacement had taken over, through the check-then-rename window: written by an older

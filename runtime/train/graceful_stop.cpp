@@ -14,10 +14,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // Touched from the signal handler: lock-free atomics only.
-std::atomic<bool> g_window_open{false};
+std::atomic<int> g_open_windows{0};
 std::atomic<bool> g_requested{false};
 std::atomic<Clock::rep> g_requested_at{0};
 static_assert(std::atomic<bool>::is_always_lock_free);
+static_assert(std::atomic<int>::is_always_lock_free);
 static_assert(std::atomic<Clock::rep>::is_always_lock_free);
 
 void note_request() {
@@ -26,7 +27,7 @@ void note_request() {
 }
 
 void on_stop_signal(int signal) {
-  if (g_window_open.load() && !g_requested.load()) {
+  if (g_open_windows.load() > 0 && !g_requested.load()) {
     note_request();  // steady_clock::now is clock_gettime: async-signal-safe
     constexpr char kSaid[] = "stop requested: stopping at the next step boundary, saving first\n";
     [[maybe_unused]] const auto written = ::write(STDERR_FILENO, kSaid, sizeof(kSaid) - 1);
@@ -53,7 +54,7 @@ std::optional<std::chrono::duration<double>> time_since_stop_request() {
   return Clock::now() - at;
 }
 
-StopWindow::StopWindow() { g_window_open.store(true); }
-StopWindow::~StopWindow() { g_window_open.store(false); }
+StopWindow::StopWindow() { g_open_windows.fetch_add(1); }
+StopWindow::~StopWindow() { g_open_windows.fetch_sub(1); }
 
 }  // namespace cifar::train

@@ -1,9 +1,10 @@
 // A graceful stop. Kubernetes interrupts a pod (a drain, a Kueue preemption, a suspend, a deleted
 // job) with SIGTERM and kills it terminationGracePeriodSeconds later. While a run can save its
-// state (a StopWindow is open: the training steps, a PS serving its shards) the first SIGTERM or
-// SIGINT only asks it to stop at its next step boundary, save, and exit with
-// contract::kExitStopped. Outside a window there is nothing to save, and a second signal means
-// "now": both exit at once with 128 + signal (checkpoints are atomic, so nothing is left torn).
+// state (a StopWindow is open: the training run from its first step, an all-reduce rank waiting
+// with its state saved, a PS serving its shards) the first SIGTERM or SIGINT only asks it to stop
+// at its next step boundary, save, and exit with contract::kExitStopped. Outside a window there is
+// nothing to save, and a second signal means "now": both exit at once with 128 + signal
+// (checkpoints are atomic, nothing is torn).
 #pragma once
 
 #include <chrono>
@@ -21,7 +22,7 @@ void install_stop_handlers();
 [[nodiscard]] std::optional<std::chrono::duration<double>> time_since_stop_request();
 
 // While one is alive, a first SIGTERM or SIGINT is a request to stop (stop_requested()), not an
-// exit. Not nested: one owner at a time (the loop, or the PS).
+// exit. Windows nest (a count).
 class StopWindow {
  public:
   StopWindow();

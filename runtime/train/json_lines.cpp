@@ -4,18 +4,18 @@
 
 #include "storage/store.h"
 #include "train/background_writer.h"
-#include "train/fence.h"
 
 namespace cifar::train {
 
 JsonLinesObject::JsonLinesObject(std::shared_ptr<storage::Store> store, std::string name,
-                                 Writes writes)
-    : store_(std::move(store)), name_(std::move(name)) {
+                                 Writes writes, Fence fence)
+    : store_(std::move(store)), fence_(std::move(fence)), name_(std::move(name)) {
   if (writes == Writes::kInBackground) {
-    writer_ = std::make_unique<BackgroundWriter>([store = store_](const PendingWrite& write) {
-      check_fence();  // a replaced chief records nothing
-      store->put(write.name, write.bytes);
-    });
+    writer_ = std::make_unique<BackgroundWriter>(
+        [store = store_, fence = fence_](const PendingWrite& write) {
+          fence.check();  // a replaced writer records nothing
+          store->put(write.name, write.bytes);
+        });
   }
   const auto text = store_->get(name_);
   if (!text) return;
@@ -48,6 +48,7 @@ void JsonLinesObject::write() {
   if (writer_) {
     writer_->submit({name_, std::move(text), static_cast<int64_t>(records_.size())});
   } else {
+    fence_.check();
     store_->put(name_, text);
   }
 }

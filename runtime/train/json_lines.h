@@ -1,8 +1,8 @@
 // A JSON-lines object in the run's store (monitor.jsonl, evaluation.jsonl). Object storage has no
 // append, so appending writes the object whole again: one line an epoch or an evaluation keeps
 // that small. A line that does not parse (a file cut short by a crash) is dropped on reading.
-// Written where the caller is, or (the chief's monitor log) in the background behind a fence check,
-// so that a store that is away does not stop training (background_writer.h).
+// Written where the caller is, or (the chief's monitor log) in the background, so that a store that
+// is away does not stop training (background_writer.h); behind its writer's fence either way.
 #pragma once
 
 #include <functional>
@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "train/fence.h"
 
 namespace cifar::storage {
 class Store;
@@ -22,9 +24,9 @@ class BackgroundWriter;
 class JsonLinesObject {
  public:
   enum class Writes { kHere, kInBackground };
-  // Reads what is there already.
+  // Reads what is there already. Each write is made behind `fence` (train/fence.h).
   JsonLinesObject(std::shared_ptr<storage::Store> store, std::string name,
-                  Writes writes = Writes::kHere);
+                  Writes writes = Writes::kHere, Fence fence = {});
   ~JsonLinesObject();
   JsonLinesObject(JsonLinesObject&&) noexcept = default;
   JsonLinesObject& operator=(JsonLinesObject&&) noexcept = default;
@@ -42,6 +44,7 @@ class JsonLinesObject {
   void write();
 
   std::shared_ptr<storage::Store> store_;
+  Fence fence_;
   std::string name_;
   std::vector<nlohmann::json> records_;
   std::unique_ptr<BackgroundWriter> writer_;  // kInBackground

@@ -11,9 +11,10 @@
 
 namespace cifar::train {
 
-LocalExchange::LocalExchange(const TrainConfig& config)
+LocalExchange::LocalExchange(const TrainConfig& config, Fence fence)
     : config_(config),
-      checkpoints_(open_run_store(config), run_name(config), config.keep_checkpoints) {}
+      checkpoints_(open_run_store(config), run_name(config), config.keep_checkpoints,
+                   std::move(fence)) {}
 
 void LocalExchange::prepare(const TrainableModel& model) {
   model_ = &model.model;

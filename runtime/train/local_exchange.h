@@ -16,7 +16,8 @@ namespace cifar::train {
 
 class LocalExchange : public GradientExchange {
  public:
-  explicit LocalExchange(const TrainConfig& config);
+  // Its checkpoints are written behind `fence` (the chief's, train/fence.h).
+  LocalExchange(const TrainConfig& config, Fence fence);
 
   [[nodiscard]] TrainerPlace place() const override { return {}; }
   // Restores the newest checkpoint under --resume; refuses to train over one without it.

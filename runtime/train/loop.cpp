@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "data/loader.h"
+#include "health/heartbeat.h"
 #include "metrics/runtime_metrics.h"
 #include "models/model.h"
 #include "storage/s3_client.h"
@@ -77,6 +78,7 @@ void publish_divergence(const TrainConfig& config, metrics::RuntimeMetrics& metr
       "training diverged; keeping the metrics endpoint up {} s so that Prometheus records the "
       "loss",
       config.metrics_linger);
+  const health::ExpectedQuiet quiet("keeping the metrics up after the divergence");
   const auto until = Clock::now() + std::chrono::seconds(config.metrics_linger);
   while (Clock::now() < until && !stop_requested()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -130,7 +132,8 @@ void begin_epoch(Run& run) {
   run.metrics.set_epoch(run.state.epoch + 1);
 }
 
-TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchange) {
+TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchange,
+                             const Fence& fence, std::optional<StopWindow>& stop_window) {
   const auto place = exchange.place();
   const auto device = resolve_device(config.device);
   const auto precision = resolve_precision(config.precision, device);
@@ -155,17 +158,17 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
   const auto metrics_endpoint = make_runtime_metrics(config);
   auto& metrics = *metrics_endpoint;
   TrainState state = exchange.start(trainable(*model), plan, metrics);
-  if (place.chief) record_resumed_step(state.step);  // its fence's (claimed in main)
+  if (place.chief) fence.record_resumed_step(state.step);
   // A SIGTERM from here on stops at a step boundary with the step saved. Opened before the line
   // below, so that whoever reads that line knows a stop is no longer an immediate exit.
-  const StopWindow stop_window;
+  if (!stop_window) stop_window.emplace();
   spdlog::info("model {}: {} trainable parameters, {} threads, device {}, {}; {}", config.model,
                models::parameter_count(*model), threads, device.str(),
                contract::name_of(kPrecisionNames, precision), exchange.describe());
 
   std::optional<MonitorLog> monitor;
   if (place.chief) {
-    monitor.emplace(open_run_store(config));
+    monitor.emplace(open_run_store(config), fence);
     monitor->truncate_after(state.epoch);  // epochs to be redone
   }
   std::optional<data::DataLoader> test_loader;
@@ -238,6 +241,7 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
     metrics.record_step(
         {step_seconds, data_wait_seconds, n, loss_value, accuracy, images_per_second});
     metrics.set_job_position(state.step, plan.total_updates);
+    health::note_progress();
     progress.update(
         {state.batch_in_epoch, state.step, loss_value, accuracy, images_per_second, lr});
 
@@ -282,7 +286,9 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
   // Written before the done marker (finish), which names the final checkpoint, and before a
   // stopped process exits saying that its state is saved.
   if (place.chief) {
-    // Perhaps for as long as the store is away: saying so meanwhile, as between steps.
+    // Perhaps for as long as the store is away: saying so meanwhile, as between steps. The
+    // store's own bound (--max-unsaved-seconds) and its metrics cover that wait, not a stall.
+    const health::ExpectedQuiet quiet("waiting for the last checkpoint to be saved");
     const auto& checkpoints = *exchange.checkpoints();
     while (!checkpoints.wait_until_saved(std::chrono::seconds(1))) {
       publish_store_health(metrics, checkpoints.store(), checkpoints.saved_step());
@@ -299,9 +305,18 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
 
 }  // namespace
 
-TrainResult run_training(const TrainConfig& config, GradientExchange& exchange) {
+TrainResult run_training(const TrainConfig& config, GradientExchange& exchange,
+                         const Fence& fence) {
+  // Closed once the run's resources are (the loaders' threads, the metrics server): a stop asked
+  // while the run winds down is a request too, not an exit that says nothing.
+  std::optional<StopWindow> stop_window;
+  return run_training(config, exchange, fence, stop_window);
+}
+
+TrainResult run_training(const TrainConfig& config, GradientExchange& exchange, const Fence& fence,
+                         std::optional<StopWindow>& stop_window) {
   try {
-    auto result = train_to_the_end(config, exchange);
+    auto result = train_to_the_end(config, exchange, fence, stop_window);
     if (const auto* checkpoints = exchange.checkpoints()) {
       result.saved_step = checkpoints->saved_step().value_or(-1);
     }

@@ -3,6 +3,7 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/torch.h>
 
+#include "health/heartbeat.h"
 #include "train/batches.h"
 
 namespace cifar::train {
@@ -24,6 +25,7 @@ Evaluation evaluate(models::Classifier& model, data::DataLoader& loader, torch::
   while (auto batch = loader.next()) {
     auto [images, labels] = to_tensors(std::move(*batch), device);
     auto logits = model.forward(images);
+    health::note_progress();  // evaluating is progress: a long evaluation is no stall
     namespace F = torch::nn::functional;
     loss_sum +=
         F::cross_entropy(logits, labels, F::CrossEntropyFuncOptions().reduction(torch::kSum))

@@ -1,15 +1,14 @@
 #include "train/monitor.h"
 
 #include "storage/store.h"
-#include "train/fence.h"
 
 namespace cifar::train {
 
 MonitorLog::MonitorLog(const std::string& model_dir)
-    : MonitorLog(std::shared_ptr<storage::Store>(storage::open_store(model_dir))) {}
+    : MonitorLog(std::shared_ptr<storage::Store>(storage::open_store(model_dir)), Fence()) {}
 
-MonitorLog::MonitorLog(std::shared_ptr<storage::Store> store)
-    : log_(std::move(store), kFileName, JsonLinesObject::Writes::kInBackground) {}
+MonitorLog::MonitorLog(std::shared_ptr<storage::Store> store, Fence fence)
+    : log_(std::move(store), kFileName, JsonLinesObject::Writes::kInBackground, std::move(fence)) {}
 
 void MonitorLog::append(const EpochRecord& r) {
   log_.append({

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "train/fence.h"
 #include "train/json_lines.h"
 
 namespace cifar::train {
@@ -26,8 +27,9 @@ class MonitorLog {
  public:
   // The log of the run at `model_dir`, with what it holds already.
   explicit MonitorLog(const std::string& model_dir);
-  // The log in `store` (the run's: train/run_store.h), appended to in the background.
-  explicit MonitorLog(std::shared_ptr<storage::Store> store);
+  // The log in `store` (the run's: train/run_store.h), appended to in the background behind the
+  // chief's `fence`.
+  MonitorLog(std::shared_ptr<storage::Store> store, Fence fence);
   void append(const EpochRecord& record);
   // Until every record appended is in the store; and whether a write of it failed.
   void wait_until_saved() { log_.wait_until_saved(); }

@@ -39,10 +39,14 @@ TEST_F(Cluster, AParameterServerJobRunsToSucceededAndReportsItsProgress) {
   EXPECT_NE(table.find("Running"), std::string::npos) << table;
   EXPECT_GE(running.value("progressPercentage", -1), 0) << running.dump();
   EXPECT_LE(running.value("progressPercentage", 101), 100) << running.dump();
-  // The PS serves over mutual TLS with the job's certificate (the operator's, per job). Read while
-  // the job runs: a PS still running when the job ends is deleted (cleanPodPolicy Running).
+  // The PS serves over mutual TLS with the parameter servers' own certificate (the operator's, per
+  // job; the trainers have theirs). Read while the job runs: a PS still running when the job ends
+  // is deleted (cleanPodPolicy Running).
   const auto ps_log = kubectl({"logs", "ps-ps-0", "-n", ns_}).output;
-  EXPECT_NE(ps_log.find("mutual TLS with the job's certificate"), std::string::npos) << ps_log;
+  EXPECT_NE(
+      ps_log.find("mutual TLS with the job's certificate \"" + ns_ + "/ps parameter server\""),
+      std::string::npos)
+      << ps_log;
   ASSERT_TRUE(wait_for_state("ps", "Succeeded", seconds(300))) << state("ps");
   const auto status = status_of("ps");
   // The end, not the last scrape: 100%, no time to go, and the accuracy of the final checkpoint,

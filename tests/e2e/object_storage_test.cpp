@@ -32,8 +32,8 @@ TEST_F(ObjectStorage, JobsResumeFromTheBucketAndARunContinuesInAnotherNamespace)
   delete_mid_run("s3ar", "s3ar-worker-0");
   expect_restored("s3ps", "s3ps-ps-0", "stripe(s) from");
   expect_restored("s3ar", "s3ar-worker-0", "newest checkpoint");
-  EXPECT_TRUE(wait_for_state("s3ps", "Succeeded", seconds(400))) << diagnose("s3ps");
-  EXPECT_TRUE(wait_for_state("s3ar", "Succeeded", seconds(400))) << diagnose("s3ar");
+  EXPECT_TRUE(wait_for_state("s3ps", "Succeeded", seconds(600))) << diagnose("s3ps");
+  EXPECT_TRUE(wait_for_state("s3ar", "Succeeded", seconds(600))) << diagnose("s3ar");
   const auto ps_run = status_of("s3ps").value("modelDir", "");
   EXPECT_EQ(ps_run.rfind("s3://checkpoints/e2e/" + ns_ + "/s3ps-", 0), 0U) << ps_run;
   EXPECT_GT(status_of("s3ps")["progress"].value("testAccuracy", 0.0), 0) << diagnose("s3ps");
@@ -104,7 +104,7 @@ TEST_F(ObjectStorage, AStoreThatRestartsMidRunIsWaitedForAndSaidWithNoRestart) {
     return json::object();
   };
   // Once the chief trains and has saved a checkpoint past the first steps.
-  ASSERT_TRUE(wait_for([&] { return checkpoint().value("savedStep", 0) >= 4; }, seconds(180)))
+  ASSERT_TRUE(wait_for([&] { return checkpoint().value("savedStep", 0) >= 4; }, seconds(300)))
       << diagnose("s3blip");
   const auto store_script = [&](const char* script, std::vector<std::string> args) {
     args.insert(
@@ -128,7 +128,7 @@ TEST_F(ObjectStorage, AStoreThatRestartsMidRunIsWaitedForAndSaidWithNoRestart) {
   // Where it was: the same port, keys and certificate (start.sh without --fresh).
   store_script("start.sh", {"--address", kNodeOneBridge, "--bucket", "checkpoints", "--tls"});
 
-  ASSERT_TRUE(wait_for_state("s3blip", "Succeeded", seconds(400))) << diagnose("s3blip");
+  ASSERT_TRUE(wait_for_state("s3blip", "Succeeded", seconds(600))) << diagnose("s3blip");
   const auto status = status_of("s3blip");
   EXPECT_EQ(status.value("restarts", -1), 0) << status.dump();
   EXPECT_EQ(condition().value("status", ""), "False") << condition().dump();
@@ -155,7 +155,7 @@ TEST_F(ObjectStorage, AStoreAwayLongerThanTheBoundFailsAnAllReduceJobSayingWhere
         .value("checkpoint", json::object())
         .value("savedStep", -1);
   };
-  ASSERT_TRUE(wait_for([&] { return saved() >= 4; }, seconds(180))) << diagnose("s3away");
+  ASSERT_TRUE(wait_for([&] { return saved() >= 4; }, seconds(300))) << diagnose("s3away");
   const auto saved_before = saved();
   const auto stopped = run_process(
       {(std::filesystem::path(CIFAR_SOURCE_DIR) / "deploy/object-store/stop.sh").string(),
@@ -200,7 +200,7 @@ TEST_F(ObjectStorage, AStoreFrozenFor60sIsRiddenOutByAnAllReduceJobWithNoRestart
         .value("progress", json::object())
         .value("checkpoint", json::object());
   };
-  ASSERT_TRUE(wait_for([&] { return checkpoint().value("savedStep", 0) >= 4; }, seconds(180)))
+  ASSERT_TRUE(wait_for([&] { return checkpoint().value("savedStep", 0) >= 4; }, seconds(300)))
       << diagnose("s3frozen");
   pid_t weed = 0;
   std::ifstream(store_dir_ / "pid") >> weed;  // deploy/object-store/start.sh's server
@@ -212,7 +212,7 @@ TEST_F(ObjectStorage, AStoreFrozenFor60sIsRiddenOutByAnAllReduceJobWithNoRestart
   std::this_thread::sleep_until(frozen + seconds(60));
   ASSERT_EQ(::kill(weed, SIGCONT), 0);
 
-  ASSERT_TRUE(wait_for_state("s3frozen", "Succeeded", seconds(400))) << diagnose("s3frozen");
+  ASSERT_TRUE(wait_for_state("s3frozen", "Succeeded", seconds(600))) << diagnose("s3frozen");
   const auto status = status_of("s3frozen");
   EXPECT_EQ(status.value("restarts", -1), 0) << status.dump();
   expect_last_checkpoint_in_bucket(status);
@@ -242,8 +242,8 @@ TEST_F(ObjectStorage, InANamespaceThatDeniesAllTrafficJobsReachTheirPeersDnsAndT
   const auto master_ip = pod("hardps-master-0")["status"].value("podIP", "");
   ASSERT_FALSE(master_ip.empty());
   EXPECT_STREQ(name_of(reach(outsider, master_ip, 9464)), name_of(Reach::kTimedOut));
-  EXPECT_TRUE(wait_for_state("hardps", "Succeeded", seconds(400))) << diagnose("hardps");
-  EXPECT_TRUE(wait_for_state("hardar", "Succeeded", seconds(400))) << diagnose("hardar");
+  EXPECT_TRUE(wait_for_state("hardps", "Succeeded", seconds(600))) << diagnose("hardps");
+  EXPECT_TRUE(wait_for_state("hardar", "Succeeded", seconds(600))) << diagnose("hardar");
   EXPECT_EQ(status_of("hardps").value("restarts", -1), 0) << diagnose("hardps");
   EXPECT_EQ(status_of("hardar").value("restarts", -1), 0) << diagnose("hardar");
 }

@@ -305,6 +305,48 @@ TEST_F(Operator, ExitCodeRestartsRecreateThePodAndCountTowardsTheBackoffLimit) {
   EXPECT_EQ(job_status("j")["conditions"].back()["reason"], "BackoffLimitExceeded");
 }
 
+// The TLS credentials each pod mounts: the PS its role's pair, a trainer the trainers'. A job an
+// older operator started (its Service without the per-role annotation, its Secret with one shared
+// pair) keeps that pair for the pods made while it runs, so that a replaced worker finds its PS.
+TEST_F(Operator, EachPodMountsItsRolesCredentialsAndAnOlderJobsPodsKeepTheSharedOnes) {
+  submit("j", ps_spec("ExitCode", 3));
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return pod_names("j") == kPsJobPods; }, seconds(30)));
+  const auto mounted = [&](const std::string& name) {
+    const auto pod = client_.get(cifar::kube::pods(ns_).named(name));
+    for (const auto& volume : pod["spec"]["volumes"]) {
+      if (volume["name"] == "job-tls")
+        return volume["secret"]["items"][1]["key"].get<std::string>();
+    }
+    return std::string("none");
+  };
+  EXPECT_EQ(mounted("j-ps-0"), "ps.crt");
+  EXPECT_EQ(mounted("j-worker-0"), "trainer.crt");
+  EXPECT_EQ(mounted("j-evaluator-0"), "none");
+  const auto secret = client_.get(cifar::kube::secrets(ns_).named("j-token"))["data"];
+  for (const auto* key : {"ca.crt", "ps.crt", "ps.key", "trainer.crt", "trainer.key", "token"}) {
+    EXPECT_TRUE(secret.contains(key)) << key;
+  }
+  EXPECT_FALSE(secret.contains("tls.crt"));
+
+  client_.patch(cifar::kube::services(ns_).named("j"),
+                {{"metadata", {{"annotations", {{"cifartrain.io/ps-credentials", nullptr}}}}}},
+                PatchType::kMerge);
+  const auto first = client_.get(cifar::kube::pods(ns_).named("j-worker-0"))["metadata"]["uid"];
+  set_phase("j-worker-0", "Failed", 137);  // killed: retryable, recreated
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] {
+        try {
+          return client_.get(cifar::kube::pods(ns_).named("j-worker-0"))["metadata"]["uid"] !=
+                 first;
+        } catch (const cifar::kube::ApiError&) {
+          return false;
+        }
+      },
+      seconds(30)))
+      << log();
+  EXPECT_EQ(mounted("j-worker-0"), "tls.crt");
+}
+
 TEST_F(Operator, APermanentExitCodeFailsTheJob) {
   submit("j", ps_spec("ExitCode", 3));
   ASSERT_TRUE(cifar::testing::wait_for([&] { return pod_names("j") == kPsJobPods; }, seconds(30)));

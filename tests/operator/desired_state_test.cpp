@@ -182,7 +182,8 @@ TEST(DesiredState, ATemplateAddsToThePodButCannotChangeItsIdentity) {
 // evaluator, nor an all-reduce job's pods.
 TEST(DesiredState, ThePsChannelsMembersAloneGetTheJobsTokenFromItsSecret) {
   const auto job = ps_job();
-  const auto secret = desired_token_secret(job, "s3cret", {"ca", "cert", "key"});
+  const auto secret =
+      desired_token_secret(job, "s3cret", {{"ca", "ps cert", "ps key"}, {"ca", "cert", "key"}});
   EXPECT_EQ(secret["metadata"]["name"], "mnist-token");
   EXPECT_EQ(secret["metadata"]["namespace"], "team");
   EXPECT_EQ(secret["metadata"]["ownerReferences"][0]["uid"], "uid-1");
@@ -214,19 +215,25 @@ TEST(DesiredState, ThePsChannelsMembersAloneGetTheJobsTokenFromItsSecret) {
   }
 }
 
-// The job's TLS credentials live in its Secret beside the token; a PS job's PS and trainers mount
-// them and are told where, and its certificate names every pod
-// as TF_CONFIG does. The evaluator, which calls no PS, and an all-reduce job's pods get none.
-TEST(DesiredState, APsJobsPsAndTrainersMountTheJobsCredentialsFromItsSecret) {
+// The job's TLS credentials live in its Secret beside the token, one certificate and key per role
+// (the CA's key nowhere); a PS job's PS mounts the PS's and its trainers the trainers', under the
+// names the runtime reads, and are told where; the PS's certificate names every pod as TF_CONFIG
+// does. The evaluator, which calls no PS, and an all-reduce job's pods get none.
+TEST(DesiredState, APsJobsPsAndTrainersEachMountTheirRolesCredentialsFromItsSecret) {
   const auto job = ps_job();
-  const auto secret = desired_token_secret(job, "s3cret", {"the CA", "the cert", "the key"});
-  EXPECT_EQ(secret["stringData"]["ca.crt"], "the CA");
-  EXPECT_EQ(secret["stringData"]["tls.crt"], "the cert");
-  EXPECT_EQ(secret["stringData"]["tls.key"], "the key");
+  const auto secret = desired_token_secret(
+      job, "s3cret", {{"the CA", "the PS cert", "the PS key"}, {"the CA", "the cert", "the key"}});
+  EXPECT_EQ(secret["stringData"], json({{"token", "s3cret"},
+                                        {"ca.crt", "the CA"},
+                                        {"ps.crt", "the PS cert"},
+                                        {"ps.key", "the PS key"},
+                                        {"trainer.crt", "the cert"},
+                                        {"trainer.key", "the key"}}));
   const auto request = job_certificate_request(job);
   EXPECT_EQ(request.dns_names,
             (std::vector<std::string>{"*.mnist.team.svc", "*.mnist.team.svc.cluster.local"}));
   EXPECT_EQ(pod_host(job, Role::kPs, 0), "mnist-ps-0.mnist.team.svc");  // under the wildcard
+  EXPECT_TRUE(has_per_role_credentials(desired_service(job)));
   for (const auto& pod : desired_pods(job)) {
     const std::string name = pod["metadata"]["name"];
     const bool member = name.find("evaluator") == std::string::npos;
@@ -238,7 +245,11 @@ TEST(DesiredState, APsJobsPsAndTrainersMountTheJobsCredentialsFromItsSecret) {
     if (!member) continue;
     EXPECT_EQ((*tls)["secret"]["secretName"], "mnist-token");
     EXPECT_EQ((*tls)["secret"]["defaultMode"], 0444);
-    EXPECT_EQ((*tls)["secret"]["items"].size(), 3U);
+    const std::string own = name == "mnist-ps-0" ? "ps" : "trainer";
+    EXPECT_EQ((*tls)["secret"]["items"], json::parse(R"([{"key": "ca.crt", "path": "ca.crt"},
+                              {"key": ")" + own + R"(.crt", "path": "tls.crt"},
+                              {"key": ")" + own + R"(.key", "path": "tls.key"}])"))
+        << name;
     EXPECT_EQ(
         pod["spec"]["containers"][0]["volumeMounts"].back(),
         json({{"name", "job-tls"}, {"mountPath", "/etc/cifartrain/tls"}, {"readOnly", true}}));
@@ -246,6 +257,25 @@ TEST(DesiredState, APsJobsPsAndTrainersMountTheJobsCredentialsFromItsSecret) {
   auto allreduce = make_job(json::parse(R"({"strategy": {"type": "AllReduce"},
     "replicaSpecs": {"Worker": {"replicas": 2}}})"));
   for (const auto& pod : desired_pods(allreduce)) EXPECT_EQ(env_of(pod, "CIFAR_TLS_DIR"), "");
+}
+
+// A job an older operator started (its Service without the annotation) has a Secret with one
+// certificate for all: the pods it still creates mount that one, so that they find their peers.
+TEST(DesiredState, AJobWhoseSecretHasOneCertificateForAllKeepsMountingIt) {
+  auto job = ps_job();
+  auto older_service = desired_service(job);
+  older_service["metadata"]["annotations"].erase(kPerRoleCredentialsAnnotation);
+  ASSERT_FALSE(has_per_role_credentials(older_service));
+  job.shared_credentials = true;
+  for (const auto& pod : desired_pods(job)) {
+    for (const auto& volume : pod["spec"]["volumes"]) {
+      if (volume["name"] != "job-tls") continue;
+      EXPECT_EQ(volume["secret"]["items"], json::parse(R"([{"key": "ca.crt", "path": "ca.crt"},
+                                                          {"key": "tls.crt", "path": "tls.crt"},
+                                                          {"key": "tls.key", "path": "tls.key"}])"))
+          << pod["metadata"]["name"];
+    }
+  }
 }
 
 // checkpoint.uri: the run is a prefix of the bucket, and only the pods that read or write it get

@@ -176,6 +176,25 @@ TEST(Lifecycle, APodStuckTerminatingIsReportedThenFailsTheJob) {
             std::string::npos);
 }
 
+// The kubelet confirms a pod's end by deleting it again with a grace period of 0, which moves its
+// deletionTimestamp to that moment: the pod goes a moment later, and no Warning says it is stuck
+// (every deleted pod had one, "0 s after its grace period ended"). Still there 5 s on, it is.
+TEST(Lifecycle, APodWhoseEndTheKubeletJustConfirmedIsNotReportedStuck) {
+  const auto job = make_job(600, /*terminating_deadline=*/60);
+  auto observed = running(job);
+  auto& pod = pod_named(observed, "j-worker-0");
+  pod["metadata"]["deletionTimestamp"] = format_time(kT0);
+  pod["metadata"]["deletionGracePeriodSeconds"] = 0;
+  const auto confirmed = reconcile(job, JobStatus{}, observed, kT0 + seconds(1));
+  EXPECT_FALSE(confirmed.status.is_true(ConditionType::kPodsNotReady));
+  EXPECT_TRUE(confirmed.events.empty());
+  ASSERT_TRUE(confirmed.requeue_after);
+  EXPECT_EQ(*confirmed.requeue_after, seconds(5));  // looked at again when it would be stuck
+  const auto stuck = reconcile(job, confirmed.status, observed, kT0 + seconds(6));
+  EXPECT_EQ(stuck.status.summary_reason, "PodStuckTerminating");
+  EXPECT_EQ(stuck.events.size(), 1U);
+}
+
 TEST(Lifecycle, ACreateRefusedForNowIsReportedUntilThePodsExist) {
   const auto job = make_job();
   auto plan = reconcile(job, JobStatus{}, Observed{}, kT0);

@@ -9,7 +9,9 @@
 #include <utility>
 
 #include "distributed/allreduce/peer_lost.h"
+#include "distributed/allreduce/process_group.h"
 #include "distributed/allreduce/replicas.h"
+#include "health/waits.h"
 #include "metrics/seconds_since.h"
 #include "train/done_marker.h"
 
@@ -18,8 +20,8 @@ using metrics::seconds_since;
 
 AllReduceExchange::AllReduceExchange(const train::TrainConfig& config,
                                      c10::intrusive_ptr<c10d::ProcessGroup> group,
-                                     BucketOptions options)
-    : LocalExchange(config),
+                                     BucketOptions options, train::Fence fence)
+    : LocalExchange(config, std::move(fence)),
       group_(std::move(group)),
       options_(options),
       verify_every_(config.distributed.allreduce.verify_replicas_every) {}
@@ -99,6 +101,7 @@ bool AllReduceExchange::agree_to_stop(bool asked) {
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
   options.timeout = options_.timeout;
+  const health::Wait in_flight("stop-request all-reduce", describe_peers(*group_));
   try {
     group_->allreduce(flag, options)->wait(options_.timeout);
   } catch (const std::exception& e) {
@@ -128,7 +131,7 @@ void AllReduceExchange::finish(const train::TrainState& state) {
     spdlog::info("rank {}: replicas bit-identical at all {} checks (every {} steps)", rank(),
                  verified_, verify_every_);
   }
-  if (rank() == 0) train::write_done_marker(config(), state.step);
+  if (rank() == 0) train::write_done_marker(config(), checkpoints_of_run().fence(), state.step);
 }
 
 }  // namespace cifar::allreduce

@@ -21,8 +21,9 @@ namespace cifar::allreduce {
 
 class AllReduceExchange final : public train::LocalExchange {
  public:
+  // `fence`: rank 0's, as the run's chief (none for the others).
   AllReduceExchange(const train::TrainConfig& config, c10::intrusive_ptr<c10d::ProcessGroup> group,
-                    BucketOptions options);
+                    BucketOptions options, train::Fence fence);
   ~AllReduceExchange() override;
 
   [[nodiscard]] train::TrainerPlace place() const override;

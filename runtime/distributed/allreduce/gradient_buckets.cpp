@@ -1,5 +1,6 @@
 #include "distributed/allreduce/gradient_buckets.h"
 
+#include <fmt/format.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/torch.h>
@@ -9,6 +10,8 @@
 #include <utility>
 
 #include "distributed/allreduce/peer_lost.h"
+#include "distributed/allreduce/process_group.h"
+#include "health/waits.h"
 #include "metrics/runtime_metrics.h"
 #include "metrics/seconds_since.h"
 
@@ -140,7 +143,12 @@ void GradientBuckets::end_backward() {
   const auto backward_done = Clock::now();
   torch::NoGradGuard no_grad;
   for (size_t b = next_to_start_; b < buckets_.size(); ++b) start(b);
-  for (auto& bucket : buckets_) {
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    auto& bucket = buckets_[b];
+    // Outside the try: only the collective's failure means a lost peer.
+    const health::Wait in_flight(fmt::format("gradient all-reduce, bucket {} of {} ({} values)",
+                                             b + 1, buckets_.size(), bucket.flat.numel()),
+                                 describe_peers(*group_));
     try {
       bucket.work->wait(options_.timeout);
     } catch (const std::exception& e) {

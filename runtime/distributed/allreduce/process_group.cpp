@@ -55,6 +55,13 @@ void set_default_backend(Group& group, typename Group::BackendType type) {
 
 }  // namespace
 
+std::string describe_peers(const c10d::ProcessGroup& group) {
+  const int others = group.getSize() - 1;
+  return "rank " + std::to_string(group.getRank()) + "'s group: " +
+         (others == 1 ? std::string("the other rank")
+                      : "the other " + std::to_string(others) + " ranks");
+}
+
 Backend resolve_backend(Backend requested, const std::string& device) {
   const bool cuda = device.rfind("cuda", 0) == 0;
   const Backend backend =

@@ -19,6 +19,9 @@ namespace cifar::allreduce {
 // CUDA (or a LibTorch built without it).
 Backend resolve_backend(Backend requested, const std::string& device);
 
+// Whom a collective of `group` waits for, for a stall report: "rank 0's group: the other 3 ranks".
+std::string describe_peers(const c10d::ProcessGroup& group);
+
 // Blocks until every rank's backend has connected to every other's (up to the store's timeout);
 // throws when one does not.
 c10::intrusive_ptr<c10d::ProcessGroup> make_process_group(

@@ -12,6 +12,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "distributed/allreduce/peer_lost.h"
+#include "distributed/allreduce/process_group.h"
+#include "health/waits.h"
 
 namespace cifar::allreduce {
 namespace {
@@ -24,6 +26,7 @@ uint64_t combine(uint64_t seed, uint64_t value) {
 // Waits for a collective; its failure means a peer was lost.
 void wait_for_peers(const c10d::ProcessGroup& group, const c10::intrusive_ptr<c10d::Work>& work,
                     std::chrono::milliseconds timeout, const char* what) {
+  const health::Wait in_flight(what, describe_peers(group));
   try {
     work->wait(timeout);
   } catch (const std::exception& e) {

@@ -11,6 +11,7 @@
 #include "distributed/allreduce/peer_lost.h"
 #include "distributed/allreduce/process_group.h"
 #include "distributed/allreduce/rendezvous.h"
+#include "health/heartbeat.h"
 #include "train/fence.h"
 #include "train/graceful_stop.h"
 #include "train/loop.h"
@@ -23,7 +24,8 @@ struct StoppedWhileWaiting : std::exception {};
 
 }  // namespace
 
-train::TrainResult run_allreduce_trainer(const train::TrainConfig& config) {
+train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
+                                         const train::Fence& fence) {
   const auto& ar = config.distributed.allreduce;
   BucketOptions options;
   options.cap_bytes = static_cast<int64_t>(ar.bucket_cap_mb * (1 << 20));
@@ -36,6 +38,13 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config) {
     const auto gpus = static_cast<int>(torch::cuda::device_count());
     rank_config.device = "cuda:" + std::to_string(gpus > 0 ? ar.local_rank % gpus : 0);
   }
+  // The run's stop window (train/graceful_stop.h), which the loop opens from its first step and
+  // leaves open: a stop asked after a round (while it closes, or while this rank waits for a
+  // stopped rank's replacement) is a request, not an exit that says nothing. Closed once the next
+  // group formed, so that the round's start is outside a window as a starting process's is, and
+  // when a peer is lost (nothing since the newest checkpoint is saved). Declared before the
+  // rendezvous so that it closes after the group and the c10d store are.
+  std::optional<train::StopWindow> stop_window;
   Rendezvous rendezvous(ar, resolve_backend(ar.backend, config.device));
   // Set once the ranks stopped together with the state saved because another rank was asked to
   // stop (its pod drained or deleted): this rank waits for that rank's replacement, and a stop
@@ -43,25 +52,23 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config) {
   std::optional<train::TrainResult> saved_stop;
   while (true) {
     c10::intrusive_ptr<c10d::ProcessGroup> group;
-    {
-      std::optional<train::StopWindow> stoppable;
-      if (saved_stop) stoppable.emplace();
-      try {
-        // A rank of an older incarnation (left on a cut-off node) stops instead of joining.
-        group = rendezvous.form([&] {
-          train::check_fence();
-          if (saved_stop && train::stop_requested()) throw StoppedWhileWaiting();
-        });
-      } catch (const StoppedWhileWaiting&) {
-        spdlog::info("rank {}: asked to stop while it waited; the state was saved at step {}",
-                     ar.rank, saved_stop->steps);
-        return *saved_stop;
-      }
+    try {
+      // A rank of an older incarnation (left on a cut-off node) stops instead of joining.
+      const health::ExpectedQuiet quiet("waiting for the group to form");
+      group = rendezvous.form([&] {
+        fence.check();
+        if (saved_stop && train::stop_requested()) throw StoppedWhileWaiting();
+      });
+    } catch (const StoppedWhileWaiting&) {
+      spdlog::info("rank {}: asked to stop while it waited; the state was saved at step {}",
+                   ar.rank, saved_stop->steps);
+      return *saved_stop;
     }
-    AllReduceExchange exchange(rank_config, std::move(group), options);
+    stop_window.reset();
+    AllReduceExchange exchange(rank_config, std::move(group), options, fence);
     try {
       // Every round starts from rank 0's newest checkpoint (AllReduceExchange::start).
-      const auto result = train::run_training(rank_config, exchange);
+      const auto result = train::run_training(rank_config, exchange, fence, stop_window);
       if (!result.stopped || train::stop_requested()) return result;
       spdlog::info(
           "rank {}: the ranks stopped after step {} with it saved; waiting up to {} s "
@@ -69,6 +76,14 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config) {
           ar.rank, result.steps, ar.rendezvous_timeout_seconds);
       saved_stop = result;
     } catch (const PeerLost& e) {
+      stop_window.reset();
+      if (train::stop_requested()) {  // no group to wait for: the pod is going
+        spdlog::warn(
+            "rank {}: asked to stop, and a peer was lost first: what was trained since "
+            "the newest checkpoint is not saved",
+            ar.rank);
+        throw;
+      }
       spdlog::warn("rank {}: {}; waiting up to {} s for the group to form again", ar.rank, e.what(),
                    ar.rendezvous_timeout_seconds);
       saved_stop.reset();

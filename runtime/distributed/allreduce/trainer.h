@@ -4,10 +4,12 @@
 #pragma once
 
 #include "config/train_config.h"
+#include "train/fence.h"
 #include "train/result.h"
 
 namespace cifar::allreduce {
 
-train::TrainResult run_allreduce_trainer(const train::TrainConfig& config);
+train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
+                                         const train::Fence& fence);
 
 }  // namespace cifar::allreduce

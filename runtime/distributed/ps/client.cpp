@@ -6,15 +6,22 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "distributed/ps/job_tls.h"
+#include "distributed/ps/peer_probe.h"
 #include "distributed/ps/tensor_codec.h"
 #include "distributed/ps/transport.h"
 #include "distributed/ps/wire_framing.h"
+#include "health/heartbeat.h"
+#include "health/waits.h"
 #include "metrics/runtime_metrics.h"
 #include "metrics/seconds_since.h"
 #include "proto/ps.grpc.pb.h"
@@ -28,6 +35,13 @@ using Stub = proto::ParameterServer::Stub;
 
 std::string describe(const grpc::Status& s) {
   return "[" + std::to_string(static_cast<int>(s.error_code())) + "] " + s.error_message();
+}
+
+// Why `address` did not answer, from a connection of our own ("" where that adds nothing).
+std::string why_unreachable(const std::string& address) {
+  constexpr std::chrono::seconds kProbeTimeout(3);
+  const auto why = explain_unreachable(address, probe_peer(address, kProbeTimeout), kProbeTimeout);
+  return why.empty() ? why : "; " + why;
 }
 
 // How long a shard that is down, or has no parameters yet, is waited for.
@@ -90,8 +104,13 @@ class PsClient::Connection {
                     const std::function<void(int)>& lost = {}) {
     auto give_up = Clock::now() + retry_window(options_);
     auto backoff = std::chrono::milliseconds(50);
-    bool warned = false;
+    // What the warnings said, each once: a shard unreachable first (an old PS going) that then
+    // refuses as an older incarnation than expected says so too.
+    std::vector<std::string_view> warned;
     bool waiting_said = false;
+    // Set once the shard answered that the job is not all there yet (trainers to join, the chief
+    // to initialise the parameters): a wait by design, no stall (health/heartbeat.h).
+    std::optional<health::ExpectedQuiet> by_design;
     while (true) {
       grpc::ClientContext context;
       context.set_deadline(
@@ -103,7 +122,10 @@ class PsClient::Connection {
       if (expected_incarnation_ > 0) {
         context.AddMetadata(kPsIncarnationMetadata, std::to_string(expected_incarnation_));
       }
-      auto status = rpc(context);
+      auto status = [&] {
+        const health::Wait in_flight(what, name_);
+        return rpc(context);
+      }();
       const auto code = status.error_code();
       // An older PS than expected (its node cut off, the DNS name not yet its replacement's) is
       // waited out like a PS that is down, and so is a call the PS cancelled as it shut down
@@ -111,7 +133,7 @@ class PsClient::Connection {
       const bool stale_ps = is_stale_parameter_server(status);
       if (!stale_ps && code != grpc::StatusCode::UNAVAILABLE &&
           code != grpc::StatusCode::DEADLINE_EXCEEDED && code != grpc::StatusCode::CANCELLED) {
-        if (warned) spdlog::info("{} is back", name_);
+        if (!warned.empty()) spdlog::info("{} is back", name_);
         return status;
       }
       if (is_not_initialized(status) && lost) {
@@ -123,23 +145,29 @@ class PsClient::Connection {
         // The startup deadline ends a job whose trainer never comes.
         if (!waiting_said) spdlog::info("{}: {}; waiting", name_, status.error_message());
         waiting_said = true;
+        if (!by_design) by_design.emplace("waiting for the other trainers to join");
         give_up = Clock::now() +
                   retry_window(options_);  // the shard answered: a later outage gets its window
         continue;
       }
       if (Clock::now() > give_up) {
-        throw std::runtime_error(name_ +
-                                 (stale_ps ? " older than expected for " : " unreachable for ") +
-                                 fmt::format("{}", options_.retry_seconds) + " s during " + what +
-                                 ": " + describe(status));
+        throw std::runtime_error(
+            name_ + (stale_ps ? " older than expected for " : " unreachable for ") +
+            fmt::format("{}", options_.retry_seconds) + " s during " + what + ": " +
+            describe(status) + (stale_ps ? "" : why_unreachable(address_)));
       }
-      if (!warned) {
-        spdlog::warn("{} {}: {}; retrying for up to {} s", name_,
-                     stale_ps                     ? "is an older incarnation than expected"
-                     : is_not_initialized(status) ? "has no parameters yet"
-                                                  : "unreachable",
-                     status.error_message(), options_.retry_seconds);
-        warned = true;
+      const std::string_view state = stale_ps ? "is an older incarnation than expected"
+                                     : is_not_initialized(status) ? "has no parameters yet"
+                                                                  : "unreachable";
+      if (!is_not_initialized(status)) {
+        by_design.reset();  // down or replaced: no longer a wait by design
+      } else if (!by_design) {
+        by_design.emplace("waiting for the chief to initialise the parameters");
+      }
+      if (std::find(warned.begin(), warned.end(), state) == warned.end()) {
+        spdlog::warn("{} {}: {}; retrying for up to {} s", name_, state, status.error_message(),
+                     options_.retry_seconds);
+        warned.push_back(state);
       }
       if (metrics_ != nullptr) metrics_->record_ps_retry();
       // Waits for the backoff, or less if the channel (re)connects first: a fail-fast call on a

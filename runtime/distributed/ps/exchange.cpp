@@ -84,7 +84,7 @@ ClientOptions client_options(const train::TrainConfig& config, int stripes) {
   o.addresses = config.distributed.job.cluster.ps;
   o.stripes = stripes;
   o.token = ps.token;
-  o.tls = job_credentials(ps);
+  o.tls = job_credentials(ps, ChannelEnd::kCalls);
   o.max_message_bytes = ps.max_message_mb << 20;
   o.wire_dtype = wire_dtype(ps.wire_dtype);
   o.retry_seconds = ps.retry_seconds;
@@ -99,11 +99,12 @@ ClientOptions client_options(const train::TrainConfig& config, int stripes) {
 
 }  // namespace
 
-ParameterServerExchange::ParameterServerExchange(const train::TrainConfig& config)
+ParameterServerExchange::ParameterServerExchange(const train::TrainConfig& config,
+                                                 train::Fence fence)
     : config_(config),
       mode_(config.distributed.ps.mode),
-      checkpoints_(train::open_run_store(config), train::run_name(config),
-                   config.keep_checkpoints) {}
+      checkpoints_(train::open_run_store(config), train::run_name(config), config.keep_checkpoints,
+                   std::move(fence)) {}
 
 ParameterServerExchange::~ParameterServerExchange() = default;
 
@@ -238,7 +239,8 @@ void ParameterServerExchange::save_checkpoint(const train::TrainState& state) {
 void ParameterServerExchange::finish(const train::TrainState& state) {
   if (place().chief) {
     client_->finish();
-    train::write_done_marker(config_, saved_step_ >= 0 ? saved_step_ : state.step);
+    train::write_done_marker(config_, checkpoints_.fence(),
+                             saved_step_ >= 0 ? saved_step_ : state.step);
   }
   spdlog::info("{}: job done at version {}", config_.distributed.job.task_name(), state.step);
 }

@@ -21,7 +21,8 @@ struct JobState;
 
 class ParameterServerExchange final : public train::GradientExchange {
  public:
-  explicit ParameterServerExchange(const train::TrainConfig& config);
+  // The chief's checkpoints and done marker are written behind `fence` (train/fence.h).
+  ParameterServerExchange(const train::TrainConfig& config, train::Fence fence);
   ~ParameterServerExchange() override;
 
   [[nodiscard]] train::TrainerPlace place() const override;

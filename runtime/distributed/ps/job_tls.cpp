@@ -1,5 +1,6 @@
 #include "distributed/ps/job_tls.h"
 
+#include <filesystem>
 #include <stdexcept>
 
 #include "contract/env.h"
@@ -8,7 +9,7 @@
 
 namespace cifar::ps {
 
-std::optional<security::JobCredentials> job_credentials(const Options& ps) {
+std::optional<security::JobCredentials> job_credentials(const Options& ps, ChannelEnd end) {
   if (ps.insecure && !ps.tls_dir.empty()) {
     // Which one was meant cannot be known: plaintext where TLS was set up would be silent.
     throw std::invalid_argument(std::string(contract::flag::kInsecure.name) + " and " +
@@ -25,7 +26,20 @@ std::optional<security::JobCredentials> job_credentials(const Options& ps) {
         "; `cifar-train certs --out DIR` makes them for a local job), or " +
         std::string(contract::flag::kInsecure.name) + " for plaintext");
   }
-  return security::read_tls_dir(ps.tls_dir);
+  auto credentials = security::read_tls_dir(ps.tls_dir);
+  const auto certificate =
+      (std::filesystem::path(ps.tls_dir) / security::kCertificateFile).string();
+  if (end == ChannelEnd::kServes && !security::may_serve(credentials.certificate)) {
+    throw std::invalid_argument(certificate +
+                                " may not serve (a trainer's certificate): a parameter server "
+                                "needs its own, which the operator mounts for the PS pods");
+  }
+  if (end == ChannelEnd::kCalls && !security::may_call(credentials.certificate)) {
+    throw std::invalid_argument(certificate +
+                                " may not call a parameter server (a PS's certificate): a trainer "
+                                "needs the trainers', which the operator mounts for them");
+  }
+  return credentials;
 }
 
 std::shared_ptr<grpc::ChannelCredentials> channel_credentials(

@@ -13,10 +13,13 @@
 
 namespace cifar::ps {
 
-// The credentials in ps.tls_dir, checked (security/tls_dir.h); none with ps.insecure.
-// std::invalid_argument when neither is given, or the directory's files are missing, expired,
-// not yet valid or not the CA's.
-std::optional<security::JobCredentials> job_credentials(const Options& ps);
+// Which end of the PS channel a process is: a parameter server serves, a trainer calls.
+enum class ChannelEnd { kServes, kCalls };
+
+// The credentials in ps.tls_dir, checked (security/tls_dir.h) and fit for `end`; none with
+// ps.insecure. std::invalid_argument when neither is given, or the directory's files are missing,
+// expired, not yet valid, not the CA's, or the other end's (a trainer given the PS's certificate).
+std::optional<security::JobCredentials> job_credentials(const Options& ps, ChannelEnd end);
 
 // Mutual TLS with `tls` (the server must present a certificate of the job's CA for the address
 // called; the client presents its own); plaintext without.

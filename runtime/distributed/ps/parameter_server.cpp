@@ -114,7 +114,7 @@ int run_parameter_server(const train::TrainConfig& config) {
   // their incarnation before it reads the checkpoints, so that the old chief, which may still be
   // training with the old PS, writes none after the one restored here (train/fence.h).
   if (config.incarnation > 0 && config.chief_incarnation == config.incarnation) {
-    train::claim_fence(config, train::FenceSlot::kChief);
+    static_cast<void>(train::Fence::claim(config, train::FenceSlot::kChief));
   }
   // A restarted PS takes its stripes from the newest checkpoint; a fresh one waits for the master.
   const train::CheckpointManager checkpoints(train::open_run_store(config), train::run_name(config),
@@ -130,10 +130,13 @@ int run_parameter_server(const train::TrainConfig& config) {
   }
 
   const auto address = listen_address(job.cluster.ps.at(static_cast<size_t>(job.index)));
-  DoorOptions door{dist.ps.token, job_credentials(dist.ps), [&metrics](Refusal refusal) {
+  DoorOptions door{dist.ps.token, job_credentials(dist.ps, ChannelEnd::kServes),
+                   [&metrics](Refusal refusal) {
                      if (metrics) metrics->record_ps_refusal(refusal_name(refusal));
                    }};
-  const std::string channel = door.tls ? "mutual TLS with the job's certificate" : "plaintext";
+  const std::string channel = door.tls ? "mutual TLS with the job's certificate \"" +
+                                             security::common_name_of(door.tls->certificate) + "\""
+                                       : "plaintext";
   ShardServer server(stripes, address, std::move(door), dist.ps.max_message_mb << 20,
                      config.incarnation);
   spdlog::info("ps {}: serving shard {} of {} on {} (mode {}, {})", job.index, job.index, servers,

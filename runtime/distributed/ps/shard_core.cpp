@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "distributed/ps/tensor_codec.h"
+#include "health/heartbeat.h"
 #include "metrics/runtime_metrics.h"
 
 namespace cifar::ps {
@@ -69,6 +70,7 @@ void ShardCore::apply(const torch::Tensor& grad, int64_t grad_version, double lr
       lock_free ? ShardOptimizer::Write::kInPlace : ShardOptimizer::Write::kOutOfPlace;
   optimizer->apply(0, grad, rate, write);
   version.fetch_add(1);
+  health::note_progress();
   if (reports_progress()) {
     metrics->record_ps_update(staleness);
     publish_state();

@@ -22,7 +22,7 @@ struct Door {
   std::optional<std::string> ca_certificate_pem;
   std::function<void(Refusal)> on_refusal;
   std::mutex mutex;
-  // PEMs the CA issued (a job has one), until they expire.
+  // Callers' PEMs the CA issued (a job has a few), until they expire.
   std::map<std::string, std::chrono::system_clock::time_point> admitted_certificates;
 
   // Why the caller of this call is refused, if it is; the certificate first.
@@ -33,7 +33,9 @@ struct Door {
           grpc_auth_context_find_properties_by_name(context, GRPC_X509_PEM_CERT_PROPERTY_NAME);
       const grpc_auth_property* pem = grpc_auth_property_iterator_next(&properties);
       if (pem == nullptr) return Refusal::kNoCertificate;
-      if (!admits(std::string(pem->value, pem->value_length))) return Refusal::kForeignCertificate;
+      if (const auto refused = certificate_refusal(std::string(pem->value, pem->value_length))) {
+        return refused;
+      }
     }
     if (expected_header.empty()) return std::nullopt;
     for (size_t i = 0; i < count; ++i) {
@@ -45,18 +47,23 @@ struct Door {
     return Refusal::kToken;
   }
 
-  bool admits(const std::string& certificate) {
+  // Why a caller presenting `certificate` is refused, if it is: not the CA's, or not a caller's.
+  // An admitted certificate is remembered until it expires, so that a call costs no parsing.
+  std::optional<Refusal> certificate_refusal(const std::string& certificate) {
     const auto now = std::chrono::system_clock::now();
     {
       std::lock_guard lock(mutex);
       const auto known = admitted_certificates.find(certificate);
-      if (known != admitted_certificates.end() && now < known->second) return true;
+      if (known != admitted_certificates.end() && now < known->second) return std::nullopt;
     }
-    if (!security::issued_by(certificate, *ca_certificate_pem)) return false;  // checks the time
+    if (!security::issued_by(certificate, *ca_certificate_pem)) {  // checks the time
+      return Refusal::kForeignCertificate;
+    }
+    if (!security::may_call(certificate)) return Refusal::kNotACaller;
     std::lock_guard lock(mutex);
     if (admitted_certificates.size() >= 16) admitted_certificates.clear();
     admitted_certificates[certificate] = security::expiry_of(certificate);
-    return true;
+    return std::nullopt;
   }
 };
 
@@ -65,9 +72,10 @@ struct RefusalWords {
   std::string_view label;
   std::string_view message;  // a literal: NUL-terminated, as gRPC's callback takes it
 };
-constexpr std::array<RefusalWords, 3> kRefusalWords{{
+constexpr std::array<RefusalWords, 4> kRefusalWords{{
     {"no_certificate", kNoCertificateRefusal},
     {"foreign_certificate", kForeignCertificateRefusal},
+    {"not_a_caller", kNotACallerRefusal},
     {"token", kTokenRefusal},
 }};
 const RefusalWords& words_of(Refusal refusal) {

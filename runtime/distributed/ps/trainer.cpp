@@ -5,9 +5,9 @@
 
 namespace cifar::ps {
 
-train::TrainResult run_ps_trainer(const train::TrainConfig& config) {
-  ParameterServerExchange exchange(config);
-  return train::run_training(config, exchange);
+train::TrainResult run_ps_trainer(const train::TrainConfig& config, const train::Fence& fence) {
+  ParameterServerExchange exchange(config, fence);
+  return train::run_training(config, exchange, fence);
 }
 
 }  // namespace cifar::ps

@@ -4,10 +4,11 @@
 #pragma once
 
 #include "config/train_config.h"
+#include "train/fence.h"
 #include "train/result.h"
 
 namespace cifar::ps {
 
-train::TrainResult run_ps_trainer(const train::TrainConfig& config);
+train::TrainResult run_ps_trainer(const train::TrainConfig& config, const train::Fence& fence);
 
 }  // namespace cifar::ps

@@ -7,8 +7,10 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -274,6 +276,106 @@ TEST(AllReduceJob, ASigtermToOneRankStopsEveryRankAfterTheSameStepWithItSavedAnd
   EXPECT_NE(read_file(work.path() / "rank0.log").find("asked to stop while it waited"),
             std::string::npos)
       << read_file(work.path() / "rank0.log");
+}
+
+// A rank that stopped because another was asked to, and is asked itself moments later (as both
+// pods of a suspended job are, by two kubelets), stops as asked whenever the request comes: while
+// it saves, while its run winds down, or while it waits for the group. It says that it stopped
+// with the step saved and exits with contract::kExitStopped. Its stop window used to close
+// before the run's teardown (the metrics server's took 2 s), which made a SIGTERM then an exit
+// with 143 and nothing said: a CI run's suspend of a 2-rank job lost its chief's last lines so.
+TEST(AllReduceJob, ARankAskedToStopWhileItWindsDownFromAnotherRanksStopSaysSoAndExitsStopped) {
+  TempDir work;
+  TwoRanks ranks(work.path(), {"--metrics-port", "0"});  // a server each, on a port of its own
+  ASSERT_TRUE(ranks.wait_until_training()) << read_file(work.path() / "rank0.log");
+  ranks.rank1.send(SIGTERM);
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] {
+        return read_file(work.path() / "rank0.log").find("stopping too") != std::string::npos;
+      },
+      30s))
+      << read_file(work.path() / "rank0.log");
+  std::this_thread::sleep_for(100ms);  // about when the step is saved, here
+  ranks.rank0.send(SIGTERM);
+  const int code0 = ranks.rank0.wait();
+  const auto log0 = read_file(work.path() / "rank0.log");
+  EXPECT_EQ(code0, 3) << log0;  // contract::kExitStopped, not 128 + SIGTERM
+  const auto step = stopped_after_step(log0);
+  EXPECT_GT(step, 0) << log0;
+  EXPECT_NE(log0.find("exiting"), std::string::npos) << log0;
+  EXPECT_EQ(ranks.rank1.wait(), 3) << read_file(work.path() / "rank1.log");
+  EXPECT_EQ(stopped_after_step(read_file(work.path() / "rank1.log")), step);
+  EXPECT_TRUE(fs::exists(step_checkpoint(work.path() / "model", static_cast<int>(step)))) << log0;
+}
+
+// A rank asked to stop whose peer dies before the ranks could agree on it (a node drained and
+// lost at once) has nothing more to save and no group to wait for: it ends at once, saying so,
+// instead of waiting out --rendezvous-timeout (or its grace period) for a group. The peer is
+// frozen first, so that the ranks cannot agree before it dies.
+TEST(AllReduceJob, ARankAskedToStopThatLosesItsPeerFirstEndsWithoutWaitingForAGroup) {
+  TempDir work;
+  TwoRanks ranks(work.path(), {"--rendezvous-timeout", "300"});
+  ASSERT_TRUE(ranks.wait_until_training()) << read_file(work.path() / "rank0.log");
+  ranks.rank1.send(SIGSTOP);
+  ranks.rank0.send(SIGTERM);
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] {
+        return read_file(work.path() / "rank0.log").find("stop requested") != std::string::npos;
+      },
+      30s));
+  std::this_thread::sleep_for(300ms);  // rank 0 waits in a collective for the frozen rank 1
+  ranks.rank1.kill_hard();
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return !ranks.rank0.running(); }, 90s))
+      << "rank 0 still waits: " << read_file(work.path() / "rank0.log");
+  const auto log = read_file(work.path() / "rank0.log");
+  EXPECT_EQ(ranks.rank0.wait(), 1) << log;  // failed: the steps since the checkpoint are lost
+  EXPECT_NE(log.find("asked to stop, and a peer was lost first"), std::string::npos) << log;
+}
+
+// A rank frozen (SIGSTOP: alive, not training) under a collective timeout far longer than the
+// stall limit, so that only the stall watchdog can see it: the other rank reports the stall, with
+// the all-reduce it waits in and for whom, its stack in that call, and a one-line summary in its
+// termination message; the frozen rank thawed, training goes on and the watchdog says so.
+TEST(AllReduceJob, ARankFrozenUnderALongCollectiveTimeoutIsReportedStalledByTheOther) {
+  TempDir work;
+  const auto termination = work.path() / "termination-log";
+  TwoRanks ranks(work.path(), {"--dist-timeout", "600", "--stall-seconds", "4", "--termination-log",
+                               termination.string()});
+  ASSERT_TRUE(ranks.wait_until_training()) << read_file(work.path() / "rank0.log");
+  const auto before = read_file(work.path() / "rank0.log").size();
+  EXPECT_EQ(read_file(work.path() / "rank0.log").find("stall report"), std::string::npos);
+  ranks.rank1.send(SIGSTOP);
+  const auto frozen = std::chrono::steady_clock::now();
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] {
+        return read_file(work.path() / "rank0.log").find("stall report: rank 0", before) !=
+               std::string::npos;
+      },
+      60s))
+      << read_file(work.path() / "rank0.log");
+  const double detected =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - frozen).count();
+  std::cout << "stall reported " << detected << " s after the rank froze\n";
+  const auto log = read_file(work.path() / "rank0.log").substr(before);
+  // Rank 1 froze somewhere in a step: rank 0 waits in one of the step's collectives for it.
+  EXPECT_NE(log.find("waiting on (oldest first):\n  "), std::string::npos) << log;
+  EXPECT_NE(log.find(" with rank 0's group: the other rank, for "), std::string::npos) << log;
+  EXPECT_NE(log.find("cifar::allreduce::"), std::string::npos) << log;  // the main thread's stack
+  const auto summary = read_file(termination);
+  EXPECT_NE(summary.find("stalled: no progress for "), std::string::npos) << summary;
+  EXPECT_NE(summary.find(" with rank 0's group: the other rank for "), std::string::npos)
+      << summary;
+  EXPECT_EQ(read_file(work.path() / "rank1.log").find("stall report"), std::string::npos);
+  ranks.rank1.send(SIGCONT);
+  EXPECT_TRUE(cifar::testing::wait_for(
+      [&] {
+        return read_file(work.path() / "rank0.log").find("progressing again") != std::string::npos;
+      },
+      60s))
+      << read_file(work.path() / "rank0.log");
+  const auto reports = read_file(work.path() / "rank0.log").find("stall report: rank 0");
+  EXPECT_EQ(read_file(work.path() / "rank0.log").find("stall report: rank 0", reports + 1),
+            std::string::npos);  // one report for one stall
 }
 
 TEST(AllReduceJob, ResumedJobEndsWhereAnUninterruptedOneDoes) {

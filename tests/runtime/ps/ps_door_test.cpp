@@ -2,8 +2,11 @@
 // with its job's credentials: a push without the job's token is refused before the server reads
 // its payload, so a 256 MB push costs the PS its headers, not 256 MB (the same push with the token
 // is read: the measurement can tell); a caller without the job's certificate, with another job's,
-// or in plaintext is refused, and the PS counts the refusals it sees; credentials that have
-// expired or are not yet valid stop the PS with a message that says so.
+// with the PS's own (an operator's job has one per role), or in plaintext is refused, and the PS
+// counts the refusals it sees; a server with a trainer's certificate is refused by its callers;
+// credentials that have expired, are not yet valid or are the other role's stop the process with
+// a message that says so.
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -77,11 +80,21 @@ std::shared_ptr<grpc::ChannelCredentials> tls(const security::JobCredentials& tr
   return grpc::SslCredentials(options);
 }
 
+// The per-role credentials of an operator's job whose processes reach each other at 127.0.0.1.
+security::JobIdentities identities() {
+  security::CertificateRequest request;
+  request.common_name = "door test job";
+  request.ip_addresses = {"127.0.0.1"};
+  return security::make_job_identities(request);
+}
+
 // A cifar-train PS serving the job's credentials, with the job's token.
 class PsDoor : public ::testing::Test {
  protected:
-  void SetUp() override {
-    security::write_tls_dir(work_.path() / "tls", job_);
+  void SetUp() override { start_ps(job_); }
+
+  void start_ps(const security::JobCredentials& served) {
+    security::write_tls_dir(work_.path() / "tls", served);
     ::setenv("CIFAR_PS_TOKEN", "the-jobs-token", 1);
     ps_ = std::make_unique<ChildProcess>(
         std::vector<std::string>{
@@ -167,6 +180,83 @@ TEST_F(PsDoor, OnlyTheJobsCertificateGetsInAndEveryRefusalItSeesIsCounted) {
   const auto impostor = push_bytes(channel(tls(other_job, &other_job)), 1024, "the-jobs-token");
   EXPECT_EQ(impostor.error_code(), grpc::StatusCode::UNAVAILABLE) << impostor.error_message();
   EXPECT_TRUE(ps_->running());
+}
+
+// An operator's job: its PS serves the parameter servers' certificate, and admits a trainer's but
+// not its own (a PS's key does not make a caller); a "PS" that serves a trainer's certificate is
+// refused by its callers (it may not serve, and names no host).
+class PsDoorOfPerRoleCredentials : public PsDoor {
+ protected:
+  void SetUp() override { start_ps(roles_.parameter_server); }
+  security::JobIdentities roles_ = identities();
+};
+
+TEST_F(PsDoorOfPerRoleCredentials, ATrainerGetsInAndThePsOwnCertificateIsRefusedAsACaller) {
+  const auto& trainer = roles_.trainer;
+  ASSERT_TRUE(
+      channel(tls(trainer, &trainer))->WaitForConnected(std::chrono::system_clock::now() + 30s))
+      << log();
+  EXPECT_NE(log().find("mutual TLS with the job's certificate \"door test job parameter server\""),
+            std::string::npos)
+      << log();
+  // Admitted, and refused only as no PushRequest.
+  const auto admitted = push_bytes(channel(tls(trainer, &trainer)), 1024, "the-jobs-token");
+  EXPECT_NE(admitted.error_code(), grpc::StatusCode::UNAUTHENTICATED) << admitted.error_message();
+  const auto& ps = roles_.parameter_server;
+  const auto posing = push_bytes(channel(tls(trainer, &ps)), 1024, "the-jobs-token");
+  EXPECT_EQ(posing.error_code(), grpc::StatusCode::UNAUTHENTICATED) << posing.error_message();
+  EXPECT_EQ(posing.error_message(), kNotACallerRefusal);
+  EXPECT_EQ(refusals("not_a_caller"), 1);
+  EXPECT_EQ(refusals("foreign_certificate"), 0);
+  EXPECT_TRUE(ps_->running());
+}
+
+TEST(PsDoorPerRoleCredentials, AServerWithATrainersCertificateIsRefusedByItsCallers) {
+  const auto roles = identities();
+  const auto& trainer = roles.trainer;
+  const int port = cifar::testing::free_port();
+  grpc::SslServerCredentialsOptions options(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_BUT_DONT_VERIFY);
+  options.pem_root_certs = trainer.ca_certificate;
+  options.pem_key_cert_pairs.push_back({trainer.private_key, trainer.certificate});
+  grpc::AsyncGenericService service;  // no handler: a call that got through would hang, not fail
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:" + std::to_string(port),
+                           grpc::SslServerCredentials(options));
+  builder.RegisterAsyncGenericService(&service);
+  const auto queue = builder.AddCompletionQueue();
+  const auto server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  const auto impostor =
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), tls(trainer, &trainer));
+  EXPECT_FALSE(impostor->WaitForConnected(std::chrono::system_clock::now() + 5s));
+  server->Shutdown(std::chrono::system_clock::now());
+  queue->Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue->Next(&tag, &ok)) {
+  }
+}
+
+// A member given the other role's credentials does not start, and says whose they are.
+TEST(PsDoorPerRoleCredentials, AProcessGivenTheOtherRolesCertificateSaysSoAndDoesNotStart) {
+  const auto roles = identities();
+  for (const auto& [role, given, said] :
+       {std::tuple{std::string("ps"), roles.trainer,
+                   std::string("may not serve (a trainer's certificate)")},
+        std::tuple{std::string("worker"), roles.parameter_server,
+                   std::string("may not call a parameter server (a PS's certificate)")}}) {
+    TempDir work;
+    security::write_tls_dir(work.path() / "tls", given);
+    const auto result = cifar::testing::run_process(
+        {CIFAR_TRAIN_BIN, "-m", "simplecnn", "-md", (work.path() / "model").string(),
+         "--metrics-port", "-1", "--distributed", "--dist-type", role, "--ps-count", "1",
+         "--worker-count", "1", "--dist-start-port", std::to_string(cifar::testing::free_port()),
+         "--tls-dir", (work.path() / "tls").string()});
+    EXPECT_EQ(result.exit_code, 2) << role << ": " << result.output;
+    EXPECT_NE(result.output.find((work.path() / "tls" / "tls.crt").string() + " " + said),
+              std::string::npos)
+        << role << ": " << result.output;
+  }
 }
 
 // The PS's own credentials out of their time: it does not start, and says why.

@@ -6,8 +6,10 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -56,6 +58,10 @@ class LocalJob {
   }
 
   [[nodiscard]] fs::path model_dir() const { return work_ / kModelDir; }
+  // Where parameter server `index` listens (the local flags' ports: PS 0 first).
+  [[nodiscard]] std::string ps_address(int index) const {
+    return "127.0.0.1:" + std::to_string(grpc_port_ + index);
+  }
   [[nodiscard]] std::vector<std::string> argv(const std::string& role, int index) const {
     return TrainArgs({CIFAR_TRAIN_BIN})
         .dirs(work_, kModelDir)
@@ -260,6 +266,50 @@ std::string done_at(int trainers) {
 
 bool has_checkpoint(const fs::path& dir, const std::string& model = "simplecnn") {
   return fs::exists(dir) && !train::CheckpointManager(dir, model, 3).list().empty();
+}
+
+// A parameter server whose packets are dropped (an iptables DROP in the worker's own network
+// namespace, as a NetworkPolicy or a firewall drops them), not refused: the worker gives up naming
+// the PS and its address, and says that a NetworkPolicy may be why. One that refuses (nobody
+// listens: a PS not up yet, or gone) is named as such, without that guess. Both exit 1 (failed),
+// never by a signal on their way out.
+TEST(PsFaults, APsWhosePacketsAreDroppedIsNamedWithTheNetworkPolicyThatMayBeWhy) {
+  TempDir work;
+  const LocalJob job(
+      work.path(), 1, /*workers=*/1,
+      TrainArgs()
+          .synthetic("simplecnn", 3072, 128)
+          .add({"-b", "32", "-e", "1", "--ps-mode", "sync", "--ps-retry-seconds", "3"})
+          .args());
+  const auto ps = job.ps_address(0);
+  const auto port = ps.substr(ps.rfind(':') + 1);
+  std::vector<std::string> dropped_argv = {
+      "unshare",
+      "-rn",
+      "sh",
+      "-c",
+      R"(ip link set lo up && iptables -A INPUT -p tcp --dport "$0" -j DROP || exit 99; exec "$@")",
+      port};
+  const auto worker = job.argv("worker", 0);
+  dropped_argv.insert(dropped_argv.end(), worker.begin(), worker.end());
+  const auto gave_up = "PS shard 0 (" + ps + ", stripe 0) unreachable for 3 s during register";
+  const auto dropped = cifar::testing::run_process(dropped_argv);
+  ASSERT_NE(dropped.exit_code, 99) << "no network namespace with iptables here: " << dropped.output;
+  const auto refused = cifar::testing::run_process(worker);
+  for (const auto* run : {&dropped, &refused}) {
+    EXPECT_EQ(run->exit_code, 1) << run->output;
+    EXPECT_NE(run->output.find(gave_up), std::string::npos) << run->output;
+  }
+  EXPECT_NE(dropped.output.find("a connection to " + ps +
+                                " was neither accepted nor refused in 3 s: its packets are dropped "
+                                "on the way; a NetworkPolicy (or a firewall) that drops the job's "
+                                "traffic may be why"),
+            std::string::npos)
+      << dropped.output;
+  EXPECT_NE(refused.output.find("nobody listens at " + ps + " (the peer is not up yet, or gone)"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_EQ(refused.output.find("NetworkPolicy"), std::string::npos) << refused.output;
 }
 
 TEST(PsFaults, KilledWorkerIsDroppedTheJobGoesOnAndTheRestartedWorkerRejoins) {
@@ -514,7 +564,8 @@ TEST(PsJobStoreOutage, AStoreAwayLongerThanTheBoundFailsTheJobSayingWhereAndTheS
 // replaced it and the worker there): the new worker expects the new PS (env
 // CIFAR_PS_INCARNATIONS), so the old PS refuses it and stops, "replaced", instead of training it
 // against old parameters; the worker waits for the new PS, which restores the shard, and the job
-// finishes.
+// finishes. The old PS is frozen when the new worker first calls it (it is unreachable), and
+// answers after (a CI run saw its first answers so, under load): the worker names it older then.
 TEST(PsFaults, AnOldPsRefusesATrainerThatExpectsItsReplacementAndStops) {
   TempDir work;
   LocalJob job(work.path(), 1, /*workers=*/1, fault_args());
@@ -524,7 +575,12 @@ TEST(PsFaults, AnOldPsRefusesATrainerThatExpectsItsReplacementAndStops) {
   job.start("worker", 0, first);
   ASSERT_TRUE(wait_for([&] { return has_checkpoint(job.model_dir()); }, 120s)) << job.all_logs();
   job.process("worker").kill_hard();
+  job.process("ps").send(SIGSTOP);
   job.start("worker", 0, {"CIFAR_INCARNATION=2", "CIFAR_PS_INCARNATIONS=2"});
+  ASSERT_TRUE(
+      wait_for([&] { return job.log("worker").find("unreachable") != std::string::npos; }, 60s))
+      << job.log("worker");
+  job.process("ps").send(SIGCONT);
   EXPECT_EQ(job.process("ps").wait(), 4) << job.log("ps");  // contract::kExitReplaced
   EXPECT_NE(job.log("ps").find("this pod was replaced by incarnation 2"), std::string::npos)
       << job.log("ps");
@@ -534,6 +590,38 @@ TEST(PsFaults, AnOldPsRefusesATrainerThatExpectsItsReplacementAndStops) {
       << job.log("worker");
   EXPECT_NE(job.log("ps").find("restoring its"), std::string::npos) << job.log("ps");
   EXPECT_TRUE(fs::exists(job.model_dir() / "simplecnn.done"));
+}
+
+// A parameter server frozen (SIGSTOP: alive, answering nothing) in a sync job: its trainers wait
+// in their calls, whose deadline (120 s) is far off, so that only the stall watchdog
+// sees it. The worker reports the stall with the PS call it waits in and the PS it waits for; the
+// PS thawed, the job goes on and finishes.
+TEST(PsFaults, AFrozenPsIsReportedByItsTrainersStalledInTheirCallsAndTheJobFinishesOnceItIsBack) {
+  TempDir work;
+  auto args = fault_args();
+  args.insert(args.end(), {"--stall-seconds", "4"});
+  LocalJob job(work.path(), 1, /*workers=*/1, args);
+  job.start_all(/*evaluator=*/false);
+  ASSERT_TRUE(wait_for([&] { return has_checkpoint(job.model_dir()); }, 120s)) << job.all_logs();
+  const auto before = job.log("worker").size();
+  EXPECT_EQ(job.log("worker").find("stall report"), std::string::npos) << job.log("worker");
+  job.process("ps").send(SIGSTOP);
+  const auto frozen = std::chrono::steady_clock::now();
+  ASSERT_TRUE(wait_for(
+      [&] { return job.log("worker").find("stall report: worker 0", before) != std::string::npos; },
+      60s))
+      << job.log("worker");
+  std::cout << "stall reported "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - frozen).count()
+            << " s after the PS froze\n";
+  const auto log = job.log("worker").substr(before);
+  EXPECT_NE(log.find("waiting on (oldest first):\n  "), std::string::npos) << log;
+  EXPECT_NE(log.find(" with PS shard 0 (" + job.ps_address(0)), std::string::npos) << log;
+  EXPECT_NE(log.find("cifar::ps::"), std::string::npos) << log;  // the stacks: in the PS client
+  EXPECT_TRUE(fs::exists(job.model_dir() / "stall-reports")) << log;
+  job.process("ps").send(SIGCONT);
+  job.expect_all_succeed(240s);
+  EXPECT_NE(job.log("worker").find("progressing again"), std::string::npos) << job.log("worker");
 }
 
 // alexnet's 7 MB would make one PS serve four stripes (layout.h); the job asks for three

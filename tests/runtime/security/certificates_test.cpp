@@ -1,5 +1,6 @@
-// The job's TLS identity (security/): what make_job_credentials makes holds together and is
-// nobody else's, times out of range are named, and a credentials directory is read with errors
+// The job's TLS identities (security/): what make_job_credentials and make_job_identities make
+// holds together, each role's certificate does what its role does and no more, and is nobody
+// else's; times out of range are named, and a credentials directory is read with errors
 // that name the file and written with the key its owner's alone.
 #include "security/certificates.h"
 
@@ -51,6 +52,30 @@ TEST(JobCredentials, HoldTogetherAndAreNoOtherJobs) {
   EXPECT_GT(left, hours(24 * 365) - hours(1));
   EXPECT_LT(left, hours(24 * 365) + hours(1));
   EXPECT_THROW(validity_problem("garbage"), std::invalid_argument);
+}
+
+// An operator's job: one CA for both roles; the PS's certificate serves under the job's names and
+// cannot call, the trainers' calls and cannot serve; a local job's one certificate does both.
+TEST(JobIdentities, EachRoleMayDoWhatItDoesAndNoMore) {
+  const auto roles = make_job_identities(request());
+  const auto& ps = roles.parameter_server;
+  const auto& trainer = roles.trainer;
+  EXPECT_EQ(ps.ca_certificate, trainer.ca_certificate);
+  for (const auto* own : {&ps, &trainer}) {
+    EXPECT_TRUE(issued_by(own->certificate, own->ca_certificate));
+    EXPECT_TRUE(key_matches(own->certificate, own->private_key));
+  }
+  EXPECT_FALSE(key_matches(ps.certificate, trainer.private_key));
+  EXPECT_TRUE(may_serve(ps.certificate));
+  EXPECT_FALSE(may_call(ps.certificate));
+  EXPECT_TRUE(may_call(trainer.certificate));
+  EXPECT_FALSE(may_serve(trainer.certificate));
+  EXPECT_EQ(common_name_of(ps.certificate), "team/mnist parameter server");
+  EXPECT_EQ(common_name_of(trainer.certificate), "team/mnist trainer");
+  const auto local = make_job_credentials(request());
+  EXPECT_TRUE(may_serve(local.certificate));
+  EXPECT_TRUE(may_call(local.certificate));
+  EXPECT_FALSE(may_call("no certificate"));
 }
 
 TEST(JobCredentials, ANameLongerThanX509AllowsIsCutNotRefused) {

@@ -9,6 +9,7 @@
 
 #include "tests/support/process.h"
 #include "train/monitor.h"
+#include "train/run_store.h"
 
 namespace cifar::train {
 namespace {
@@ -27,9 +28,8 @@ void taken_over_by(const std::filesystem::path& dir, FenceSlot slot, int64_t inc
   std::ofstream(dir / name) << R"({"incarnation": )" << incarnation << "}\n";
 }
 
-class Fence : public ::testing::Test {
+class RunFence : public ::testing::Test {
  protected:
-  void TearDown() override { release_fence(); }
   testing::TempDir dir_;
 };
 
@@ -43,32 +43,33 @@ TEST(ReplacedMessage, SaysTheNewerIncarnationWhereKnownAndWhyThePodStops) {
                "push)");
 }
 
-TEST_F(Fence, WithoutAnIncarnationThereIsNoneAndEveryWriteGoesThrough) {
-  claim_fence(run_in(dir_.path(), 0), FenceSlot::kChief);
-  EXPECT_EQ(fence_incarnation(), 0);
+TEST_F(RunFence, WithoutAnIncarnationThereIsNoneAndEveryWriteGoesThrough) {
+  const auto fence = Fence::claim(run_in(dir_.path(), 0), FenceSlot::kChief);
+  EXPECT_EQ(fence.incarnation(), 0);
   EXPECT_FALSE(read_fence(run_in(dir_.path(), 0), FenceSlot::kChief));
   taken_over_by(dir_.path(), FenceSlot::kChief, 9);
-  EXPECT_NO_THROW(check_fence());
+  EXPECT_NO_THROW(fence.check());
+  EXPECT_NO_THROW(Fence().check());
 }
 
-TEST_F(Fence, AWriterStopsOnceANewerIncarnationOfItsSlotHasClaimedTheRun) {
+TEST_F(RunFence, AWriterStopsOnceANewerIncarnationOfItsSlotHasClaimedTheRun) {
   const auto config = run_in(dir_.path(), 3);
-  claim_fence(config, FenceSlot::kChief);
-  EXPECT_EQ(fence_incarnation(), 3);
-  record_resumed_step(40);
+  const auto fence = Fence::claim(config, FenceSlot::kChief);
+  EXPECT_EQ(fence.incarnation(), 3);
+  fence.record_resumed_step(40);
   ASSERT_TRUE(read_fence(config, FenceSlot::kChief));
   EXPECT_EQ(read_fence(config, FenceSlot::kChief)->incarnation, 3);
   EXPECT_EQ(read_fence(config, FenceSlot::kChief)->resumed_step, 40);
-  EXPECT_NO_THROW(check_fence());
-  MonitorLog monitor(dir_.path());
+  EXPECT_NO_THROW(fence.check());
+  MonitorLog monitor(open_run_store(config), fence);
   monitor.append({});
   EXPECT_NO_THROW(monitor.wait_until_saved());
 
   taken_over_by(dir_.path(), FenceSlot::kEvaluator, 7);  // another slot's: not this writer's
-  EXPECT_NO_THROW(check_fence());
+  EXPECT_NO_THROW(fence.check());
   taken_over_by(dir_.path(), FenceSlot::kChief, 4);
   try {
-    check_fence();
+    fence.check();
     ADD_FAILURE() << "no Replaced";
   } catch (const Replaced& e) {
     EXPECT_NE(std::string(e.what()).find("this pod was replaced by incarnation 4; stopping"),
@@ -86,42 +87,39 @@ TEST_F(Fence, AWriterStopsOnceANewerIncarnationOfItsSlotHasClaimedTheRun) {
   EXPECT_EQ(lines, 1);  // the record before the takeover, and nothing since
 }
 
-TEST_F(Fence, AnOlderIncarnationCannotClaimAndTheSameOneClaimsAgain) {
+TEST_F(RunFence, AnOlderIncarnationCannotClaimAndTheSameOneClaimsAgain) {
   taken_over_by(dir_.path(), FenceSlot::kEvaluator, 5);
-  EXPECT_THROW(claim_fence(run_in(dir_.path(), 4), FenceSlot::kEvaluator), Replaced);
-  EXPECT_EQ(fence_incarnation(), 0);
-  claim_fence(run_in(dir_.path(), 5), FenceSlot::kEvaluator);  // the same pod, restarted in place
-  EXPECT_EQ(fence_incarnation(), 5);
-  claim_fence(run_in(dir_.path(), 6), FenceSlot::kEvaluator);
+  EXPECT_THROW(static_cast<void>(Fence::claim(run_in(dir_.path(), 4), FenceSlot::kEvaluator)),
+               Replaced);
+  // The same pod, restarted in place.
+  EXPECT_EQ(Fence::claim(run_in(dir_.path(), 5), FenceSlot::kEvaluator).incarnation(), 5);
+  static_cast<void>(Fence::claim(run_in(dir_.path(), 6), FenceSlot::kEvaluator));
   EXPECT_EQ(read_fence(run_in(dir_.path(), 6), FenceSlot::kEvaluator)->incarnation, 6);
 }
 
 // Incarnations are numbered per job: a job that continues another's run (checkpoint.resumeFrom)
 // starts at 1, below the other's numbers, and still takes the run over; the other job's writer,
 // if it still runs, stops at its next write.
-TEST_F(Fence, AJobThatContinuesAnothersRunTakesItOverWhateverItsNumbers) {
+TEST_F(RunFence, AJobThatContinuesAnothersRunTakesItOverWhateverItsNumbers) {
   auto first = run_in(dir_.path(), 7);
   first.job_uid = "uid-first";
-  claim_fence(first, FenceSlot::kChief);
-  record_resumed_step(40);
-  release_fence();
+  Fence::claim(first, FenceSlot::kChief).record_resumed_step(40);
 
   auto second = run_in(dir_.path(), 1);
   second.job_uid = "uid-second";
-  claim_fence(second, FenceSlot::kChief);  // no Replaced, though 1 < 7
+  const auto fence = Fence::claim(second, FenceSlot::kChief);  // no Replaced, though 1 < 7
   const auto record = read_fence(second, FenceSlot::kChief);
   ASSERT_TRUE(record);
   EXPECT_EQ(record->incarnation, 1);
   EXPECT_EQ(record->job_uid, "uid-second");
-  EXPECT_NO_THROW(check_fence());
-  release_fence();
+  EXPECT_NO_THROW(fence.check());
 
   // The first job's chief, had it held the slot on, is stopped by the second job's record.
   std::ofstream(dir_.path() / "r.chief.fence") << R"({"incarnation": 7, "job": "uid-first"})";
-  claim_fence(first, FenceSlot::kChief);
+  const auto first_fence = Fence::claim(first, FenceSlot::kChief);
   std::ofstream(dir_.path() / "r.chief.fence") << R"({"incarnation": 1, "job": "uid-second"})";
   try {
-    check_fence();
+    first_fence.check();
     ADD_FAILURE() << "no Replaced";
   } catch (const Replaced& e) {
     EXPECT_NE(std::string(e.what()).find("job uid-second continues this run now"),

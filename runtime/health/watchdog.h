@@ -1,0 +1,65 @@
+// The stall watchdog: a thread that reads the heartbeat (heartbeat.h) once a second and, when the
+// process made no progress for longer than its limit, takes a stall report (stall_report.h): to
+// the log, to a file, and in one line to a callback (the pod's termination message). One report
+// per stall; progress again re-arms it. It only reports: the operator decides what to do.
+//
+// The limit: --stall-seconds when given; else max(kStallFloorSeconds, kStallIntervals x the
+// longest gap between two progress marks so far). The floor covers what is no step (start-up,
+// evaluation, a checkpoint save) until the run has shown its own pace.
+//
+// Taking the report never blocks on what the stalled threads hold: the heartbeat's and the wait
+// table's locks are held only for copies; the stacks are walked by each thread in a signal
+// handler (thread_stacks.h).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "health/heartbeat.h"
+
+namespace cifar::health {
+
+inline constexpr double kStallFloorSeconds = 300;
+inline constexpr double kStallIntervals = 10;
+
+struct StallLimit {
+  double seconds = 0;
+  std::string rule;  // for the report: how the limit was set
+};
+// `configured` > 0: that; 0: derived from the progress seen (the rule above).
+[[nodiscard]] StallLimit stall_limit(double configured, const ProgressState& progress);
+
+struct WatchdogOptions {
+  std::string who;           // "worker 1", "rank 0": named in the report
+  double stall_seconds = 0;  // 0: derived
+  std::string report_dir;    // a report file goes here (empty: none)
+  std::function<void(const std::string& summary)> on_stall;  // the one-line form
+  std::function<bool()> standing_down;  // true during a graceful stop: no stall then
+  std::chrono::milliseconds poll = std::chrono::seconds(1);
+};
+
+class StallWatchdog {
+ public:
+  explicit StallWatchdog(WatchdogOptions options);
+  ~StallWatchdog();
+  StallWatchdog(const StallWatchdog&) = delete;
+  StallWatchdog& operator=(const StallWatchdog&) = delete;
+  StallWatchdog(StallWatchdog&&) = delete;
+  StallWatchdog& operator=(StallWatchdog&&) = delete;
+
+ private:
+  void watch();
+  void report(const ProgressState& progress, const StallLimit& limit);
+
+  WatchdogOptions options_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool ending_ = false;
+  std::thread thread_;
+};
+
+}  // namespace cifar::health
