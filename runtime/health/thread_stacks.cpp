@@ -48,6 +48,17 @@ static_assert(std::atomic<pid_t>::is_always_lock_free, "the handler's atomics mu
 // libraries linked take real-time signals), queued, never merged with another kind.
 int stack_signal() { return SIGRTMIN + 5; }
 
+// The return addresses from the cursor's frame outwards, into `frames`; how many. Signal-safe.
+int walk(unw_cursor_t& cursor, std::array<uintptr_t, kMaxFrames>& frames) {
+  int count = 0;
+  do {
+    unw_word_t ip = 0;
+    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+    frames[static_cast<size_t>(count++)] = ip;
+  } while (count < kMaxFrames && unw_step(&cursor) > 0);
+  return count;
+}
+
 // Walks from the interrupted context, so the handler's own frames are not in the stack. Only
 // async-signal-safe work: libunwind's local unwinding without its global cache (see install).
 void on_stack_signal(int /*signal*/, siginfo_t* /*info*/, void* context) {
@@ -57,16 +68,9 @@ void on_stack_signal(int /*signal*/, siginfo_t* /*info*/, void* context) {
   pid_t asked = this_thread_id();
   if (g_asked.compare_exchange_strong(asked, kClaimed, std::memory_order_acq_rel)) {
     unw_cursor_t cursor;
-    int count = 0;
-    if (unw_init_local2(&cursor, static_cast<unw_context_t*>(context), UNW_INIT_SIGNAL_FRAME) ==
-        0) {
-      do {
-        unw_word_t ip = 0;
-        if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
-        g_frames[static_cast<size_t>(count++)] = ip;
-      } while (count < kMaxFrames && unw_step(&cursor) > 0);
-    }
-    g_frame_count.store(count, std::memory_order_release);
+    const bool ready =
+        unw_init_local2(&cursor, static_cast<unw_context_t*>(context), UNW_INIT_SIGNAL_FRAME) == 0;
+    g_frame_count.store(ready ? walk(cursor, g_frames) : 0, std::memory_order_release);
   }
   errno = saved_errno;
 }
@@ -88,17 +92,17 @@ bool install_handler_once() {
   return installed;
 }
 
+// The calling thread's stack from its caller outwards (this function's own frame left out).
 std::vector<uintptr_t> own_frames() {
-  std::vector<uintptr_t> frames;
   unw_context_t context;
   unw_cursor_t cursor;
-  if (unw_getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0) return frames;
-  while (frames.size() < static_cast<size_t>(kMaxFrames) && unw_step(&cursor) > 0) {
-    unw_word_t ip = 0;
-    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
-    frames.push_back(ip);
+  if (unw_getcontext(&context) != 0 || unw_init_local(&cursor, &context) != 0 ||
+      unw_step(&cursor) <= 0) {
+    return {};
   }
-  return frames;
+  std::array<uintptr_t, kMaxFrames> frames{};
+  const int count = walk(cursor, frames);
+  return {frames.begin(), frames.begin() + count};
 }
 
 std::optional<std::vector<uintptr_t>> frames_of(pid_t thread) {

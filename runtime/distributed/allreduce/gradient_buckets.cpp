@@ -45,6 +45,7 @@ GradientBuckets::GradientBuckets(const std::vector<torch::Tensor>& parameters,
     : parameters_(parameters),
       grad_views_(parameters.size()),
       group_(std::move(group)),
+      peers_(describe_peers(*group_)),
       options_(options),
       metrics_(metrics),
       bucket_of_(parameters.size()),
@@ -70,6 +71,10 @@ GradientBuckets::GradientBuckets(const std::vector<torch::Tensor>& parameters,
     bucket.parameters = std::move(members);
     bytes_ += static_cast<int64_t>(bucket.flat.nbytes());
     buckets_.push_back(std::move(bucket));
+  }
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    buckets_[b].description = fmt::format("gradient all-reduce, bucket {} of {} ({} values)", b + 1,
+                                          buckets_.size(), buckets_[b].flat.numel());
   }
   for (size_t p = 0; p < parameters_.size(); ++p) {
     point_grad_into_bucket(p);
@@ -146,9 +151,7 @@ void GradientBuckets::end_backward() {
   for (size_t b = 0; b < buckets_.size(); ++b) {
     auto& bucket = buckets_[b];
     // Outside the try: only the collective's failure means a lost peer.
-    const health::Wait in_flight(fmt::format("gradient all-reduce, bucket {} of {} ({} values)",
-                                             b + 1, buckets_.size(), bucket.flat.numel()),
-                                 describe_peers(*group_));
+    const health::Wait in_flight(bucket.description, peers_);
     try {
       bucket.work->wait(options_.timeout);
     } catch (const std::exception& e) {

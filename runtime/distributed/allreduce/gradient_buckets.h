@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -81,6 +82,7 @@ class GradientBuckets {
     torch::Tensor flat;
     size_t missing = 0;  // gradients not yet accumulated in this step
     c10::intrusive_ptr<c10d::Work> work;
+    std::string description;  // as a stall report names its all-reduce
   };
   void point_grad_into_bucket(size_t parameter);
   void on_gradient_ready(size_t parameter);
@@ -93,6 +95,7 @@ class GradientBuckets {
   // of the post hook on it, removed on destruction.
   std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>> hooks_;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  std::string peers_;  // whom a bucket's all-reduce waits for (describe_peers), made once
   BucketOptions options_;
   metrics::RuntimeMetrics* metrics_;
   std::vector<Bucket> buckets_;
