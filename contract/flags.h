@@ -54,8 +54,8 @@ inline constexpr Flag kMetricsPort{"--metrics-port", ""};
 inline constexpr Flag kProgress{"--progress", ""};
 inline constexpr Flag kMetricsLinger{"--metrics-linger", ""};
 inline constexpr Flag kTerminationLog{"--termination-log", ""};
-// The stall watchdog's limit (runtime/health/watchdog.h). Not in kAll yet: the operator does not
-// write it (runPolicy.stallTimeoutSeconds is the operator's own, issue 58 part 2).
+// The stall watchdog's limit (runtime/health/watchdog.h): a trainer's
+// runPolicy.stallTimeoutSeconds.
 inline constexpr Flag kStallSeconds{"--stall-seconds", ""};
 // Strategies.
 inline constexpr Flag kStrategy{"--strategy", ""};
@@ -66,16 +66,41 @@ inline constexpr Flag kBucketCapMb{"--bucket-cap-mb", ""};
 inline constexpr Flag kNoOverlap{"--no-overlap", ""};
 inline constexpr Flag kDistTimeout{"--dist-timeout", ""};
 
-inline constexpr std::array kAll = {
-    kModel,           kModelDir,         kNumClasses,  kEpochs,
-    kBatchSize,       kContext,          kDataset,     kDataDir,
-    kDownload,        kDownloadMirror,   kOptimizer,   kLearningRate,
-    kMomentum,        kNoNesterov,       kWeightDecay, kSchedule,
-    kWarmupEpochs,    kLabelSmoothing,   kSeed,        kCheckpointEvery,
-    kKeepCheckpoints, kMetricsPort,      kProgress,    kMetricsLinger,
-    kStrategy,        kPsMode,           kStaleness,   kDistBackend,
-    kBucketCapMb,     kNoOverlap,        kDistTimeout, kPrecision,
-    kTerminationLog,  kMaxUnsavedSeconds};
+inline constexpr std::array kAll = {kModel,
+                                    kModelDir,
+                                    kNumClasses,
+                                    kEpochs,
+                                    kBatchSize,
+                                    kContext,
+                                    kDataset,
+                                    kDataDir,
+                                    kDownload,
+                                    kDownloadMirror,
+                                    kOptimizer,
+                                    kLearningRate,
+                                    kMomentum,
+                                    kNoNesterov,
+                                    kWeightDecay,
+                                    kSchedule,
+                                    kWarmupEpochs,
+                                    kLabelSmoothing,
+                                    kSeed,
+                                    kCheckpointEvery,
+                                    kKeepCheckpoints,
+                                    kMetricsPort,
+                                    kProgress,
+                                    kMetricsLinger,
+                                    kStrategy,
+                                    kPsMode,
+                                    kStaleness,
+                                    kDistBackend,
+                                    kBucketCapMb,
+                                    kNoOverlap,
+                                    kDistTimeout,
+                                    kPrecision,
+                                    kTerminationLog,
+                                    kMaxUnsavedSeconds,
+                                    kStallSeconds};
 
 // Not in kAll (the flags the operator writes): the parameter-server channel's TLS, the job's
 // credentials (the operator gives them by env::kTlsDir instead) or plaintext (never on Kubernetes).

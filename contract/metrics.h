@@ -12,6 +12,12 @@ inline constexpr char kIndexLabel[] = "index";
 // Every role: seconds since its last progress (a trainer's step, a PS's update applied, an
 // evaluator's checkpoint evaluated); 0 while it waits by design (runtime/health/heartbeat.h).
 inline constexpr char kSecondsSinceProgress[] = "cifar_seconds_since_progress";
+// A trainer's stall watchdog (runtime/health/watchdog.h): the limit it applies now (no series
+// where none runs), and, while a stall it reported lasts, 1 with the report's one-line summary in
+// label kStallReportLabel (the operator's condition Stalled quotes it).
+inline constexpr char kStallLimitSeconds[] = "cifar_stall_limit_seconds";
+inline constexpr char kStallReported[] = "cifar_stall_reported";
+inline constexpr char kStallReportLabel[] = "report";
 
 // Training (every trainer); status.progress reads the chief's.
 inline constexpr char kSteps[] = "cifar_steps_total";

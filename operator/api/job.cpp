@@ -295,6 +295,11 @@ void parse_run_policy(const json& spec, JobSpec& s) {
   s.node_failure_grace_seconds = std::clamp<int64_t>(
       member(run, "nodeFailureGraceSeconds", s.node_failure_grace_seconds, "runPolicy."), 0,
       kMaxDeadline);
+  if (run.contains("stallTimeoutSeconds")) {
+    s.stall_timeout_seconds = std::clamp<int64_t>(
+        member<int64_t>(run, "stallTimeoutSeconds", 0, "runPolicy."), 0, kMaxDeadline);
+  }
+  s.on_stall = named_member(run, "onStall", s.on_stall, kOnStallNames, "runPolicy.");
 }
 
 }  // namespace cifar::op

@@ -92,6 +92,15 @@ inline constexpr EnumNames<CleanPodPolicy, 3> kCleanPodPolicyNames{{
     {"None", CleanPodPolicy::kNone},
 }};
 
+// What a Stalled job does (runPolicy.onStall, cifartrainjob/stall.h): replace the stalled pods
+// (charged to backoffLimit), fail, or only report.
+enum class OnStall { kRestart, kFail, kReport };
+inline constexpr EnumNames<OnStall, 3> kOnStallNames{{
+    {"Restart", OnStall::kRestart},
+    {"Fail", OnStall::kFail},
+    {"Report", OnStall::kReport},
+}};
+
 // How a job's pods are spread over nodes (runPolicy.schedulingPolicy.spreadAcrossNodes): a
 // topology spread constraint on the node's hostname, skew at most 1, that the scheduler prefers
 // (ScheduleAnyway), requires (DoNotSchedule), or none.
@@ -158,6 +167,10 @@ struct JobSpec {
   // a pod replaced wrongly (its node was cut off, not dead) is fenced out of the run
   // (train/fence.h).
   int64_t node_failure_grace_seconds = 30;
+  // runPolicy.stallTimeoutSeconds, each trainer's --stall-seconds: nullopt, each derives its own
+  // (runtime/health/watchdog.h); 0: no stall detection.
+  std::optional<int64_t> stall_timeout_seconds;
+  OnStall on_stall = OnStall::kRestart;
   std::string scheduler_name;
   std::string priority_class;
   // A Kueue LocalQueue of the job's namespace: the job's pods wait there, gated, until Kueue admits

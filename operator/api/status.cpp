@@ -83,6 +83,8 @@ std::string_view condition_type_name(ConditionType type) {
       return "TrainersMissing";
     case ConditionType::kCheckpointStoreUnreachable:
       return "CheckpointStoreUnreachable";
+    case ConditionType::kStalled:
+      return "Stalled";
   }
   return "";
 }
@@ -97,7 +99,7 @@ std::optional<ConditionType> parse_condition_type(std::string_view name) {
 bool is_exclusive(ConditionType type) {
   return type != ConditionType::kCreated && type != ConditionType::kPodsNotReady &&
          type != ConditionType::kTrainersMissing &&
-         type != ConditionType::kCheckpointStoreUnreachable;
+         type != ConditionType::kCheckpointStoreUnreachable && type != ConditionType::kStalled;
 }
 
 const JobCondition* JobStatus::condition(ConditionType type) const {
@@ -152,6 +154,8 @@ void JobStatus::summarize() {
     why = condition(*state);
   } else if (is_true(ConditionType::kPodsNotReady)) {
     why = condition(ConditionType::kPodsNotReady);
+  } else if (is_true(ConditionType::kStalled)) {
+    why = condition(ConditionType::kStalled);
   } else if (is_true(ConditionType::kTrainersMissing)) {
     why = condition(ConditionType::kTrainersMissing);
   } else if (is_true(ConditionType::kCheckpointStoreUnreachable)) {

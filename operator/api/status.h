@@ -30,7 +30,8 @@ namespace cifar::op {
 // admitted as one group. TrainersMissing is not a state either: the job trains with fewer
 // trainers than it names (a parameter server dropped one mid-run, or an asynchronous job started
 // without one; trainers.h). Nor is CheckpointStoreUnreachable: the chief's checkpoint store has
-// not answered for a while and the job trains on, its checkpoints waiting (store_outage.h).
+// not answered for a while and the job trains on, its checkpoints waiting (store_outage.h). Nor is
+// Stalled: none of the job's trainers has made progress for its stall limit (stall.h).
 enum class ConditionType {
   kCreated,
   kQueued,
@@ -41,19 +42,21 @@ enum class ConditionType {
   kSuspended,
   kPodsNotReady,
   kTrainersMissing,
-  kCheckpointStoreUnreachable
+  kCheckpointStoreUnreachable,
+  kStalled
 };
-inline constexpr std::array<ConditionType, 10> kConditionTypes = {
+inline constexpr std::array<ConditionType, 11> kConditionTypes = {
     ConditionType::kCreated,         ConditionType::kQueued,
     ConditionType::kRunning,         ConditionType::kRestarting,
     ConditionType::kSucceeded,       ConditionType::kFailed,
     ConditionType::kSuspended,       ConditionType::kPodsNotReady,
-    ConditionType::kTrainersMissing, ConditionType::kCheckpointStoreUnreachable};
+    ConditionType::kTrainersMissing, ConditionType::kCheckpointStoreUnreachable,
+    ConditionType::kStalled};
 std::string_view condition_type_name(ConditionType type);  // "Created", ...
 std::optional<ConditionType> parse_condition_type(std::string_view name);
 // Exclusive conditions: one turning True turns the others False. Created is not exclusive: it
-// stays True once the pods were first created; nor are PodsNotReady, TrainersMissing and
-// CheckpointStoreUnreachable.
+// stays True once the pods were first created; nor are PodsNotReady, TrainersMissing,
+// CheckpointStoreUnreachable and Stalled.
 bool is_exclusive(ConditionType type);
 
 enum class ConditionStatus { kTrue, kFalse, kUnknown };
@@ -115,6 +118,10 @@ inline constexpr std::string_view kAllTrainersTraining = "AllTrainersTraining";
 // wait, training goes on), and the condition turned False.
 inline constexpr std::string_view kStoreNotAnswering = "StoreNotAnswering";
 inline constexpr std::string_view kStoreAnswers = "StoreAnswers";
+// Stalled: no trainer progressed for its stall limit (also the reason of a job that fails or
+// restarts pods for it, runPolicy.onStall), and the condition turned False.
+inline constexpr std::string_view kTrainersStalled = "TrainersStalled";
+inline constexpr std::string_view kProgressing = "Progressing";
 }  // namespace reason
 
 struct JobCondition {

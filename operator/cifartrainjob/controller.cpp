@@ -138,7 +138,9 @@ void JobController::run(const std::atomic<bool>& stop) {
     progress = std::thread([&] {
       ProgressScraper(
           *jobs_, *pods_, options_.progress_interval,
-          [this](const std::string& key, json reading) { put_progress(key, std::move(reading)); })
+          [this](const std::string& key, json reading) { put_progress(key, std::move(reading)); },
+          [this](const std::string& key, const JobLiveness& answered,
+                 const std::vector<std::string>& missed) { put_heard(key, answered, missed); })
           .run(stop);
     });
   }
@@ -241,6 +243,7 @@ std::optional<std::chrono::seconds> JobController::reconcile_key(const std::stri
     observed.service_exists = service && controlled_by(*service, job.uid);
     job.shared_credentials = observed.service_exists && !has_per_role_credentials(*service);
     observed.progress = progress_of(key);
+    observed.liveness = liveness_of(key);
     for (auto& pod : take_deleted_pods(key)) {
       if (controlled_by(pod, job.uid)) observed.deleted_pods.push_back(std::move(pod));
     }
@@ -314,6 +317,23 @@ std::optional<json> JobController::progress_of(const std::string& key) {
 void JobController::forget_progress(const std::string& key) {
   const std::lock_guard lock(progress_mu_);
   progress_.erase(key);
+  liveness_.erase(key);
+}
+
+void JobController::put_heard(const std::string& key, const JobLiveness& answered,
+                              const std::vector<std::string>& missed) {
+  bool changed = false;
+  {
+    const std::lock_guard lock(progress_mu_);
+    changed = merge_heard(liveness_[key], answered, missed);
+  }
+  if (changed) queue_.add(key);
+}
+
+JobLiveness JobController::liveness_of(const std::string& key) {
+  const std::lock_guard lock(progress_mu_);
+  const auto found = liveness_.find(key);
+  return found == liveness_.end() ? JobLiveness{} : found->second;
 }
 
 std::vector<json> JobController::take_deleted_pods(const std::string& key) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cifartrainjob/applier.h"
+#include "cifartrainjob/liveness.h"
 #include "cifartrainjob/node_health.h"
 #include "cifartrainjob/operator_metrics.h"
 #include "cifartrainjob/reconcile.h"
@@ -53,6 +54,11 @@ class JobController {
   void put_progress(const std::string& key, nlohmann::json progress);
   std::optional<nlohmann::json> progress_of(const std::string& key);
   void forget_progress(const std::string& key);
+  // What a scrape round heard from a job's pods (liveness.h); the job looks again when that may
+  // change whether it is stalled.
+  void put_heard(const std::string& key, const JobLiveness& answered,
+                 const std::vector<std::string>& missed);
+  JobLiveness liveness_of(const std::string& key);
   // The job's pods killed at the end of their grace period since its last round (unsaved_stop.h).
   std::vector<nlohmann::json> take_deleted_pods(const std::string& key);
   void update_job_counts();
@@ -67,6 +73,7 @@ class JobController {
   Applier applier_{client_, expectations_, metrics_};
   std::mutex progress_mu_;
   std::map<std::string, nlohmann::json> progress_;  // by job key
+  std::map<std::string, JobLiveness> liveness_;     // by job key, under progress_mu_
   std::mutex deleted_pods_mu_;
   std::map<std::string, std::vector<nlohmann::json>> deleted_pods_;  // by job key
   // The watches last: their threads call into the members above, which must outlive them.

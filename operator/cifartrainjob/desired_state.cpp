@@ -151,6 +151,12 @@ std::vector<std::string> container_args(const Job& job, Role role) {
     if (!s.download_mirror.empty()) add(flag::kDownloadMirror, s.download_mirror);
   }
   add(flag::kContext, device_of(s, role));
+  // The trainers' stall limit (a PS and an evaluator wait for trainers by design); 0 is off,
+  // which the runtime spells -1 (its 0 is "derive it").
+  if (s.stall_timeout_seconds && is_trainer(role)) {
+    add(flag::kStallSeconds,
+        *s.stall_timeout_seconds == 0 ? "-1" : std::to_string(*s.stall_timeout_seconds));
+  }
   if (s.parameter_server) {
     add(flag::kPsMode, s.ps_mode);
     if (s.staleness) add(flag::kStaleness, std::to_string(*s.staleness));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "api/status.h"
+#include "cifartrainjob/liveness.h"
 #include "framework/clock.h"
 #include "framework/kueue.h"
 #include "framework/node_status.h"
@@ -28,6 +29,8 @@ struct Observed {
   // The progress scraper's newest status.progress for the job (progress.h), if it has one: the
   // reconcile writes it, so that the status has one writer.
   std::optional<nlohmann::json> progress;
+  // What the progress scraper last heard from the job's pods (liveness.h): the stall rule's input.
+  JobLiveness liveness;
   // The nodes of the job's pods that are in trouble (not Ready, or out of service), by name.
   NodeTroubles troubled_nodes;
   // A job with a queue: the Kueue Workload of its pod group, if there is one; `workload_known` is

@@ -106,6 +106,22 @@ struct SampleLine {
   double value = 0;
 };
 
+// Where the label set that starts at `from` ends (its '}'), quoted values skipped: a value may
+// hold braces and escaped quotes (a stall report names C++ functions); npos if it does not end.
+size_t labels_end_at(const std::string& line, size_t from) {
+  bool quoted = false;
+  for (size_t i = from; i < line.size(); ++i) {
+    if (quoted && line[i] == '\\') {
+      ++i;
+    } else if (line[i] == '"') {
+      quoted = !quoted;
+    } else if (!quoted && line[i] == '}') {
+      return i;
+    }
+  }
+  return std::string::npos;
+}
+
 // Calls `use` with each sample line whose value is finite (a NaN loss: nothing to report).
 template <typename Use>
 void for_each_sample(const std::string& exposition, Use use) {
@@ -116,7 +132,7 @@ void for_each_sample(const std::string& exposition, Use use) {
     const auto name_end = line.find_first_of("{ ");
     if (name_end == std::string::npos || name_end == 0) continue;
     const bool labelled = line[name_end] == '{';
-    auto value_start = labelled ? line.find('}', name_end) : name_end;
+    auto value_start = labelled ? labels_end_at(line, name_end + 1) : name_end;
     if (value_start == std::string::npos) continue;
     const auto labels_end = value_start;
     value_start = line.find_first_not_of(' ', value_start + (labelled ? 1 : 0));
@@ -130,19 +146,29 @@ void for_each_sample(const std::string& exposition, Use use) {
   }
 }
 
-// The value of `label` in a series' labels (`a="x",b="y"`), or nullopt. Our series' label values
-// are names and numbers: no escaped quotes to undo.
+// The value of `label` in a series' labels (`a="x",b="y"`), unescaped (\\, \", \n), or nullopt.
 std::optional<std::string> label_value(const std::string& labels, const std::string& label) {
   const auto key = label + "=\"";
   size_t at = 0;
-  while ((at = labels.find(key, at)) != std::string::npos) {
-    if (at == 0 || labels[at - 1] == ',') {
-      const auto start = at + key.size();
-      const auto stop = labels.find('"', start);
-      if (stop == std::string::npos) return std::nullopt;
-      return labels.substr(start, stop - start);
+  while (at < labels.size()) {
+    const bool found = labels.compare(at, key.size(), key) == 0;
+    // To the end of this label's value: its closing quote, escapes skipped.
+    size_t i = labels.find('"', at);
+    if (i == std::string::npos) return std::nullopt;
+    std::string value;
+    for (++i; i < labels.size() && labels[i] != '"'; ++i) {
+      if (labels[i] == '\\' && i + 1 < labels.size()) {
+        ++i;
+        value += labels[i] == 'n' ? '\n' : labels[i];
+      } else {
+        value += labels[i];
+      }
     }
-    at += key.size();
+    if (i >= labels.size()) return std::nullopt;
+    if (found) return value;
+    at = labels.find(',', i);
+    if (at == std::string::npos) return std::nullopt;
+    ++at;
   }
   return std::nullopt;
 }

@@ -28,11 +28,9 @@ using nlohmann::json;
 
 constexpr auto kScrapeTimeout = std::chrono::seconds(2);
 
-// http://<pod IP>:<metrics port>/metrics of a running trainer, evaluator or PS 0 (which tells
-// which trainers take part); "" for other pods.
-std::string metrics_url(const json& pod, int index) {
-  const auto role = pod_role(pod);
-  if (!role || (*role == contract::Role::kPs && index != 0)) return "";
+// http://<pod IP>:<metrics port>/metrics of a running pod of the job; "" for other pods.
+std::string metrics_url(const json& pod) {
+  if (!pod_role(pod)) return "";
   const auto status = pod.value("status", json::object());
   const auto ip = status.value("podIP", "");
   if (pod_phase(pod) != PodPhase::kRunning || ip.empty()) return "";
@@ -48,6 +46,8 @@ std::string metrics_url(const json& pod, int index) {
 
 struct Target {
   std::string job_key;
+  std::string pod_name;
+  std::string pod_uid;
   PodMetrics pod;
   pplx::task<std::string> body;
 };
@@ -69,6 +69,30 @@ pplx::task<std::string> fetch(const std::string& url) {
   }
 }
 
+// What a pod that answered says of its liveness (contract/metrics.h): its steps, its heartbeat,
+// its stall watchdog's limit and the stall it reported, if one lasts.
+PodLiveness liveness_of(const std::string& uid, const MetricSamples& samples,
+                        const std::string& exposition) {
+  namespace metric = contract::metric;
+  const auto value = [&](const char* name) {
+    const auto found = samples.find(name);
+    return found == samples.end() ? 0.0 : found->second;
+  };
+  PodLiveness heard;
+  heard.uid = uid;
+  heard.steps = static_cast<int64_t>(value(metric::kSteps));
+  heard.seconds_since_progress = value(metric::kSecondsSinceProgress);
+  heard.stall_limit_seconds = value(metric::kStallLimitSeconds);
+  if (samples.count(metric::kStallReported) > 0) {
+    for (const auto& [report, series] :
+         parse_samples_by_label(exposition, metric::kStallReportLabel)) {
+      if (series.count(metric::kStallReported) > 0) heard.stall_report = report;
+    }
+  }
+  heard.answered_at = Clock::now();
+  return heard;
+}
+
 json without_timestamp(json progress) {
   progress.erase("updatedAt");
   return progress;
@@ -77,8 +101,12 @@ json without_timestamp(json progress) {
 }  // namespace
 
 ProgressScraper::ProgressScraper(const Informer& jobs, const Informer& pods,
-                                 std::chrono::milliseconds interval, Sink sink)
-    : jobs_(jobs), pods_(pods), interval_(interval), sink_(std::move(sink)) {}
+                                 std::chrono::milliseconds interval, Sink sink, HeardSink heard)
+    : jobs_(jobs),
+      pods_(pods),
+      interval_(interval),
+      sink_(std::move(sink)),
+      heard_(std::move(heard)) {}
 
 void ProgressScraper::run(const std::atomic<bool>& stop) {
   while (!stop.load()) {
@@ -127,9 +155,14 @@ void ProgressScraper::scrape_once() {
       const auto parsed =
           std::from_chars(index_label.data(), index_label.data() + index_label.size(), index);
       if (!role || parsed.ec != std::errc()) continue;
-      auto url = metrics_url(pod, index);
+      auto url = metrics_url(pod);
       if (url.empty()) continue;
-      planned.emplace_back(Target{key, {std::string(role_name(*role)), index, {}}, {}},
+      const auto& meta = pod["metadata"];
+      planned.emplace_back(Target{key,
+                                  meta.value("name", ""),
+                                  meta.value("uid", ""),
+                                  {std::string(role_name(*role)), index, {}},
+                                  {}},
                            std::move(url));
     }
   }
@@ -140,6 +173,8 @@ void ProgressScraper::scrape_once() {
     targets.push_back(std::move(target));
   }
   std::map<std::string, std::vector<PodMetrics>> scraped;
+  std::map<std::string, JobLiveness> heard;
+  std::map<std::string, std::vector<std::string>> missed;
   for (auto& target : targets) {
     try {
       const auto body = target.body.get();
@@ -147,10 +182,19 @@ void ProgressScraper::scrape_once() {
       if (target.pod.role == contract::role_name(Role::kPs)) {
         target.pod.by_trainer = parse_samples_by_label(body, contract::metric::kTrainerLabel);
       }
+      heard[target.job_key][target.pod_name] =
+          liveness_of(target.pod_uid, target.pod.samples, body);
       scraped[target.job_key].push_back(std::move(target.pod));
     } catch (const std::exception& e) {  // every task is observed, failed or not
+      missed[target.job_key].push_back(target.pod_name);
       spdlog::debug("progress: {} {}-{}: {}", target.job_key, target.pod.role, target.pod.index,
                     e.what());
+    }
+  }
+  if (heard_) {
+    // Every job scraped, also one none of whose pods answered: their misses count.
+    for (const auto& job : running) {
+      heard_(job.first, std::move(heard[job.first]), std::move(missed[job.first]));
     }
   }
   const auto now = format_time(Clock::now());

@@ -1,9 +1,10 @@
 // Reads the progress of jobs that may train (Created, Running, Restarting): every interval it
-// scrapes the metrics endpoint (the container port named "metrics") of each running master, worker,
-// evaluator and PS 0 pod at its pod IP, concurrently and with a short timeout, and hands a job's
-// new status.progress to `sink` when it differs from the one in the status. It writes nothing
-// itself: the controller's reconcile writes the status (one writer, no conflicting patches). A pod
-// that does not answer is skipped until the next round.
+// scrapes the metrics endpoint (the container port named "metrics") of each running pod of theirs
+// at its pod IP, concurrently and with a short timeout, and hands a job's new status.progress to
+// `sink` when it differs from the one in the status, and what each pod that answered said of its
+// liveness (liveness.h) to `heard`, every round. It writes nothing itself: the controller's
+// reconcile writes the status (one writer, no conflicting patches). A pod that does not answer is
+// skipped until the next round.
 #pragma once
 
 #include <atomic>
@@ -11,7 +12,9 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "cifartrainjob/liveness.h"
 #include "framework/informer.h"
 
 namespace cifar::op {
@@ -20,10 +23,14 @@ class ProgressScraper {
  public:
   // Called with the job's key ("namespace/name") and its new status.progress.
   using Sink = std::function<void(const std::string& key, nlohmann::json progress)>;
+  // Called with the job's key, the pods that answered this round (by name) and the names of those
+  // that did not.
+  using HeardSink = std::function<void(const std::string& key, JobLiveness answered,
+                                       std::vector<std::string> missed)>;
 
   // `pods`: indexed by "namespace/job" (the controller's pod informer).
   ProgressScraper(const Informer& jobs, const Informer& pods, std::chrono::milliseconds interval,
-                  Sink sink);
+                  Sink sink, HeardSink heard = nullptr);
 
   void run(const std::atomic<bool>& stop);  // until `stop`
   void scrape_once();
@@ -33,6 +40,7 @@ class ProgressScraper {
   const Informer& pods_;
   std::chrono::milliseconds interval_;
   Sink sink_;
+  HeardSink heard_;
 };
 
 }  // namespace cifar::op

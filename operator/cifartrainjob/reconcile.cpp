@@ -6,6 +6,7 @@
 #include "cifartrainjob/kueue_integration.h"
 #include "cifartrainjob/replicas.h"
 #include "cifartrainjob/restart_count.h"
+#include "cifartrainjob/stall.h"
 #include "cifartrainjob/store_outage.h"
 #include "cifartrainjob/suspend.h"
 #include "cifartrainjob/trainers.h"
@@ -70,6 +71,9 @@ Plan reconcile(const Job& job_as_given, const JobStatus& status, const Observed&
     plan.restarts = count_restarts(pods, plan.status);
   } else {
     reconcile_replicas(job, pods, observed, now, plan, queued);
+    if (plan.status.state == ConditionType::kRunning && !plan.status.finished()) {
+      reconcile_stall(job, pods, observed.liveness, now, plan);
+    }
   }
   plan.status.summarize();
   return plan;

@@ -38,6 +38,9 @@
 //   activeDeadlineSeconds) and its pods' startup deadlines count from the admission. Pods Kueue
 //   deletes are not failures: they come back when the cache shows them gone, not counted against
 //   backoffLimit. A Workload that ended is deleted before the pods are made again.
+// - A Running job none of whose trainers progressed for their stall limit (each trainer's
+//   watchdog says so, or it stopped answering) is Stalled, and runPolicy.onStall says what follows:
+//   its stalled pods replaced (charged to backoffLimit), the job failed, or a report (stall.h).
 // - Identity: a job acts only on objects it controls (its UID in their controller owner
 //   reference). A pod of its name that it does not control is reported (PodsNotReady, NotOwned)
 //   and its name not created until it is gone; the same for the Service and NetworkPolicy, which

@@ -172,6 +172,14 @@ std::optional<Time> pod_finished_at(const json& pod) {
   return terminated ? time_at(*terminated, "finishedAt") : std::nullopt;
 }
 
+std::optional<Time> pod_running_since(const json& pod) {
+  const auto* container = first_container(pod);
+  if (container == nullptr) return std::nullopt;
+  const auto state = container->value("state", json::object());
+  const auto running = state.find("running");
+  return running == state.end() ? std::nullopt : time_at(*running, "startedAt");
+}
+
 std::string pod_termination_message(const json& pod) {
   const auto terminated = terminated_state(pod);
   return terminated ? terminated->value("message", "") : "";

@@ -56,5 +56,7 @@ std::optional<Time> pod_deletion_due(const nlohmann::json& pod);
 // end of its log where terminationMessagePolicy falls back to it).
 std::optional<Time> pod_finished_at(const nlohmann::json& pod);
 std::string pod_termination_message(const nlohmann::json& pod);
+// When its (first) container's current run started; nullopt unless it is running.
+std::optional<Time> pod_running_since(const nlohmann::json& pod);
 
 }  // namespace cifar::op

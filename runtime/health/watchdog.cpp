@@ -9,7 +9,9 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "contract/flags.h"
@@ -25,6 +27,15 @@ using Clock = std::chrono::steady_clock;
 
 // A poll this much later than asked for means the process itself was stopped meanwhile.
 constexpr auto kPauseSlack = std::chrono::seconds(2);
+
+// The watchdog's word for the metrics: written by its thread, read at scrapes.
+std::mutex g_status_mutex;
+StallStatus g_status;
+
+void publish(StallStatus status) {
+  const std::lock_guard lock(g_status_mutex);
+  g_status = std::move(status);
+}
 
 }  // namespace
 
@@ -47,6 +58,11 @@ StallLimit stall_limit(double configured, const ProgressState& progress) {
   return {kStallFloorSeconds, fmt::format("the floor, {:.0f} s", kStallFloorSeconds)};
 }
 
+StallStatus stall_status() {
+  const std::lock_guard lock(g_status_mutex);
+  return g_status;
+}
+
 StallWatchdog::StallWatchdog(WatchdogOptions options)
     : options_(std::move(options)), thread_([this] { watch(); }) {}
 
@@ -57,6 +73,7 @@ StallWatchdog::~StallWatchdog() {
   }
   wake_.notify_all();
   thread_.join();
+  publish({});
 }
 
 void StallWatchdog::watch() {
@@ -68,32 +85,37 @@ void StallWatchdog::watch() {
     if (now - polled > options_.poll + kPauseSlack) forgive_pause(now - polled - options_.poll);
     polled = now;
     const auto progress = progress_state();
+    const auto limit = stall_limit(options_.stall_seconds, progress);
     if (reported_at_mark >= 0 && progress.progress_marks != reported_at_mark) {
       spdlog::info("{}: progressing again after the stall reported", options_.who);
       reported_at_mark = -1;
     }
+    if (reported_at_mark < 0) publish({limit.seconds, ""});
     if (reported_at_mark >= 0 || !progress.quiet_because.empty()) continue;
     if (options_.standing_down && options_.standing_down()) continue;
-    const auto limit = stall_limit(options_.stall_seconds, progress);
     if (progress.seconds_since_progress <= limit.seconds) continue;
     lock.unlock();
+    std::string summary;
     try {
-      report(progress, limit);
+      summary = report(progress, limit);
     } catch (const std::exception& e) {  // a report that fails must not end the run
       spdlog::warn("{}: no progress for {:.0f} s, and the stall report failed: {}", options_.who,
                    progress.seconds_since_progress, e.what());
+      summary = fmt::format("stalled: no progress for {:.0f} s (limit {:.0f} s)",
+                            progress.seconds_since_progress, limit.seconds);
     }
+    publish({limit.seconds, summary});
     lock.lock();
     reported_at_mark = progress.progress_marks;
   }
 }
 
-void StallWatchdog::report(const ProgressState& progress, const StallLimit& limit) {
+std::string StallWatchdog::report(const ProgressState& progress, const StallLimit& limit) {
   StallFacts facts{
       options_.who,   static_cast<int>(::getpid()), limit.seconds, limit.rule, progress, waits(),
       thread_stacks()};
   const auto text = format_stall_report(facts);
-  const auto summary = summarize_stall(facts);
+  auto summary = summarize_stall(facts);
   spdlog::error("{}: {}\n{}", options_.who, summary, text);
   // The summary before the file: the file may be on the volume that hangs. Not once the run is
   // over (its termination message is written).
@@ -103,7 +125,7 @@ void StallWatchdog::report(const ProgressState& progress, const StallLimit& limi
     ending = ending_;
   }
   if (options_.on_stall && !ending) options_.on_stall(summary);
-  if (options_.report_dir.empty()) return;
+  if (options_.report_dir.empty()) return summary;
   // One file per report, named by who, when and which: never overwritten by a later one.
   static std::atomic<int> reports{0};
   std::error_code error;
@@ -120,6 +142,7 @@ void StallWatchdog::report(const ProgressState& progress, const StallLimit& limi
   } else {
     spdlog::warn("could not write the stall report to {}", path.string());
   }
+  return summary;
 }
 
 }  // namespace cifar::health

@@ -33,6 +33,15 @@ struct StallLimit {
 // `configured` > 0: that; 0: derived from the progress seen (the rule above).
 [[nodiscard]] StallLimit stall_limit(double configured, const ProgressState& progress);
 
+// What the process's watchdog says now, for its metrics (the operator reads them): the limit it
+// applies (0: no watchdog runs), and the summary of the stall it reported while that stall lasts
+// ("" when none, or once progress came again).
+struct StallStatus {
+  double limit_seconds = 0;
+  std::string summary;
+};
+[[nodiscard]] StallStatus stall_status();
+
 struct WatchdogOptions {
   std::string who;           // "worker 1", "rank 0": named in the report
   double stall_seconds = 0;  // 0: derived
@@ -53,7 +62,8 @@ class StallWatchdog {
 
  private:
   void watch();
-  void report(const ProgressState& progress, const StallLimit& limit);
+  // Takes the report; returns its summary.
+  std::string report(const ProgressState& progress, const StallLimit& limit);
 
   WatchdogOptions options_;
   std::mutex mutex_;

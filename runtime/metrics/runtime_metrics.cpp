@@ -22,6 +22,7 @@
 
 #include "contract/metrics.h"
 #include "health/heartbeat.h"
+#include "health/watchdog.h"
 
 namespace cifar::metrics {
 namespace {
@@ -51,25 +52,47 @@ void knock(uint16_t port) {
   ::close(fd);
 }
 
-// Read at each scrape (health/heartbeat.h), so that it grows while the process is stuck, when
-// nothing of it runs to set a gauge.
-class SecondsSinceProgress : public prometheus::Collectable {
+// Read at each scrape (health/heartbeat.h, health/watchdog.h), so that the seconds since progress
+// grow while the process is stuck, when nothing of it runs to set a gauge.
+class ProgressHealth : public prometheus::Collectable {
  public:
-  explicit SecondsSinceProgress(const prometheus::Labels& labels) {
+  explicit ProgressHealth(const prometheus::Labels& labels) {
     for (const auto& [name, value] : labels) labels_.push_back({name, value});
   }
   [[nodiscard]] std::vector<prometheus::MetricFamily> Collect() const override {
-    prometheus::ClientMetric sample;
-    sample.label = labels_;
-    sample.gauge.value = health::progress_state().seconds_since_progress;
-    return {{metric::kSecondsSinceProgress,
-             "Seconds since this process last made progress (a trainer's step, a parameter "
-             "server's update, an evaluator's checkpoint); 0 while it waits by design.",
-             prometheus::MetricType::Gauge,
-             {sample}}};
+    std::vector<prometheus::MetricFamily> families;
+    families.push_back(gauge(metric::kSecondsSinceProgress,
+                             "Seconds since this process last made progress (a trainer's step, a "
+                             "parameter server's update, an evaluator's checkpoint); 0 while it "
+                             "waits by design.",
+                             health::progress_state().seconds_since_progress, labels_));
+    const auto stall = health::stall_status();
+    if (stall.limit_seconds > 0) {
+      families.push_back(gauge(metric::kStallLimitSeconds,
+                               "A trainer's stall limit: no progress for longer is a stall "
+                               "(--stall-seconds, else derived from its pace).",
+                               stall.limit_seconds, labels_));
+    }
+    if (!stall.summary.empty()) {
+      auto labels = labels_;
+      labels.push_back({metric::kStallReportLabel, stall.summary});
+      families.push_back(gauge(metric::kStallReported,
+                               "1 while the stall this trainer reported lasts; its report's "
+                               "summary in the label.",
+                               1, labels));
+    }
+    return families;
   }
 
  private:
+  static prometheus::MetricFamily gauge(const char* name, const char* help, double value,
+                                        std::vector<prometheus::ClientMetric::Label> labels) {
+    prometheus::ClientMetric sample;
+    sample.label = std::move(labels);
+    sample.gauge.value = value;
+    return {name, help, prometheus::MetricType::Gauge, {sample}};
+  }
+
   std::vector<prometheus::ClientMetric::Label> labels_;
 };
 
@@ -170,7 +193,7 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
                                "); is the port in use? --metrics-port -1 turns the endpoint off");
     }
     exposer_->RegisterCollectable(registry_);
-    progress_ = std::make_shared<SecondsSinceProgress>(labels);
+    progress_ = std::make_shared<ProgressHealth>(labels);
     exposer_->RegisterCollectable(progress_);
   }
 }

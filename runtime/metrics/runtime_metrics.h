@@ -86,7 +86,8 @@ class RuntimeMetrics {
  private:
   std::shared_ptr<prometheus::Registry> registry_;
   std::unique_ptr<prometheus::Exposer> exposer_;
-  std::shared_ptr<prometheus::Collectable> progress_;  // kSecondsSinceProgress, read at scrapes
+  // kSecondsSinceProgress and the stall watchdog's word, read at scrapes.
+  std::shared_ptr<prometheus::Collectable> progress_;
   prometheus::Counter* steps_;
   prometheus::Counter* images_;
   prometheus::Counter* data_wait_;

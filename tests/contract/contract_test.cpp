@@ -58,7 +58,8 @@ Job ps_job_with_everything() {
     "replicaSpecs": {"PS": {"replicas": 2}, "Master": {"replicas": 1}, "Worker": {"replicas": 2},
                      "Evaluator": {"replicas": 1}},
     "checkpoint": {"everySteps": 50, "keep": 5, "maxUnsavedSeconds": 90,
-                   "volume": {"claimName": "ckpt"}}})");
+                   "volume": {"claimName": "ckpt"}},
+    "runPolicy": {"stallTimeoutSeconds": 240}})");
 }
 
 Job allreduce_job_on_gpus() {
@@ -134,6 +135,7 @@ TEST(Contract, TheRuntimeReadsEveryValueOfTheSpec) {
   EXPECT_EQ(c.checkpoint_every_steps, s.checkpoint_every_steps);
   EXPECT_EQ(c.keep_checkpoints, s.keep_checkpoints);
   EXPECT_EQ(c.max_unsaved_seconds, s.max_unsaved_seconds);
+  EXPECT_EQ(c.stall_seconds, static_cast<double>(*s.stall_timeout_seconds));
   EXPECT_EQ(c.metrics_port, contract::kMetricsPort.number);
   EXPECT_EQ(c.metrics_linger, contract::kMetricsLingerSeconds);
   EXPECT_EQ(c.distributed.strategy, train::Strategy::kParameterServer);

@@ -39,7 +39,7 @@ REGENERATE = f'"$(deploy/grafana/setup-sdk.sh)" {GENERATOR} --out {DASHBOARD}'
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 EXPR_VARIABLES = {"namespace", "job", "__rate_interval"}
 ROWS = ["Progress", "Loss and accuracy", "Throughput", "Communication", "Checkpoints",
-        "Pods and restarts", "Operator"]
+        "Pods and restarts", "Stalls", "Operator"]
 # What each variable stands for when the queries go to promtool.
 SUBSTITUTE = {"namespace": "default", "job": "example", "__rate_interval": "1m"}
 TRAINING_FILTER = {"namespace": "$namespace", "cifartrain_job": "$job"}

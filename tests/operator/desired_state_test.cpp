@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cluster/cluster.h"
@@ -275,6 +278,32 @@ TEST(DesiredState, AJobWhoseSecretHasOneCertificateForAllKeepsMountingIt) {
                                                           {"key": "tls.key", "path": "tls.key"}])"))
           << pod["metadata"]["name"];
     }
+  }
+}
+
+// The value after `flag` in `args`, or nullopt without it.
+std::optional<std::string> flag_value(const std::vector<std::string>& args, std::string_view flag) {
+  const auto at = std::find(args.begin(), args.end(), flag);
+  if (at == args.end() || at + 1 == args.end()) return std::nullopt;
+  return *(at + 1);
+}
+
+// runPolicy.stallTimeoutSeconds is the trainers' --stall-seconds (0, off, is the runtime's -1);
+// absent, they derive their own. The PS and the evaluator wait by design: never a limit.
+TEST(DesiredState, TheStallTimeoutIsTheTrainersStallLimit) {
+  auto spec = json::parse(R"({"strategy": {"type": "ParameterServer"},
+    "replicaSpecs": {"PS": {"replicas": 1}, "Master": {"replicas": 1}, "Worker": {"replicas": 1},
+                     "Evaluator": {"replicas": 1}},
+    "checkpoint": {"volume": {"claimName": "checkpoints"}}})");
+  EXPECT_EQ(flag_value(container_args(make_job(spec), Role::kWorker), "--stall-seconds"),
+            std::nullopt);
+  for (const auto& [given, written] : {std::pair{120, "120"}, std::pair{0, "-1"}}) {
+    spec["runPolicy"] = {{"stallTimeoutSeconds", given}};
+    const auto job = make_job(spec);
+    EXPECT_EQ(flag_value(container_args(job, Role::kMaster), "--stall-seconds"), written);
+    EXPECT_EQ(flag_value(container_args(job, Role::kWorker), "--stall-seconds"), written);
+    EXPECT_EQ(flag_value(container_args(job, Role::kPs), "--stall-seconds"), std::nullopt);
+    EXPECT_EQ(flag_value(container_args(job, Role::kEvaluator), "--stall-seconds"), std::nullopt);
   }
 }
 

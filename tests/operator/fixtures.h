@@ -44,10 +44,10 @@ inline nlohmann::json created(nlohmann::json pod) {
 inline nlohmann::json running_pod(nlohmann::json pod, Clock::time_point created_at) {
   if (!pod["metadata"].contains("uid")) pod = created(std::move(pod));
   pod["metadata"]["creationTimestamp"] = format_time(created_at);
-  pod["status"] = {
-      {"phase", "Running"},
-      {"containerStatuses",
-       {{{"name", "cifar-train"}, {"state", {{"running", nlohmann::json::object()}}}}}}};
+  pod["status"] = {{"phase", "Running"},
+                   {"containerStatuses",
+                    {{{"name", "cifar-train"},
+                      {"state", {{"running", {{"startedAt", format_time(created_at)}}}}}}}}};
   return pod;
 }
 

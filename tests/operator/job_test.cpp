@@ -45,6 +45,8 @@ TEST(ParseSpec, AbsentFieldsGetTheCrdDefaults) {
   EXPECT_EQ(s.count(Role::kMaster), 0);
   EXPECT_EQ(s.count(Role::kPs), 0);
   EXPECT_FALSE(s.active_deadline_seconds.has_value());
+  EXPECT_FALSE(s.stall_timeout_seconds.has_value());  // each trainer derives its own
+  EXPECT_EQ(s.on_stall, OnStall::kRestart);
 }
 
 TEST(ParseSpec, ReadsEverySection) {
@@ -66,6 +68,8 @@ TEST(ParseSpec, ReadsEverySection) {
       {"startupDeadlineSeconds", 120},
       {"terminatingDeadlineSeconds", 0},
       {"nodeFailureGraceSeconds", 15},
+      {"stallTimeoutSeconds", 0},
+      {"onStall", "Report"},
       {"schedulingPolicy", {{"schedulerName", "volcano"}, {"spreadAcrossNodes", "Required"}}}};
   const auto s = parse_spec(spec);
   EXPECT_TRUE(s.parameter_server);
@@ -79,6 +83,8 @@ TEST(ParseSpec, ReadsEverySection) {
   EXPECT_EQ(s.startup_deadline_seconds, 120);
   EXPECT_EQ(s.terminating_deadline_seconds, 0);
   EXPECT_EQ(s.node_failure_grace_seconds, 15);
+  EXPECT_EQ(s.stall_timeout_seconds, 0);
+  EXPECT_EQ(s.on_stall, OnStall::kReport);
   EXPECT_EQ(s.spread_across_nodes, NodeSpread::kRequired);
   EXPECT_EQ(s.replicas.at(Role::kWorker).gpus(), 2);
   ASSERT_TRUE(s.dataset_volume.has_value());
@@ -214,6 +220,7 @@ TEST(ParseSpec, EveryNameOfAnEnumFieldIsReadAndAnyOtherRefused) {
                          &JobSpec::clean_pod_policy);
   expect_every_name_read(kNodeSpreadNames, "/runPolicy/schedulingPolicy/spreadAcrossNodes",
                          &JobSpec::spread_across_nodes);
+  expect_every_name_read(kOnStallNames, "/runPolicy/onStall", &JobSpec::on_stall);
   // cifar-train takes fp16, the CRD not yet (no loss scaling): refused here too.
   expect_invalid(
       [](json& s) {
@@ -302,6 +309,7 @@ TEST(ParseSpec, TheEnumFieldsNamesAndDefaultsAreTheCrds) {
   expect_crds_names("restartPolicy", kRestartPolicyNames, defaults.restart_policy);
   expect_crds_names("cleanPodPolicy", kCleanPodPolicyNames, defaults.clean_pod_policy);
   expect_crds_names("spreadAcrossNodes", kNodeSpreadNames, defaults.spread_across_nodes);
+  expect_crds_names("onStall", kOnStallNames, defaults.on_stall);
 }
 
 }  // namespace

@@ -188,6 +188,22 @@ TEST(Progress, SamplesByALabelsValue) {
   EXPECT_TRUE(cifar::op::parse_samples_by_label("m{subtrainer=\"1\"} 1\n", "trainer").empty());
 }
 
+TEST(Progress, ALabelValueMayHoldBracesCommasAndEscapedQuotes) {
+  // A stall report names C++ functions (lambdas in braces) and what it waits on, quoted.
+  const std::string text =
+      "cifar_stall_reported{job=\"j\",report=\"stalled: waiting on read \\\"a,b\\\" for 3 s; "
+      "main thread in f()::{lambda()#1}::operator()\\nnext\",role=\"worker\"} 1\n"
+      "cifar_steps_total{job=\"j\"} 7\n";
+  const auto by_report = cifar::op::parse_samples_by_label(text, "report");
+  ASSERT_EQ(by_report.size(), 1U);
+  EXPECT_EQ(by_report.begin()->first,
+            "stalled: waiting on read \"a,b\" for 3 s; main thread in "
+            "f()::{lambda()#1}::operator()\nnext");
+  EXPECT_EQ(by_report.begin()->second.at("cifar_stall_reported"), 1);
+  EXPECT_EQ(cifar::op::parse_samples_by_label(text, "role").at("worker").size(), 1U);
+  EXPECT_EQ(cifar::op::parse_metric_samples(text).at("cifar_steps_total"), 7);
+}
+
 TEST(Progress, PsZeroSaysWhichTrainersTrainAndWhenOneWasDropped) {
   const auto progress =
       job_progress({pod("master", 0, kJobAt250), ps_pod(kPs)}, JobPods{true, false}, "t");

@@ -148,8 +148,7 @@ void GradientBuckets::end_backward() {
   const auto backward_done = Clock::now();
   torch::NoGradGuard no_grad;
   for (size_t b = next_to_start_; b < buckets_.size(); ++b) start(b);
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    auto& bucket = buckets_[b];
+  for (auto& bucket : buckets_) {
     // Outside the try: only the collective's failure means a lost peer.
     const health::Wait in_flight(bucket.description, peers_);
     try {

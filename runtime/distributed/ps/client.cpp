@@ -111,6 +111,9 @@ class PsClient::Connection {
     // Set once the shard answered that the job is not all there yet (trainers to join, the chief
     // to initialise the parameters): a wait by design, no stall (health/heartbeat.h).
     std::optional<health::ExpectedQuiet> by_design;
+    // The whole call, its retries and their backoffs included: a stall report taken between two
+    // attempts at a shard that is down names it too.
+    const health::Wait in_flight(what, name_);
     while (true) {
       grpc::ClientContext context;
       context.set_deadline(
@@ -122,10 +125,7 @@ class PsClient::Connection {
       if (expected_incarnation_ > 0) {
         context.AddMetadata(kPsIncarnationMetadata, std::to_string(expected_incarnation_));
       }
-      auto status = [&] {
-        const health::Wait in_flight(what, name_);
-        return rpc(context);
-      }();
+      auto status = rpc(context);
       const auto code = status.error_code();
       // An older PS than expected (its node cut off, the DNS name not yet its replacement's) is
       // waited out like a PS that is down, and so is a call the PS cancelled as it shut down

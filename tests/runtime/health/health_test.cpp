@@ -282,5 +282,30 @@ TEST(StallWatchdog, ReportsAWaitThatDoesNotEndOnceThenAgainAfterProgress) {
   std::filesystem::remove_all(dir);
 }
 
+// What the metrics read (cifar_stall_limit_seconds, cifar_stall_reported): the limit while a
+// watchdog runs, and the stall's summary from its report until progress comes again.
+TEST(StallWatchdog, SaysItsLimitAndTheStallItReportedUntilProgressComes) {
+  EXPECT_EQ(stall_status().limit_seconds, 0);  // no watchdog
+  note_progress();
+  {
+    WatchdogOptions options;
+    options.who = "rank 1";
+    options.stall_seconds = 1;
+    options.poll = 50ms;
+    const StallWatchdog watchdog(options);
+    ASSERT_TRUE(eventually([] { return stall_status().limit_seconds == 1; }));
+    EXPECT_EQ(stall_status().summary, "");
+    const Wait stuck("gradient all-reduce", "the other rank");
+    ASSERT_TRUE(eventually([] { return !stall_status().summary.empty(); }));
+    EXPECT_NE(stall_status().summary.find("waiting on gradient all-reduce with the other rank"),
+              std::string::npos)
+        << stall_status().summary;
+    note_progress();
+    EXPECT_TRUE(eventually([] { return stall_status().summary.empty(); }));
+    EXPECT_EQ(stall_status().limit_seconds, 1);
+  }
+  EXPECT_EQ(stall_status().limit_seconds, 0);
+}
+
 }  // namespace
 }  // namespace cifar::health
