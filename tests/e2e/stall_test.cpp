@@ -109,7 +109,9 @@ TEST_F(Stalls, AFrozenParameterServerIsDetectedAndReplacedAloneAndTheJobSucceeds
   ASSERT_TRUE(wait_for_checkpoint(dir)) << diagnose("psfrozen");
   const double detected = freeze_and_time_detection("psfrozen", "psfrozen-ps-0");
   const auto message = stalled_condition("psfrozen").value("message", "");
-  EXPECT_NE(message.find("with PS shard 0"), std::string::npos) << message;  // push or pull
+  // The trainers' reports name the frozen PS: a call (push or pull) to one of its stripes.
+  EXPECT_NE(message.find("with PS shard "), std::string::npos) << message;
+  EXPECT_NE(message.find("(psfrozen-ps-0."), std::string::npos) << message;
   EXPECT_NE(message.find("psfrozen-ps-0 stopped answering"), std::string::npos) << message;
   ASSERT_TRUE(wait_for(
       [&] {
