@@ -139,8 +139,9 @@ void JobController::run(const std::atomic<bool>& stop) {
       ProgressScraper(
           *jobs_, *pods_, options_.progress_interval,
           [this](const std::string& key, json reading) { put_progress(key, std::move(reading)); },
-          [this](const std::string& key, const JobLiveness& answered,
-                 const std::vector<std::string>& missed) { put_heard(key, answered, missed); })
+          [this](const std::string& key, const JobLiveness& answered, const MissedPods& missed) {
+            put_heard(key, answered, missed);
+          })
           .run(stop);
     });
   }
@@ -321,7 +322,7 @@ void JobController::forget_progress(const std::string& key) {
 }
 
 void JobController::put_heard(const std::string& key, const JobLiveness& answered,
-                              const std::vector<std::string>& missed) {
+                              const MissedPods& missed) {
   bool changed = false;
   {
     const std::lock_guard lock(progress_mu_);

@@ -56,8 +56,7 @@ class JobController {
   void forget_progress(const std::string& key);
   // What a scrape round heard from a job's pods (liveness.h); the job looks again when that may
   // change whether it is stalled.
-  void put_heard(const std::string& key, const JobLiveness& answered,
-                 const std::vector<std::string>& missed);
+  void put_heard(const std::string& key, const JobLiveness& answered, const MissedPods& missed);
   JobLiveness liveness_of(const std::string& key);
   // The job's pods killed at the end of their grace period since its last round (unsaved_stop.h).
   std::vector<nlohmann::json> take_deleted_pods(const std::string& key);

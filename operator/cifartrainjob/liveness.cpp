@@ -2,8 +2,7 @@
 
 namespace cifar::op {
 
-bool merge_heard(JobLiveness& known, const JobLiveness& answered,
-                 const std::vector<std::string>& missed) {
+bool merge_heard(JobLiveness& known, const JobLiveness& answered, const MissedPods& missed) {
   bool changed = false;
   for (const auto& [name, heard] : answered) {
     const auto found = known.find(name);
@@ -12,10 +11,13 @@ bool merge_heard(JobLiveness& known, const JobLiveness& answered,
               found->second.missed_scrapes >= kSilentAfterMissed;
     known[name] = heard;
   }
-  for (const auto& name : missed) {
-    const auto found = known.find(name);
-    if (found == known.end()) continue;
-    if (++found->second.missed_scrapes == kSilentAfterMissed) changed = true;
+  for (const auto& [name, uid] : missed) {
+    auto& record = known[name];
+    if (record.uid != uid) {  // first heard of, or made again under its name
+      record = PodLiveness{};
+      record.uid = uid;
+    }
+    if (++record.missed_scrapes == kSilentAfterMissed) changed = true;
   }
   return changed;
 }

@@ -79,6 +79,12 @@ struct Plan {
 // The job's pods, by name.
 using PodsByName = std::map<std::string, nlohmann::json>;
 
+inline PodsByName pods_by_name(const std::vector<nlohmann::json>& pods) {
+  PodsByName by_name;
+  for (const auto& p : pods) by_name[p["metadata"]["name"].get<std::string>()] = p;
+  return by_name;
+}
+
 // Whether a phase ended the round (kDone) or the next phase runs (kContinue).
 enum class PhaseResult { kContinue, kDone };
 

@@ -174,7 +174,7 @@ void ProgressScraper::scrape_once() {
   }
   std::map<std::string, std::vector<PodMetrics>> scraped;
   std::map<std::string, JobLiveness> heard;
-  std::map<std::string, std::vector<std::string>> missed;
+  std::map<std::string, MissedPods> missed;
   for (auto& target : targets) {
     try {
       const auto body = target.body.get();
@@ -186,7 +186,7 @@ void ProgressScraper::scrape_once() {
           liveness_of(target.pod_uid, target.pod.samples, body);
       scraped[target.job_key].push_back(std::move(target.pod));
     } catch (const std::exception& e) {  // every task is observed, failed or not
-      missed[target.job_key].push_back(target.pod_name);
+      missed[target.job_key][target.pod_name] = target.pod_uid;
       spdlog::debug("progress: {} {}-{}: {}", target.job_key, target.pod.role, target.pod.index,
                     e.what());
     }

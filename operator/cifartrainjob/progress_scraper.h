@@ -23,10 +23,9 @@ class ProgressScraper {
  public:
   // Called with the job's key ("namespace/name") and its new status.progress.
   using Sink = std::function<void(const std::string& key, nlohmann::json progress)>;
-  // Called with the job's key, the pods that answered this round (by name) and the names of those
-  // that did not.
-  using HeardSink = std::function<void(const std::string& key, JobLiveness answered,
-                                       std::vector<std::string> missed)>;
+  // Called with the job's key, the pods that answered this round and those that did not.
+  using HeardSink =
+      std::function<void(const std::string& key, JobLiveness answered, MissedPods missed)>;
 
   // `pods`: indexed by "namespace/job" (the controller's pod informer).
   ProgressScraper(const Informer& jobs, const Informer& pods, std::chrono::milliseconds interval,

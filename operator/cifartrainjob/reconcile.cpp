@@ -61,8 +61,7 @@ Plan reconcile(const Job& job_as_given, const JobStatus& status, const Observed&
       if (auto event = unsaved_stop_event(job, pod)) plan.events.push_back(std::move(*event));
     }
   }
-  PodsByName pods;
-  for (const auto& p : observed.pods) pods[p["metadata"]["name"].get<std::string>()] = p;
+  const auto pods = pods_by_name(observed.pods);
   const auto queued = queue_wait(job, pods, observed, plan.status);
   if (reconcile_finished(job.spec, pods, now, plan) == PhaseResult::kDone ||
       reconcile_suspended(job.spec, pods, now, plan) == PhaseResult::kDone ||

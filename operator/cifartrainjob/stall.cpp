@@ -22,6 +22,7 @@ struct Trainer {
   std::string name;
   const PodLiveness* heard = nullptr;
   double quiet = 0;  // seconds without progress, its silence since its last answer included
+  double limit = 0;  // the stall limit it is judged by
   bool silent = false;
   bool said_stalled = false;
   bool stalled = false;
@@ -46,16 +47,28 @@ double seconds_between(Clock::time_point from, Clock::time_point to) {
   return Seconds(to - from).count();
 }
 
+// How long `heard`'s pod has not answered: since its last answer, or since it runs if it never did.
+double seconds_unanswered(const PodLiveness& heard, const json& pod, Clock::time_point now) {
+  if (heard.answered_at) return seconds_between(*heard.answered_at, now);
+  const auto since = pod_running_since(pod);
+  return since ? seconds_between(*since, now) : 0;
+}
+
+// "stopped answering 301 s ago", or "never answered in 40 s running".
+std::string silence(const PodLiveness& heard, const json& pod, Clock::time_point now) {
+  const auto seconds = whole_seconds(seconds_unanswered(heard, pod, now));
+  return heard.answered_at ? "stopped answering " + seconds + " ago"
+                           : "never answered in " + seconds + " running";
+}
+
 // "j-worker-1 at step 120 (40 behind) [stopped answering 301 s ago]".
-std::string describe(const Trainer& t, int64_t most_steps, Clock::time_point now) {
+std::string describe(const Trainer& t, const json& pod, int64_t most_steps, Clock::time_point now) {
+  if (!t.heard->answered_at) return t.name + " [" + silence(*t.heard, pod, now) + "]";
   auto text = t.name + " at step " + std::to_string(t.heard->steps);
   if (t.heard->steps < most_steps) {
     text += " (" + std::to_string(most_steps - t.heard->steps) + " behind)";
   }
-  if (t.silent) {
-    return text + " [stopped answering " +
-           whole_seconds(seconds_between(t.heard->answered_at, now)) + " ago]";
-  }
+  if (t.silent) return text + " [" + silence(*t.heard, pod, now) + "]";
   if (!t.heard->stall_report.empty()) return text + " [" + t.heard->stall_report + "]";
   return text + " [no progress for " + whole_seconds(t.quiet) + "]";
 }
@@ -98,20 +111,30 @@ StallVerdict judge_stall(const Job& job, const PodsByName& pods, const JobLivene
       }
       continue;
     }
-    // Not heard yet (it is starting), or no watchdog (runPolicy.stallTimeoutSeconds 0, or a
-    // runtime without one): nothing says it stalled.
-    if (heard == nullptr || heard->stall_limit_seconds <= 0) return verdict;
+    // Not scraped yet, or starting (missed fewer scrapes than make it silent before its first
+    // answer): nothing says it stalled.
+    if (heard == nullptr) return verdict;
     Trainer t{name, heard};
-    t.quiet = heard->seconds_since_progress + seconds_between(heard->answered_at, now);
+    t.silent = heard->missed_scrapes >= kSilentAfterMissed;
+    if (!heard->answered_at && !t.silent) return verdict;
+    // No watchdog (runPolicy.stallTimeoutSeconds 0, or a runtime without one): it says nothing.
+    if (!t.silent && heard->stall_limit_seconds <= 0) return verdict;
     // Its time without progress goes on while it does not answer: a trainer stopped dead says
     // nothing, and its quiet passes its limit all the same.
-    t.silent = heard->missed_scrapes >= kSilentAfterMissed;
+    t.quiet = heard->answered_at
+                  ? heard->seconds_since_progress + seconds_between(*heard->answered_at, now)
+                  : seconds_unanswered(*heard, pod, now);
     t.said_stalled = !heard->stall_report.empty();
-    t.stalled = t.said_stalled || t.quiet > heard->stall_limit_seconds;
-    limit = std::max(limit, heard->stall_limit_seconds);
+    if (!t.silent) limit = std::max(limit, heard->stall_limit_seconds);
     trainers.push_back(t);
   }
-  if (trainers.empty()) return verdict;
+  if (trainers.empty() || limit <= 0) return verdict;  // none answers: nothing to judge by
+  // A silent trainer is judged by the limit the trainers that answer apply: its own last word may
+  // be its start-up floor (no step yet) long left behind, or none (stopped before it answered).
+  for (auto& t : trainers) {
+    t.limit = t.silent ? limit : t.heard->stall_limit_seconds;
+    t.stalled = t.said_stalled || t.quiet > t.limit;
+  }
   verdict.limit_seconds = limit;
   // Said by a trainer that answered the last scrape: an old report of one gone silent since does
   // not count (every pod silent is the operator's trouble as likely as the job's).
@@ -126,7 +149,7 @@ StallVerdict judge_stall(const Job& job, const PodsByName& pods, const JobLivene
     // A silent trainer's quiet passes its limit with no word from it: look again then.
     double sooner = std::numeric_limits<double>::max();
     for (const auto& t : trainers) {
-      if (!t.stalled) sooner = std::min(sooner, t.heard->stall_limit_seconds - t.quiet);
+      if (!t.stalled) sooner = std::min(sooner, t.limit - t.quiet);
     }
     if (sooner < std::numeric_limits<double>::max()) {
       verdict.look_again_in =
@@ -144,12 +167,12 @@ StallVerdict judge_stall(const Job& job, const PodsByName& pods, const JobLivene
   verdict.message = "no trainer has progressed for " + whole_seconds(least_quiet) +
                     " (stall limit " + whole_seconds(limit) + "): ";
   for (size_t i = 0; i < trainers.size(); ++i) {
-    verdict.message += (i == 0 ? "" : "; ") + describe(trainers[i], most_steps, now);
+    const auto& t = trainers[i];
+    verdict.message += (i == 0 ? "" : "; ") + describe(t, pods.at(t.name), most_steps, now);
   }
   for (const auto& name : silent_others) {
-    const auto* heard = heard_from(liveness, name, pods.at(name));
-    verdict.message += "; " + name + " stopped answering " +
-                       whole_seconds(seconds_between(heard->answered_at, now)) + " ago";
+    const auto& pod = pods.at(name);
+    verdict.message += "; " + name + " " + silence(*heard_from(liveness, name, pod), pod, now);
   }
   // What to replace: the group of an all-reduce job; the pods of a parameter-server job that
   // stopped answering (a stopped PS holds every trainer), else its trainers.

@@ -6,11 +6,13 @@
 //
 // The rule: a running trainer is stalled when its watchdog reported a stall that lasts, or when
 // the seconds it had been without progress at its last answer, plus the time since, pass its
-// stall limit (a trainer stopped dead answers nothing). The job is Stalled when every running
-// trainer is stalled and at least one that answered the last scrape said so itself (a job the
-// operator cannot reach at all is no stall of the job's). Waits by design (an all-reduce
-// group forming, the final save, a graceful stop) are no progress missed: the runtime counts them
-// as progress, and pods being deleted are left out. Only a Running job is judged.
+// stall limit (a trainer stopped dead answers nothing; one that missed two scrapes is judged by
+// the limit of those that answer, and one that never answered by its time running). The job is
+// Stalled when every running trainer is stalled and at least one that answered the last scrape
+// said so itself (a job the operator cannot reach at all is no stall of the job's). Waits by
+// design (an all-reduce group forming, the final save, a graceful stop) are no progress missed:
+// the runtime counts them as progress, and pods being deleted are left out. Only a Running job is
+// judged.
 #pragma once
 
 #include <chrono>

@@ -78,6 +78,8 @@ StallWatchdog::~StallWatchdog() {
 
 void StallWatchdog::watch() {
   int64_t reported_at_mark = -1;  // the progress marks when the last report was taken
+  // The limit is on the metrics from the start: a scrape before the first poll reads it too.
+  publish({stall_limit(options_.stall_seconds, progress_state()).seconds, ""});
   auto polled = Clock::now();
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, options_.poll, [&] { return ending_; })) {

@@ -70,8 +70,13 @@ TEST_F(Stalls, ARankFrozenUnderALongCollectiveTimeoutIsDetectedAndTheGroupReplac
   const double detected = freeze_and_time_detection("frozen", "frozen-worker-1");
   const auto newest = newest_checkpoint_step(dir);
   const auto message = stalled_condition("frozen").value("message", "");
-  EXPECT_NE(message.find("frozen-worker-1 at step"), std::string::npos) << message;
-  EXPECT_NE(message.find("[stopped answering"), std::string::npos) << message;
+  // Frozen after the scraper heard it, or before (its metrics come up ~2 s into the run).
+  EXPECT_TRUE(message.find("frozen-worker-1 at step") != std::string::npos ||
+              message.find("frozen-worker-1 [never answered in") != std::string::npos)
+      << message;
+  EXPECT_TRUE(message.find("[stopped answering") != std::string::npos ||
+              message.find("[never answered in") != std::string::npos)
+      << message;
   EXPECT_NE(message.find("frozen-worker-0 at step"), std::string::npos) << message;
   EXPECT_NE(message.find("waiting on gradient all-reduce"), std::string::npos) << message;
   ASSERT_TRUE(wait_for(

@@ -176,16 +176,14 @@ TEST(Stall, SilenceAloneIsNoStallOfTheJobsNorAreTrainersNotHeardYetOrWithoutAWat
   silent(unreachable, "j-worker-0");
   silent(unreachable, "j-worker-1");
   EXPECT_FALSE(judge_stall(job, {}, unreachable.liveness, now).stalled);
-  PodsByName pods;
-  for (const auto& p : unreachable.pods) pods[p["metadata"]["name"]] = p;
-  EXPECT_FALSE(judge_stall(job, pods, unreachable.liveness, now).stalled);
+  EXPECT_FALSE(judge_stall(job, pods_by_name(unreachable.pods), unreachable.liveness, now).stalled);
   // A trainer not heard yet (starting), or one with no watchdog (stallTimeoutSeconds 0).
   auto starting = frozen_rank(job, now);
   starting.liveness.erase("j-worker-1");
   EXPECT_FALSE(reconcile(job, testing::running_since(kT0), starting, now)
                    .status.is_true(ConditionType::kStalled));
   auto off = frozen_rank(job, now);
-  off.liveness.at("j-worker-1").stall_limit_seconds = 0;
+  off.liveness.at("j-worker-0").stall_limit_seconds = 0;
   EXPECT_FALSE(reconcile(job, testing::running_since(kT0), off, now)
                    .status.is_true(ConditionType::kStalled));
   // The record of an earlier pod of the name is not the pod's.
@@ -193,6 +191,59 @@ TEST(Stall, SilenceAloneIsNoStallOfTheJobsNorAreTrainersNotHeardYetOrWithoutAWat
   recreated.liveness.at("j-worker-1").uid = "an-earlier-pod";
   EXPECT_FALSE(reconcile(job, testing::running_since(kT0), recreated, now)
                    .status.is_true(ConditionType::kStalled));
+}
+
+// Rank 1 stopped before the scraper ever heard it (the CI run of 2026-11-29: frozen ~3 s after its
+// metrics came up): its misses alone are known, and its time running is its time without progress.
+TEST(Stall, ARankStoppedBeforeItsFirstAnswerIsJudgedByItsTimeRunning) {
+  const auto job = make_job(false);
+  auto o = running(job);
+  const auto missed_only = [&](int misses) {
+    PodLiveness record;
+    record.uid = pod_of(o, "j-worker-1")["metadata"]["uid"];
+    record.missed_scrapes = misses;
+    o.liveness["j-worker-1"] = record;
+  };
+  // One miss: it may be starting; nothing is judged.
+  auto now = kT0 + seconds(302);
+  heard(o, "j-worker-0", now, 301, kWaitingOnRank, 120);
+  missed_only(1);
+  EXPECT_FALSE(judge_stall(job, pods_by_name(o.pods), o.liveness, now).stalled);
+  // Silent, but running for less than the limit: look again when it will have run it.
+  missed_only(kSilentAfterMissed);
+  now = kT0 + seconds(100);
+  heard(o, "j-worker-0", now, 301, kWaitingOnRank, 120);
+  const auto early = judge_stall(job, pods_by_name(o.pods), o.liveness, now);
+  EXPECT_FALSE(early.stalled);
+  ASSERT_TRUE(early.look_again_in.has_value());
+  EXPECT_LE(*early.look_again_in, seconds(202));
+  // Past it: stalled, the group replaced.
+  now = kT0 + seconds(302);
+  heard(o, "j-worker-0", now, 301, kWaitingOnRank, 120);
+  const auto plan = reconcile(job, testing::running_since(kT0), o, now);
+  ASSERT_TRUE(plan.status.is_true(ConditionType::kStalled));
+  EXPECT_NE(plan.status.condition(ConditionType::kStalled)
+                ->message.find("; j-worker-1 [never answered in 302 s running]"),
+            std::string::npos)
+      << plan.status.condition(ConditionType::kStalled)->message;
+  EXPECT_EQ(plan.delete_pods.size(), 2U);
+}
+
+// A silent trainer's last word may be its start-up floor (no step yet: the runtime applies at
+// least 300 s until its first step whatever the job asks) or no limit at all (its watchdog had
+// not polled yet): it is judged by the limit of the trainers that answer.
+TEST(Stall, ASilentTrainerIsJudgedByTheLimitOfThoseThatAnswerNotByItsLastWord) {
+  const auto job = make_job(false);
+  const auto now = kFrozenAt + seconds(25);
+  for (const double its_last_limit : {300.0, 0.0}) {
+    auto o = running(job);
+    heard(o, "j-worker-0", now, 21, kWaitingOnRank, 12, /*limit=*/20);
+    heard(o, "j-worker-1", kFrozenAt, 0.5, "", 11, its_last_limit);
+    silent(o, "j-worker-1");
+    const auto verdict = judge_stall(job, pods_by_name(o.pods), o.liveness, now);
+    EXPECT_TRUE(verdict.stalled) << its_last_limit;
+    EXPECT_EQ(verdict.limit_seconds, 20) << its_last_limit;
+  }
 }
 
 TEST(Stall, NoJobIsJudgedWhileATrainerIsBeingDeletedOrTheJobIsNotRunning) {
@@ -297,9 +348,10 @@ TEST(Liveness, AScrapeRoundReplacesAnswersCountsMissesAndSaysWhatTheStallRuleWou
   EXPECT_FALSE(merge_heard(known, {{"p", stalled}}, {}));
   EXPECT_TRUE(merge_heard(known, {{"p", answer}}, {}));
   // Misses: news when the pod falls silent, and when it answers again.
-  for (int miss = 1; miss < kSilentAfterMissed; ++miss) EXPECT_FALSE(merge_heard(known, {}, {"p"}));
-  EXPECT_TRUE(merge_heard(known, {}, {"p"}));
-  EXPECT_FALSE(merge_heard(known, {}, {"p"}));
+  for (int miss = 1; miss < kSilentAfterMissed; ++miss)
+    EXPECT_FALSE(merge_heard(known, {}, {{"p", "u1"}}));
+  EXPECT_TRUE(merge_heard(known, {}, {{"p", "u1"}}));
+  EXPECT_FALSE(merge_heard(known, {}, {{"p", "u1"}}));
   EXPECT_EQ(known.at("p").missed_scrapes, kSilentAfterMissed + 1);
   EXPECT_TRUE(merge_heard(known, {{"p", answer}}, {}));
   EXPECT_EQ(known.at("p").missed_scrapes, 0);
@@ -307,11 +359,20 @@ TEST(Liveness, AScrapeRoundReplacesAnswersCountsMissesAndSaysWhatTheStallRuleWou
   known.at("p").missed_scrapes = kSilentAfterMissed - 1;
   PodLiveness other = answer;
   other.uid = "u2";
-  EXPECT_TRUE(merge_heard(known, {{"r", other}}, {"p"}));
+  EXPECT_TRUE(merge_heard(known, {{"r", other}}, {{"p", "u1"}}));
   EXPECT_EQ(known.at("p").missed_scrapes, kSilentAfterMissed);
-  // A pod never heard that misses stays unknown.
-  EXPECT_FALSE(merge_heard(known, {}, {"q"}));
-  EXPECT_EQ(known.count("q"), 0U);
+  // A pod missed before it ever answered: a record of its misses, news once it is silent.
+  EXPECT_FALSE(merge_heard(known, {}, {{"q", "u3"}}));
+  EXPECT_FALSE(known.at("q").answered_at.has_value());
+  for (int miss = 2; miss < kSilentAfterMissed; ++miss) {
+    EXPECT_FALSE(merge_heard(known, {}, {{"q", "u3"}}));
+  }
+  EXPECT_TRUE(merge_heard(known, {}, {{"q", "u3"}}));
+  EXPECT_EQ(known.at("q").missed_scrapes, kSilentAfterMissed);
+  // A pod made again under the name starts its count anew.
+  EXPECT_FALSE(merge_heard(known, {}, {{"q", "u4"}}));
+  EXPECT_EQ(known.at("q").uid, "u4");
+  EXPECT_EQ(known.at("q").missed_scrapes, 1);
 }
 
 }  // namespace
