@@ -61,6 +61,15 @@ void finish(const Job& job, const PodsByName& pods, bool succeeded, std::string_
   }
 }
 
+void fail_past_backoff_limit(const Job& job, const PodsByName& pods, int64_t restarts,
+                             const std::string& why, Clock::time_point now, Plan& plan) {
+  plan.delete_pods.clear();
+  finish(job, pods, false, reason::kBackoffLimitExceeded,
+         "restarted " + std::to_string(restarts) + " times, more than backoffLimit " +
+             std::to_string(job.spec.backoff_limit) + why,
+         now, plan);
+}
+
 PhaseResult reconcile_finished(const JobSpec& spec, const PodsByName& pods, Clock::time_point now,
                                Plan& plan) {
   if (!plan.status.finished()) return PhaseResult::kContinue;

@@ -3,6 +3,7 @@
 // cleanPodPolicy and its deletion after ttlSecondsAfterFinished (the finished phase).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -16,6 +17,11 @@ namespace cifar::op {
 // its pods' cleanup and the requeue for its TTL. A round that ends the job creates nothing.
 void finish(const Job& job, const PodsByName& pods, bool succeeded, std::string_view reason,
             const std::string& message, Clock::time_point now, Plan& plan);
+
+// Fails the job BackoffLimitExceeded ("restarted 4 times, more than backoffLimit 3" and `why`),
+// deleting nothing more: the round's restart was one too many.
+void fail_past_backoff_limit(const Job& job, const PodsByName& pods, int64_t restarts,
+                             const std::string& why, Clock::time_point now, Plan& plan);
 
 // The finished phase: a Succeeded or Failed job gets its pods' cleanup and its TTL, nothing else
 // (kDone); any other job goes on to the next phase.

@@ -27,9 +27,7 @@ const PodMetrics* find(const std::vector<PodMetrics>& pods, Role role, int index
 
 std::optional<double> sample(const PodMetrics* pod, const std::string& name) {
   if (pod == nullptr) return std::nullopt;
-  const auto found = pod->samples.find(name);
-  if (found == pod->samples.end()) return std::nullopt;
-  return found->second;
+  return op::sample(pod->samples, name);
 }
 
 // How much of a new estimate goes into the one reported, the rest being the previous one,
@@ -174,6 +172,12 @@ std::optional<std::string> label_value(const std::string& labels, const std::str
 }
 
 }  // namespace
+
+std::optional<double> sample(const MetricSamples& samples, const std::string& name) {
+  const auto found = samples.find(name);
+  if (found == samples.end()) return std::nullopt;
+  return found->second;
+}
 
 MetricSamples parse_metric_samples(const std::string& exposition) {
   MetricSamples samples;

@@ -16,6 +16,8 @@ namespace cifar::op {
 // series and unparsable lines are skipped.
 using MetricSamples = std::map<std::string, double>;
 MetricSamples parse_metric_samples(const std::string& exposition);
+// The sample of metric `name`, nullopt if the exposition had none.
+std::optional<double> sample(const MetricSamples& samples, const std::string& name);
 // The samples of the series that carry `label`, by its value, then by metric name (a PS's
 // per-trainer series: label "trainer").
 std::map<std::string, MetricSamples> parse_samples_by_label(const std::string& exposition,

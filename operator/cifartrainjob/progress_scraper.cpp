@@ -74,10 +74,7 @@ pplx::task<std::string> fetch(const std::string& url) {
 PodLiveness liveness_of(const std::string& uid, const MetricSamples& samples,
                         const std::string& exposition) {
   namespace metric = contract::metric;
-  const auto value = [&](const char* name) {
-    const auto found = samples.find(name);
-    return found == samples.end() ? 0.0 : found->second;
-  };
+  const auto value = [&](const char* name) { return sample(samples, name).value_or(0.0); };
   PodLiveness heard;
   heard.uid = uid;
   heard.steps = static_cast<int64_t>(value(metric::kSteps));
@@ -179,7 +176,8 @@ void ProgressScraper::scrape_once() {
     try {
       const auto body = target.body.get();
       target.pod.samples = parse_metric_samples(body);
-      if (target.pod.role == contract::role_name(Role::kPs)) {
+      // PS 0's per-trainer series alone are read (job_progress's `trainers`).
+      if (target.pod.role == contract::role_name(Role::kPs) && target.pod.index == 0) {
         target.pod.by_trainer = parse_samples_by_label(body, contract::metric::kTrainerLabel);
       }
       heard[target.job_key][target.pod_name] =

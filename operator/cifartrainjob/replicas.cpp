@@ -136,11 +136,7 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
     return;
   }
   if (plan.restarts > spec.backoff_limit) {
-    plan.delete_pods.clear();
-    finish(job, pods, false, reason::kBackoffLimitExceeded,
-           "restarted " + std::to_string(plan.restarts) + " times, more than backoffLimit " +
-               std::to_string(spec.backoff_limit) + last_in_place_failure(pods),
-           now, plan);
+    fail_past_backoff_limit(job, pods, plan.restarts, last_in_place_failure(pods), now, plan);
     return;
   }
   release_leaving_pods(pods, observed.troubled_nodes, plan);

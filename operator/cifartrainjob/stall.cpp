@@ -244,12 +244,8 @@ void reconcile_stall(const Job& job, const PodsByName& pods, const JobLiveness& 
   std::string replaced;
   for (const auto& name : verdict.to_replace) replaced += (replaced.empty() ? "" : ", ") + name;
   if (restarts > job.spec.backoff_limit) {
-    plan.delete_pods.clear();
-    finish(job, pods, false, reason::kBackoffLimitExceeded,
-           "restarted " + std::to_string(restarts) + " times, more than backoffLimit " +
-               std::to_string(job.spec.backoff_limit) +
-               "; the last for a stall: " + verdict.message,
-           now, plan);
+    fail_past_backoff_limit(job, pods, restarts, "; the last for a stall: " + verdict.message, now,
+                            plan);
     return;
   }
   plan.events.push_back({"Warning", std::string(reason::kTrainersStalled),

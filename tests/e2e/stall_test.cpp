@@ -31,24 +31,57 @@ class Stalls : public Cluster {
     return json::object();
   }
 
-  // Freezes `pod`'s process and times how long the operator takes to say the job is Stalled.
-  double freeze_and_time_detection(const std::string& job, const std::string& pod) {
+  struct Stall {
+    bool seen = false;
+    double detected_after = 0;  // seconds from the freeze to condition Stalled
+    std::string message;        // the condition's
+  };
+
+  // Submits `job` with runPolicy.onStall Restart (and `run_policy`'s more fields), lets it train
+  // and save a checkpoint, then freezes `pod`'s process and times how long the operator takes to
+  // say the job is Stalled.
+  Stall submit_and_freeze(const std::string& job, const std::string& strategy,
+                          const std::string& replicas, const std::string& run_policy,
+                          const std::string& pod) {
+    data_and_checkpoint_volumes();
+    submit(job, strategy, replicas,
+           "  runPolicy: {stallTimeoutSeconds: " + std::to_string(kStallSeconds) +
+               ", onStall: Restart" + run_policy + "}\n",
+           "cifar10", kLongEnoughToInterrupt);
+    if (!wait_until_training(job) || !wait_for_checkpoint(run_dir(job))) {
+      ADD_FAILURE() << "no checkpoint before the fault" << diagnose(job);
+      return {};
+    }
+    EXPECT_EQ(stalled_condition(job), json::object()) << "stalled before the fault";
     const int pid = container_pid(pod);
-    EXPECT_GT(pid, 0) << pod;
-    if (pid <= 0) return -1;
+    if (pid <= 0) {
+      ADD_FAILURE() << "no process found in " << pod;
+      return {};
+    }
     const auto frozen_at = Wall::now();
     EXPECT_EQ(::kill(pid, SIGSTOP), 0);
-    const bool seen = wait_for([&] { return stalled_condition(job).value("status", "") == "True"; },
-                               seconds(180));
-    EXPECT_TRUE(seen) << diagnose(job);
-    return std::chrono::duration<double>(Wall::now() - frozen_at).count();
+    Stall stall;
+    stall.seen = wait_for([&] { return stalled_condition(job).value("status", "") == "True"; },
+                          seconds(180));
+    EXPECT_TRUE(stall.seen) << diagnose(job);
+    stall.detected_after = std::chrono::duration<double>(Wall::now() - frozen_at).count();
+    stall.message = stalled_condition(job).value("message", "");
+    return stall;
   }
 
-  std::string stall_events(const std::string& job) {
-    return kubectl({"get", "events", "-n", ns_, "--field-selector",
-                    "involvedObject.name=" + job + ",reason=TrainersStalled", "-o",
-                    "jsonpath={range .items[*]}{.type}: {.message}{\"\\n\"}{end}"})
-        .output;
+  // Waits for the Warning Event that says `replacing` ("replacing j-ps-0 (restart"), then for the
+  // job to succeed.
+  void expect_replaced_then_succeeded(const std::string& job, const std::string& replacing) {
+    const auto events = [&] {
+      return kubectl({"get", "events", "-n", ns_, "--field-selector",
+                      "involvedObject.name=" + job + ",reason=TrainersStalled", "-o",
+                      "jsonpath={range .items[*]}{.type}: {.message}{\"\\n\"}{end}"})
+          .output;
+    };
+    ASSERT_TRUE(
+        wait_for([&] { return events().find(replacing) != std::string::npos; }, seconds(60)))
+        << events() << diagnose(job);
+    ASSERT_TRUE(wait_for_state(job, "Succeeded", seconds(400))) << diagnose(job);
   }
 };
 
@@ -56,20 +89,12 @@ class Stalls : public Cluster {
 // rule sees it. Rank 0 reports itself stalled in the gradient all-reduce; rank 1 stops answering;
 // the group is replaced and resumes from the newest checkpoint.
 TEST_F(Stalls, ARankFrozenUnderALongCollectiveTimeoutIsDetectedAndTheGroupReplaced) {
-  data_and_checkpoint_volumes();
-  submit("frozen",
-         "  strategy: {type: AllReduce, allReduce: {backend: gloo, timeoutSeconds: 600}}\n",
-         "    Worker: {replicas: 2}\n",
-         "  runPolicy: {stallTimeoutSeconds: " + std::to_string(kStallSeconds) +
-             ", onStall: Restart}\n",
-         "cifar10", kLongEnoughToInterrupt);
-  ASSERT_TRUE(wait_until_training("frozen")) << diagnose("frozen");
-  const auto dir = run_dir("frozen");
-  ASSERT_TRUE(wait_for_checkpoint(dir)) << diagnose("frozen");
-  ASSERT_EQ(stalled_condition("frozen"), json::object()) << "stalled before the fault";
-  const double detected = freeze_and_time_detection("frozen", "frozen-worker-1");
-  const auto newest = newest_checkpoint_step(dir);
-  const auto message = stalled_condition("frozen").value("message", "");
+  const auto stall = submit_and_freeze(
+      "frozen", "  strategy: {type: AllReduce, allReduce: {backend: gloo, timeoutSeconds: 600}}\n",
+      "    Worker: {replicas: 2}\n", "", "frozen-worker-1");
+  ASSERT_TRUE(stall.seen);
+  const auto newest = newest_checkpoint_step(run_dir("frozen"));
+  const auto& message = stall.message;
   // Frozen after the scraper heard it, or before (its metrics come up ~2 s into the run).
   EXPECT_TRUE(message.find("frozen-worker-1 at step") != std::string::npos ||
               message.find("frozen-worker-1 [never answered in") != std::string::npos)
@@ -79,57 +104,42 @@ TEST_F(Stalls, ARankFrozenUnderALongCollectiveTimeoutIsDetectedAndTheGroupReplac
       << message;
   EXPECT_NE(message.find("frozen-worker-0 at step"), std::string::npos) << message;
   EXPECT_NE(message.find("waiting on gradient all-reduce"), std::string::npos) << message;
-  ASSERT_TRUE(wait_for(
-      [&] {
-        return stall_events("frozen").find("replacing frozen-worker-0, frozen-worker-1") !=
-               std::string::npos;
-      },
-      seconds(60)))
-      << stall_events("frozen") << diagnose("frozen");
-  ASSERT_TRUE(wait_for_state("frozen", "Succeeded", seconds(400))) << diagnose("frozen");
+  expect_replaced_then_succeeded("frozen", "replacing frozen-worker-0, frozen-worker-1");
+  if (HasFatalFailure()) return;
   EXPECT_GE(status_of("frozen").value("restarts", 0), 1);
   const auto resumed =
       number_after(kubectl({"logs", "frozen-worker-0", "-n", ns_}).output, "resumed at step ", "");
   EXPECT_GE(resumed, static_cast<double>(newest)) << "resumed before the newest checkpoint";
   std::cerr << "stall | rank 1 of a 2-rank all-reduce job SIGSTOPped, stallTimeoutSeconds "
-            << kStallSeconds << ", progress scraped every 5 s | Stalled after " << detected
-            << " s | group replaced, resumed at step " << resumed << " (newest checkpoint "
-            << newest << ")\n";
-  EXPECT_LE(detected, kStallSeconds + 2 * 5 + 15) << "later than the limit and a scrape or two";
+            << kStallSeconds << ", progress scraped every 5 s | Stalled after "
+            << stall.detected_after << " s | group replaced, resumed at step " << resumed
+            << " (newest checkpoint " << newest << ")\n";
+  EXPECT_LE(stall.detected_after, kStallSeconds + 2 * 5 + 15)
+      << "later than the limit and a scrape or two";
 }
 
 // The parameter server of a synchronous PS job stopped mid-run: both trainers report themselves
 // stalled in their PS calls, the PS stops answering, and the PS alone is replaced (from the
 // newest checkpoint), after which the trainers go on with it.
 TEST_F(Stalls, AFrozenParameterServerIsDetectedAndReplacedAloneAndTheJobSucceeds) {
-  data_and_checkpoint_volumes();
-  submit("psfrozen", kPsSync,
-         "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 1}\n",
-         // Room for the trainers' own retries around the PS's replacement.
-         "  runPolicy: {stallTimeoutSeconds: " + std::to_string(kStallSeconds) +
-             ", onStall: Restart, backoffLimit: 6}\n",
-         "cifar10", kLongEnoughToInterrupt);
-  ASSERT_TRUE(wait_until_training("psfrozen")) << diagnose("psfrozen");
-  const auto dir = run_dir("psfrozen");
-  ASSERT_TRUE(wait_for_checkpoint(dir)) << diagnose("psfrozen");
-  const double detected = freeze_and_time_detection("psfrozen", "psfrozen-ps-0");
-  const auto message = stalled_condition("psfrozen").value("message", "");
+  const auto stall = submit_and_freeze(
+      "psfrozen", kPsSync,
+      "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 1}\n",
+      ", backoffLimit: 6",  // room for the trainers' own retries around the PS's replacement
+      "psfrozen-ps-0");
+  ASSERT_TRUE(stall.seen);
+  const auto& message = stall.message;
   // The trainers' reports name the frozen PS: a call (push or pull) to one of its stripes.
   EXPECT_NE(message.find("with PS shard "), std::string::npos) << message;
   EXPECT_NE(message.find("(psfrozen-ps-0."), std::string::npos) << message;
   EXPECT_NE(message.find("psfrozen-ps-0 stopped answering"), std::string::npos) << message;
-  ASSERT_TRUE(wait_for(
-      [&] {
-        return stall_events("psfrozen").find("replacing psfrozen-ps-0 (restart") !=
-               std::string::npos;
-      },
-      seconds(60)))
-      << stall_events("psfrozen") << diagnose("psfrozen");
-  ASSERT_TRUE(wait_for_state("psfrozen", "Succeeded", seconds(400))) << diagnose("psfrozen");
+  expect_replaced_then_succeeded("psfrozen", "replacing psfrozen-ps-0 (restart");
+  if (HasFatalFailure()) return;
   std::cerr << "stall | the PS of a sync PS job SIGSTOPped, stallTimeoutSeconds " << kStallSeconds
-            << ", progress scraped every 5 s | Stalled after " << detected
+            << ", progress scraped every 5 s | Stalled after " << stall.detected_after
             << " s | PS replaced alone, job Succeeded\n";
-  EXPECT_LE(detected, kStallSeconds + 3 * 5 + 15) << "later than the limit and a few scrapes";
+  EXPECT_LE(stall.detected_after, kStallSeconds + 3 * 5 + 15)
+      << "later than the limit and a few scrapes";
 }
 
 }  // namespace
