@@ -54,10 +54,10 @@ JobCondition condition_from(const json& c) {
   return out;
 }
 
-const std::array<const char*, 13> kKnownFields = {
-    "state",    "conditions",  "replicaStatuses", "startTime", "completionTime",
-    "restarts", "podRestarts", "progress",        "reason",    "message",
-    "modelDir", "incarnation", "nodeLoss"};
+const std::array<const char*, 15> kKnownFields = {
+    "state",    "conditions",  "replicaStatuses", "startTime",    "completionTime",
+    "restarts", "podRestarts", "progress",        "reason",       "message",
+    "modelDir", "incarnation", "nodeLoss",        "stallsByNode", "suspectNodes"};
 
 }  // namespace
 
@@ -203,6 +203,12 @@ void from_json(const json& j, JobStatus& status) {
     loss.step = n->value("step", int64_t{-1});
     if (const auto since = time_from(*n, "since")) loss.since = *since;
   }
+  if (const auto s = j.find("stallsByNode"); s != j.end() && s->is_object()) {
+    status.stalls_by_node = s->get<std::map<std::string, int64_t>>();
+  }
+  if (const auto s = j.find("suspectNodes"); s != j.end() && s->is_array()) {
+    status.suspect_nodes = s->get<std::vector<std::string>>();
+  }
   if (const auto r = j.find("reason"); r != j.end()) status.summary_reason = r->get<std::string>();
   if (const auto m = j.find("message"); m != j.end()) {
     status.summary_message = m->get<std::string>();
@@ -242,6 +248,8 @@ void to_json(json& j, const JobStatus& status) {
     j["nodeLoss"] = {{"node", loss.node}, {"pods", loss.pods}, {"step", loss.step}};
     write_time(j["nodeLoss"], "since", loss.since);
   }
+  if (status.stalls_by_node) j["stallsByNode"] = *status.stalls_by_node;
+  if (status.suspect_nodes) j["suspectNodes"] = *status.suspect_nodes;
   if (status.summary_reason) j["reason"] = *status.summary_reason;
   if (status.summary_message) j["message"] = *status.summary_message;
 }

@@ -122,6 +122,8 @@ inline constexpr std::string_view kStoreAnswers = "StoreAnswers";
 // restarts pods for it, runPolicy.onStall), and the condition turned False.
 inline constexpr std::string_view kTrainersStalled = "TrainersStalled";
 inline constexpr std::string_view kProgressing = "Progressing";
+// The Event of a node the job's stalls were pinned on twice: its pods avoid it from then on.
+inline constexpr std::string_view kNodeSuspect = "NodeSuspect";
 }  // namespace reason
 
 struct JobCondition {
@@ -172,6 +174,11 @@ struct JobStatus {
   // only grows and a replacement always outranks the pod it replaces (the runtime's fence).
   std::optional<int64_t> incarnation;
   std::optional<NodeLoss> node_loss;
+  // The job's stalls pinned on a node (cifartrainjob/stall.h: the node of a pod that stopped
+  // answering, else of the trainers that fell behind), by node name, as status.stallsByNode; the
+  // nodes with two, which the job's pods made from then on avoid, as status.suspectNodes.
+  std::optional<std::map<std::string, int64_t>> stalls_by_node;
+  std::optional<std::vector<std::string>> suspect_nodes;
   // Why the job is where it is, in a word and a sentence (`kubectl get ctj` shows the reason,
   // `-o wide` the message): the state's condition when the job ended, is suspended or queued,
   // else what its pods wait for (PodsNotReady), else the trainers it trains without

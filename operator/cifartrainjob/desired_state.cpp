@@ -286,6 +286,15 @@ void stamp_incarnation(json& pod, int64_t incarnation) {
   }
 }
 
+void avoid_nodes(json& pod, const std::vector<std::string>& nodes) {
+  if (nodes.empty()) return;
+  const json not_on = {{"key", "kubernetes.io/hostname"}, {"operator", "NotIn"}, {"values", nodes}};
+  auto& terms = pod["spec"]["affinity"]["nodeAffinity"]
+                   ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+  if (!terms.is_array() || terms.empty()) terms = json::array({json::object()});
+  for (auto& term : terms) term["matchExpressions"].push_back(not_on);
+}
+
 void stamp_chief_incarnation(json& pod, int64_t chief_incarnation) {
   for (auto& container : pod["spec"]["containers"]) {
     container["env"].push_back(

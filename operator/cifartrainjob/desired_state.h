@@ -94,6 +94,10 @@ std::vector<nlohmann::json> desired_pods(const Job& job);
 // Gives `pod` (a desired pod) incarnation `incarnation`: env CIFAR_INCARNATION, and the annotation
 // cifartrain.io/incarnation for whoever reads the pod.
 void stamp_incarnation(nlohmann::json& pod, int64_t incarnation);
+// Keeps `pod` (a desired pod) off `nodes` (the job's suspect nodes): a required node affinity
+// term "kubernetes.io/hostname NotIn nodes", added to each of its template's terms (which are
+// ORed). Nothing for no nodes.
+void avoid_nodes(nlohmann::json& pod, const std::vector<std::string>& nodes);
 // Tells `pod` (a desired pod) the chief's incarnation: env CIFAR_CHIEF_INCARNATION.
 void stamp_chief_incarnation(nlohmann::json& pod, int64_t chief_incarnation);
 // Tells `pod` (a desired trainer of a PS job) the parameter servers' incarnations, by index: env

@@ -98,6 +98,8 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
       if (foreign.count(pod_name(job, role, index)) > 0) continue;
       if (role == Role::kPs && chief_held) continue;
       plan.create_pods.push_back(desired_pod(job, role, index));
+      avoid_nodes(plan.create_pods.back(),
+                  status.suspect_nodes.value_or(std::vector<std::string>{}));
     }
     number_new_pods(job, pods, plan);
   }

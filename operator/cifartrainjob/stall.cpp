@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include "cifartrainjob/desired_state.h"
@@ -88,6 +89,31 @@ std::optional<std::chrono::seconds> until_settled(const Job& job, const PodsByNa
   }
   if (longest <= 0) return std::nullopt;
   return std::chrono::seconds(std::llround(std::ceil(longest)) + 1);
+}
+
+// Charges the stall to the nodes of the pods it is pinned on; a node's kSuspectAfterStalls-th makes
+// it suspect (status.suspectNodes), which the job's pods made from now on avoid.
+void charge_nodes(const StallVerdict& verdict, const PodsByName& pods, Plan& plan) {
+  std::map<std::string, std::vector<std::string>> pods_by_node;
+  for (const auto& name : verdict.pinned_on) {
+    const auto node = pods.at(name).value("spec", json::object()).value("nodeName", "");
+    if (!node.empty()) pods_by_node[node].push_back(name);
+  }
+  auto& status = plan.status;
+  for (const auto& [node, pinned] : pods_by_node) {
+    if (!status.stalls_by_node) status.stalls_by_node.emplace();
+    auto& stalls = (*status.stalls_by_node)[node];
+    if (++stalls != kSuspectAfterStalls) continue;
+    if (!status.suspect_nodes) status.suspect_nodes.emplace();
+    auto& suspect = *status.suspect_nodes;
+    if (!listed(suspect, node)) suspect.push_back(node);
+    std::string names;
+    for (const auto& name : pinned) names += (names.empty() ? "" : ", ") + name;
+    plan.events.push_back({"Warning", std::string(reason::kNodeSuspect),
+                           "node " + node + " is suspect: the job stalled there " +
+                               std::to_string(stalls) + " times (now " + names +
+                               "); the job's pods made from now on avoid it"});
+  }
 }
 
 }  // namespace
@@ -181,6 +207,13 @@ StallVerdict judge_stall(const Job& job, const PodsByName& pods, const JobLivene
     if (t.silent) silent.push_back(t.name);
   }
   silent.insert(silent.end(), silent_others.begin(), silent_others.end());
+  verdict.pinned_on = silent;
+  if (silent.empty()) {
+    for (const auto& t : trainers) {
+      if (t.heard->answered_at && t.heard->steps < most_steps) verdict.pinned_on.push_back(t.name);
+    }
+  }
+  std::sort(verdict.pinned_on.begin(), verdict.pinned_on.end());
   if (job.spec.parameter_server && !silent.empty()) {
     verdict.to_replace = silent;
   } else {
@@ -248,6 +281,7 @@ void reconcile_stall(const Job& job, const PodsByName& pods, const JobLiveness& 
                             plan);
     return;
   }
+  charge_nodes(verdict, pods, plan);
   plan.events.push_back({"Warning", std::string(reason::kTrainersStalled),
                          verdict.message + "; replacing " + replaced + " (restart " +
                              std::to_string(restarts) + "), to resume from the newest checkpoint"});

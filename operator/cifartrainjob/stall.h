@@ -40,6 +40,9 @@ struct StallVerdict {
   // group restarts together); a parameter-server job's pods that stopped answering (a PS among
   // them), else its stalled trainers.
   std::vector<std::string> to_replace;
+  // The pods the stall is pinned on, whose nodes are charged with it: those that stopped
+  // answering, else the trainers behind the others; none when nothing sets a pod apart.
+  std::vector<std::string> pinned_on;
   // When the verdict may change with no new word from the pods (a silent pod's quiet passes its
   // limit); nullopt: only new scrapes can change it.
   std::optional<std::chrono::seconds> look_again_in;
@@ -47,11 +50,16 @@ struct StallVerdict {
 StallVerdict judge_stall(const Job& job, const PodsByName& pods, const JobLiveness& liveness,
                          Clock::time_point now);
 
+// A node the job's stalls were pinned on this many times is suspect.
+inline constexpr int64_t kSuspectAfterStalls = 2;
+
 // Acts on the verdict for a Running job: condition Stalled True (reason TrainersStalled) with a
 // Warning Event when it begins, then runPolicy.onStall (Restart: the pods to replace deleted, once
 // every pod of the job has run a whole limit, as one restart charged to backoffLimit, the job
-// failing BackoffLimitExceeded past it; Fail: the job fails TrainersStalled; Report: nothing
-// more); condition False (Progressing) with a Normal Event once a trainer is heard progressing.
+// failing BackoffLimitExceeded past it, and each replacement charged to the nodes of the pods the
+// stall is pinned on: a node's second makes it suspect, with a Warning Event; Fail: the job fails
+// TrainersStalled; Report: nothing more); condition False (Progressing) with a Normal Event once a
+// trainer is heard progressing.
 void reconcile_stall(const Job& job, const PodsByName& pods, const JobLiveness& liveness,
                      Clock::time_point now, Plan& plan);
 

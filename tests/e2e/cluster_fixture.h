@@ -122,6 +122,14 @@ class Cluster : public ::testing::Test {
   }
 
   void TearDown() override {
+    // The stall rule's false alarms (cifartrainjob/stall.h): every case but those that stop a
+    // process on purpose counts them, whatever its faults (drains, preemptions, store outages).
+    if (!stalls_expected_) {
+      const auto alarms =
+          kubectl({"get", "events", "-n", ns_, "--field-selector", "reason=TrainersStalled", "-o",
+                   "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}"});
+      EXPECT_EQ(alarms.output, "") << "the stall rule's false alarms";
+    }
     if (HasFailure()) {
       for (const auto& job : jobs_) std::cerr << diagnose(job);
     }
@@ -538,6 +546,8 @@ class Cluster : public ::testing::Test {
   // What the jobs submit() makes keep their checkpoints in instead of the claim `checkpoints`:
   // YAML fields of spec.checkpoint (uri and s3).
   std::string checkpoint_store_;
+  // Whether the case stops a process on purpose, so that its jobs' stalls are no false alarms.
+  bool stalls_expected_ = false;
   std::filesystem::path volumes_;
   std::vector<std::string> jobs_;
   std::vector<std::string> persistent_volumes_;

@@ -7,6 +7,7 @@
 // job's status, Events and pods' logs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <iostream>
@@ -22,6 +23,8 @@ using Wall = std::chrono::steady_clock;
 class Stalls : public Cluster {
  protected:
   static constexpr int kStallSeconds = 20;
+
+  Stalls() { stalls_expected_ = true; }
 
   // The job's condition Stalled, or {} while it has none.
   json stalled_condition(const std::string& job) {
@@ -53,6 +56,11 @@ class Stalls : public Cluster {
       return {};
     }
     EXPECT_EQ(stalled_condition(job), json::object()) << "stalled before the fault";
+    return freeze(job, pod);
+  }
+
+  // Freezes `pod`'s process and times how long the operator takes to say the job is Stalled.
+  Stall freeze(const std::string& job, const std::string& pod) {
     const int pid = container_pid(pod);
     if (pid <= 0) {
       ADD_FAILURE() << "no process found in " << pod;
@@ -69,19 +77,30 @@ class Stalls : public Cluster {
     return stall;
   }
 
-  // Waits for the Warning Event that says `replacing` ("replacing j-ps-0 (restart"), then for the
-  // job to succeed.
+  // The messages of the job's Events of `reason`, a line each.
+  std::string events(const std::string& job, const std::string& reason = "TrainersStalled") {
+    return kubectl({"get", "events", "-n", ns_, "--field-selector",
+                    "involvedObject.name=" + job + ",reason=" + reason, "-o",
+                    "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}"})
+        .output;
+  }
+
+  // Until a Warning Event of the job says `replacing` ("replacing j-ps-0 (restart").
+  bool replaced(const std::string& job, const std::string& replacing) {
+    const bool seen =
+        wait_for([&] { return events(job).find(replacing) != std::string::npos; }, seconds(60));
+    EXPECT_TRUE(seen) << events(job) << diagnose(job);
+    return seen;
+  }
+
+  // Waits for the Warning Event that says `replacing`, then for the job to succeed.
   void expect_replaced_then_succeeded(const std::string& job, const std::string& replacing) {
-    const auto events = [&] {
-      return kubectl({"get", "events", "-n", ns_, "--field-selector",
-                      "involvedObject.name=" + job + ",reason=TrainersStalled", "-o",
-                      "jsonpath={range .items[*]}{.type}: {.message}{\"\\n\"}{end}"})
-          .output;
-    };
-    ASSERT_TRUE(
-        wait_for([&] { return events().find(replacing) != std::string::npos; }, seconds(60)))
-        << events() << diagnose(job);
+    ASSERT_TRUE(replaced(job, replacing));
     ASSERT_TRUE(wait_for_state(job, "Succeeded", seconds(400))) << diagnose(job);
+  }
+
+  std::string node_of(const std::string& pod_name) {
+    return pod(pod_name).value("spec", json::object()).value("nodeName", "");
   }
 };
 
@@ -140,6 +159,53 @@ TEST_F(Stalls, AFrozenParameterServerIsDetectedAndReplacedAloneAndTheJobSucceeds
             << " s | PS replaced alone, job Succeeded\n";
   EXPECT_LE(stall.detected_after, kStallSeconds + 3 * 5 + 15)
       << "later than the limit and a few scrapes";
+}
+
+// A node where the job stalled twice is suspect: rank 1 frozen on its node, the group replaced
+// (one rank a node: spreadAcrossNodes Required), then the rank on that node frozen again. The
+// second stall marks the node suspect (status.suspectNodes, Event NodeSuspect) and the group's
+// new pods all land on the other node; the job succeeds there.
+TEST_F(Stalls, ASecondStallOnANodeMakesItSuspectAndTheGroupIsPlacedOffIt) {
+  const std::string job = "twice";
+  const auto first = submit_and_freeze(
+      job, "  strategy: {type: AllReduce, allReduce: {backend: gloo, timeoutSeconds: 600}}\n",
+      "    Worker: {replicas: 2}\n",
+      ", backoffLimit: 6, schedulingPolicy: {spreadAcrossNodes: Required}", job + "-worker-1");
+  ASSERT_TRUE(first.seen);
+  const auto node = node_of(job + "-worker-1");
+  ASSERT_FALSE(node.empty());
+  ASSERT_TRUE(replaced(job, "(restart 1)"));
+  // The new group trains (the condition turns False), one rank on `node` again.
+  ASSERT_TRUE(
+      wait_for([&] { return stalled_condition(job).value("status", "") == "False"; }, seconds(180)))
+      << diagnose(job);
+  EXPECT_EQ(status_of(job).value("stallsByNode", json::object()), json({{node, 1}}));
+  std::string on_node;
+  for (const auto& pod : pods_of(job)) {
+    if (pod["spec"].value("nodeName", "") == node) on_node = pod["metadata"]["name"];
+  }
+  ASSERT_FALSE(on_node.empty()) << "no rank on " << node << diagnose(job);
+  const auto second = freeze(job, on_node);
+  ASSERT_TRUE(second.seen);
+  ASSERT_TRUE(replaced(job, "(restart 2)"));
+  EXPECT_NE(events(job, "NodeSuspect").find("node " + node + " is suspect"), std::string::npos)
+      << events(job, "NodeSuspect");
+  EXPECT_EQ(status_of(job).value("suspectNodes", json::array()), json::array({node}));
+  // The third group: every rank off the suspect node, and the job ends there.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        const auto pods = pods_of(job);
+        return pods.size() == 2 && std::all_of(pods.begin(), pods.end(), [&](const json& pod) {
+                 const auto on = pod["spec"].value("nodeName", "");
+                 return !on.empty() && on != node && !pod["metadata"].contains("deletionTimestamp");
+               });
+      },
+      seconds(120)))
+      << diagnose(job);
+  ASSERT_TRUE(wait_for_state(job, "Succeeded", seconds(400))) << diagnose(job);
+  std::cerr << "stall | rank frozen twice on " << node << ": Stalled after " << first.detected_after
+            << " s and " << second.detected_after
+            << " s | node suspect, the third group placed on the other node, job Succeeded\n";
 }
 
 }  // namespace

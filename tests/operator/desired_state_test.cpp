@@ -181,6 +181,31 @@ TEST(DesiredState, ATemplateAddsToThePodButCannotChangeItsIdentity) {
   EXPECT_EQ(volumes, (std::vector<std::string>{"extra", "checkpoints", "data", "tmp"}));
 }
 
+// A job's suspect nodes (cifartrainjob/stall.h) are kept off whatever the template's own node
+// affinity says: its terms are ORed, so each gets the NotIn.
+TEST(DesiredState, SuspectNodesAreAvoidedInEveryNodeAffinityTermOfTheTemplate) {
+  auto job = make_job(json::parse(R"({
+    "strategy": {"type": "AllReduce"},
+    "replicaSpecs": {"Worker": {"replicas": 1, "template": {"spec": {"affinity": {"nodeAffinity": {
+      "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]},
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["b"]}]}]}}}}}}}})"));
+  auto pod = desired_pod(job, Role::kWorker, 0);
+  const auto before = pod;
+  avoid_nodes(pod, {});
+  EXPECT_EQ(pod, before);
+  avoid_nodes(pod, {"n2", "n3"});
+  const auto terms = pod["spec"]["affinity"]["nodeAffinity"]
+                        ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+  ASSERT_EQ(terms.size(), 2U);
+  for (const auto& term : terms) {
+    ASSERT_EQ(term["matchExpressions"].size(), 2U) << term;
+    EXPECT_EQ(term["matchExpressions"][1],
+              json::parse(R"({"key": "kubernetes.io/hostname", "operator": "NotIn",
+                              "values": ["n2", "n3"]})"));
+  }
+}
+
 // The token reaches the members of the PS channel alone: a PS job's PS and trainers, not its
 // evaluator, nor an all-reduce job's pods.
 TEST(DesiredState, ThePsChannelsMembersAloneGetTheJobsTokenFromItsSecret) {

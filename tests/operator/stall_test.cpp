@@ -246,6 +246,51 @@ TEST(Stall, ASilentTrainerIsJudgedByTheLimitOfThoseThatAnswerNotByItsLastWord) {
   }
 }
 
+// A stall is charged to the node of the pod it is pinned on (the rank that stopped answering); a
+// node's second makes it suspect, and the pods made from then on avoid it.
+TEST(Stall, ASecondStallPinnedOnANodeMakesItSuspectAndTheReplacementsAvoidIt) {
+  const auto job = make_job(false, "Restart", /*backoff=*/6);
+  const auto now = kFrozenAt + seconds(302);
+  const auto on_nodes = [&](Observed o) {
+    testing::pod_named(o, "j-worker-0")["spec"]["nodeName"] = "n1";
+    testing::pod_named(o, "j-worker-1")["spec"]["nodeName"] = "n2";
+    return o;
+  };
+  const auto first =
+      reconcile(job, testing::running_since(kT0), on_nodes(frozen_rank(job, now)), now);
+  ASSERT_EQ(first.delete_pods.size(), 2U);
+  EXPECT_EQ(first.status.stalls_by_node, (std::map<std::string, int64_t>{{"n2", 1}}));
+  EXPECT_FALSE(first.status.suspect_nodes.has_value());
+  EXPECT_FALSE(has_event(first, "Warning", reason::kNodeSuspect));
+  // The replacements stalled there again, with rank 1 silent on n2 once more.
+  auto status = first.status;
+  status.conditions->clear();
+  status.set_state(ConditionType::kRunning, reason::kJobRunning, "", to_time(now));
+  const auto second = reconcile(job, status, on_nodes(frozen_rank(job, now)), now);
+  EXPECT_EQ(second.status.stalls_by_node, (std::map<std::string, int64_t>{{"n2", 2}}));
+  EXPECT_EQ(second.status.suspect_nodes, std::vector<std::string>{"n2"});
+  ASSERT_TRUE(has_event(second, "Warning", reason::kNodeSuspect));
+  // The group's new pods keep off n2.
+  auto gone = testing::no_pods();
+  const auto recreate = reconcile(job, second.status, gone, now + seconds(30));
+  ASSERT_EQ(recreate.create_pods.size(), 2U);
+  for (const auto& pod : recreate.create_pods) {
+    const auto terms = pod["spec"]["affinity"]["nodeAffinity"]
+                          ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+    ASSERT_EQ(terms.size(), 1U) << pod.dump();
+    EXPECT_EQ(terms[0]["matchExpressions"][0],
+              json::parse(R"({"key": "kubernetes.io/hostname", "operator": "NotIn",
+                              "values": ["n2"]})"));
+  }
+  // A stall that sets no pod apart (every trainer answers, at the same step) charges no node.
+  auto even = on_nodes(running(job));
+  heard(even, "j-worker-0", now, 301, kWaitingOnRank, 120);
+  heard(even, "j-worker-1", now, 301, kWaitingOnRank, 120);
+  const auto verdict = judge_stall(job, pods_by_name(even.pods), even.liveness, now);
+  EXPECT_TRUE(verdict.stalled);
+  EXPECT_TRUE(verdict.pinned_on.empty());
+}
+
 TEST(Stall, NoJobIsJudgedWhileATrainerIsBeingDeletedOrTheJobIsNotRunning) {
   const auto job = make_job(false);
   const auto now = kFrozenAt + seconds(302);

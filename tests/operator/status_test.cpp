@@ -34,6 +34,8 @@ json full_status() {
     "podRestarts": {"3f2a-worker-1-uid": 1},
     "nodeLoss": {"node": "n2", "pods": ["j-worker-1"], "step": 1180,
                  "since": "2026-11-22T12:00:00Z"},
+    "stallsByNode": {"n1": 1, "n2": 2},
+    "suspectNodes": ["n2"],
     "progress": {"epoch": 3, "step": 1200, "loss": 0.75, "trainAccuracy": 0.7,
                  "imagesPerSecond": 812.5, "updatedAt": "2026-11-22T12:05:00Z"}})");
 }
@@ -56,6 +58,8 @@ TEST(JobStatus, WritesBackWhatItRead) {
   EXPECT_EQ(status.node_loss->pods, std::vector<std::string>{"j-worker-1"});
   EXPECT_EQ(status.node_loss->step, 1180);
   EXPECT_EQ(status.node_loss->since, kT0);
+  EXPECT_EQ(status.stalls_by_node->at("n2"), 2);
+  EXPECT_EQ(status.suspect_nodes, std::vector<std::string>{"n2"});
 }
 
 TEST(JobStatus, AbsentFieldsStayAbsentAndEmptyOnesStayEmpty) {
