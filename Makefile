@@ -45,7 +45,7 @@ kueue: deps
 # cluster and the tests use them): Helm, Prometheus + promtool, kind (and its config checker),
 # SeaweedFS (the object store of the storage tests and of S3=1), the nodes' NetworkPolicy agent
 # (kube-network-policies), the Prometheus Operator's CRDs.
-TOOLS = helm prometheus kind seaweedfs kube-network-policies prometheus-operator-crds
+TOOLS = helm prometheus kind seaweedfs kube-network-policies hangfs prometheus-operator-crds
 TOOL_TARGETS = $(addprefix go-tool-,$(TOOLS))
 .PHONY: $(TOOL_TARGETS)
 tools: $(TOOL_TARGETS)

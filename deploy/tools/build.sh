@@ -4,15 +4,17 @@
 # Prometheus + promtool, the kind CLI (create-cluster.sh) with the checker of kind's cluster
 # configs (tests/kind), SeaweedFS (a real S3-compatible object store: the storage tests and the
 # local cluster's checkpoint bucket), the local cluster's NetworkPolicy enforcement
-# (kube-network-policies), and fetches the Prometheus Operator's CRDs (tests/helm). Each is a
+# (kube-network-policies), hangfs (a FUSE view of a directory whose reads can be made to hang:
+# the stall tests' dataset volume that stops answering), and fetches the Prometheus Operator's
+# CRDs (tests/helm). Each is a
 # directory here whose go.mod pins it (with any local sources); the binaries are cached outside
 # the repo ($CIFAR_TOOLS_CACHE, default ~/.cache/cifartrain/tools) under a key of that
 # directory's contents (not of its path), so a warm run does nothing and a new pin rebuilds.
 # Prints the directory holding the binaries.
-#   deploy/tools/build.sh helm|prometheus|kind|seaweedfs|kube-network-policies|prometheus-operator-crds
+#   deploy/tools/build.sh helm|prometheus|kind|seaweedfs|kube-network-policies|hangfs|prometheus-operator-crds
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-tool=${1:?usage: build.sh helm|prometheus|kind|seaweedfs|kube-network-policies|prometheus-operator-crds}
+tool=${1:?usage: build.sh helm|prometheus|kind|seaweedfs|kube-network-policies|hangfs|prometheus-operator-crds}
 module=$here/$tool
 [ -f "$module/go.mod" ] || { echo "build.sh: no tool '$tool' (no $module/go.mod)" >&2; exit 1; }
 source "$here/../../scripts/go-build.sh"
@@ -81,6 +83,9 @@ case $tool in
     # network-policy-agent: kube-network-policies' controller started for a node of the local
     # cluster (its main package assumes a pod's in-cluster config; cmd/network-policy-agent says why).
     go_build "$out" "$module" "" "" cifartrain.io/tools/kube-network-policies/cmd/network-policy-agent
+    ;;
+  hangfs)
+    go_build "$out" "$module" "" "" cifartrain.io/tools/hangfs
     ;;
   seaweedfs)
     # Its releases are tagged 4.NN, not semver: the pin is a pseudo-version, whose commit the

@@ -62,9 +62,14 @@ std::string format_stall_report(const StallFacts& facts) {
     }
   }
   for (const auto& stack : facts.stacks) {
+    std::string unanswered;
+    if (!stack.captured) {
+      unanswered = stack.in_kernel.empty()
+                       ? ": did not answer (signals blocked?)"
+                       : ": did not answer, held in the kernel: " + stack.in_kernel;
+    }
     out += fmt::format("thread {} \"{}\"{}{}\n", stack.thread, stack.name,
-                       stack.thread == facts.pid ? " (main)" : "",
-                       stack.captured ? "" : ": did not answer (signals blocked?)");
+                       stack.thread == facts.pid ? " (main)" : "", unanswered);
     for (size_t i = 0; i < stack.frames.size(); ++i) {
       out += fmt::format("  #{:<2} {:#014x} {}\n", i, stack.frames[i].address,
                          describe(stack.frames[i]));
@@ -85,6 +90,8 @@ std::string summarize_stall(const StallFacts& facts) {
     out += "; main thread in " + (ours != nullptr ? ours->function : std::string("??"));
     if (ours != &main->frames.front())
       out += " (innermost: " + describe(main->frames.front()) + ")";
+  } else if (main != nullptr && !main->in_kernel.empty()) {
+    out += "; main thread held in the kernel: " + main->in_kernel;
   }
   return out;
 }

@@ -128,6 +128,69 @@ std::optional<std::vector<uintptr_t>> frames_of(pid_t thread) {
   return frames;
 }
 
+// The names of the system calls a stalled thread is most likely in; others by number.
+std::string syscall_name(long number) {
+  switch (number) {
+    case SYS_read:
+      return "read";
+    case SYS_pread64:
+      return "pread64";
+    case SYS_readv:
+      return "readv";
+    case SYS_write:
+      return "write";
+    case SYS_pwrite64:
+      return "pwrite64";
+    case SYS_openat:
+      return "openat";
+    case SYS_close:
+      return "close";
+    case SYS_fsync:
+      return "fsync";
+    case SYS_newfstatat:
+      return "newfstatat";
+    case SYS_statx:
+      return "statx";
+    case SYS_futex:
+      return "futex";
+    case SYS_ppoll:
+      return "ppoll";
+    case SYS_epoll_pwait:
+      return "epoll_pwait";
+    case SYS_connect:
+      return "connect";
+    case SYS_recvfrom:
+      return "recvfrom";
+    case SYS_sendto:
+      return "sendto";
+    case SYS_nanosleep:
+      return "nanosleep";
+#ifdef SYS_poll
+    case SYS_poll:
+      return "poll";
+#endif
+#ifdef SYS_epoll_wait
+    case SYS_epoll_wait:
+      return "epoll_wait";
+#endif
+    default:
+      return "system call " + std::to_string(number);
+  }
+}
+
+std::string in_kernel(pid_t thread) {
+  const auto task = "/proc/self/task/" + std::to_string(thread);
+  std::ifstream syscall_file(task + "/syscall");
+  long number = -1;
+  if (!(syscall_file >> number) || number < 0) return "";  // "running", or not in a call
+  std::ifstream wchan_file(task + "/wchan");
+  std::string wchan;
+  std::getline(wchan_file, wchan);
+  auto where = syscall_name(number);
+  if (!wchan.empty() && wchan != "0") where += ", waiting in " + wchan;
+  return where;
+}
+
 std::string thread_name(pid_t thread) {
   std::ifstream comm("/proc/self/task/" + std::to_string(thread) + "/comm");
   std::string name;
@@ -219,12 +282,13 @@ std::vector<ThreadStack> thread_stacks() {
   std::vector<std::pair<ThreadStack, std::vector<uintptr_t>>> raw;
   {
     const std::lock_guard lock(g_capture);
-    raw.push_back({{self, thread_name(self), true, {}}, own_frames()});
+    raw.push_back({{self, thread_name(self), true, {}, ""}, own_frames()});
     for (const auto thread : thread_ids()) {
       if (thread == self) continue;
-      ThreadStack stack{thread, thread_name(thread), false, {}};
+      ThreadStack stack{thread, thread_name(thread), false, {}, ""};
       auto frames = can_ask ? frames_of(thread) : std::nullopt;
       stack.captured = frames.has_value();
+      if (!stack.captured) stack.in_kernel = in_kernel(thread);
       raw.emplace_back(std::move(stack), frames.value_or(std::vector<uintptr_t>{}));
     }
   }

@@ -28,6 +28,10 @@ struct ThreadStack {
   std::string name;           // /proc's comm
   bool captured = false;      // false: the thread did not answer (signals blocked, exiting)
   std::vector<Frame> frames;  // innermost first
+  // Of a thread that did not answer, where the kernel holds it, from /proc: "read, waiting in
+  // request_wait_answer" (a system call that waits uninterruptibly runs no signal handler: a read
+  // of a filesystem that stopped answering); "" if not in a system call.
+  std::string in_kernel;
 };
 
 // Every thread of the process; the caller's first, from where it called.

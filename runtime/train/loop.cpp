@@ -138,6 +138,10 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
   const auto device = resolve_device(config.device);
   const auto precision = resolve_precision(config.precision, device);
   const int threads = configure_threads(config.threads);
+  // Served before the data is read: a read that hangs (a volume that stopped answering) is then
+  // reported on the metrics like any stall, for the operator to act on.
+  const auto metrics_endpoint = make_runtime_metrics(config);
+  auto& metrics = *metrics_endpoint;
 
   auto sets = load_datasets(config);
   const auto stats = data::channel_stats(sets.train);
@@ -155,8 +159,6 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
   model->to(device);
   if (exchange.initializes_model()) model->init_from_data(init_sample(train_set, stats, device));
 
-  const auto metrics_endpoint = make_runtime_metrics(config);
-  auto& metrics = *metrics_endpoint;
   TrainState state = exchange.start(trainable(*model), plan, metrics);
   if (place.chief) fence.record_resumed_step(state.step);
   // A SIGTERM from here on stops at a step boundary with the step saved. Opened before the line

@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <iostream>
 #include <string>
 
@@ -206,6 +209,76 @@ TEST_F(Stalls, ASecondStallOnANodeMakesItSuspectAndTheGroupIsPlacedOffIt) {
   std::cerr << "stall | rank frozen twice on " << node << ": Stalled after " << first.detected_after
             << " s and " << second.detected_after
             << " s | node suspect, the third group placed on the other node, job Succeeded\n";
+}
+
+// A dataset volume that stops answering: the CIFAR-10 slice seen through a FUSE mount (hangfs) in
+// node 1's mount namespace, its reads made to wait from before the job starts, as a network
+// filesystem's do when its server stops answering (stats and opens answer). The trainer hangs in
+// its first read; the data is read whole at start, before any step, so its stall limit is the
+// start-up floor (300 s) whatever stallTimeoutSeconds says. The report names the read; once the
+// job is Stalled the mount answers again, and the replaced trainer trains to Succeeded.
+TEST_F(Stalls, ADatasetReadThatNeverReturnsIsFoundAtTheStartUpFloorAndTheJobRecovers) {
+  const auto node_one = e2e_dir() / "cluster" / "node1";
+  std::string node;
+  std::ifstream(node_one / "name") >> node;
+  ASSERT_FALSE(node.empty());
+  const auto mountpoint = volumes_ / "hanging-cifar10";
+  std::filesystem::create_directories(mountpoint);
+  cifar::testing::ChildProcess hangfs({"nsenter", "--mount=" + (node_one / "mounts").string(),
+                                       (tool_dir("hangfs") / "hangfs").string(),
+                                       (e2e_dir() / "cifar10-slice").string(), mountpoint.string()},
+                                      volumes_ / "hangfs.log");
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return cifar::testing::read_file(volumes_ / "hangfs.log").find("mounted") !=
+               std::string::npos;
+      },
+      seconds(30)))
+      << cifar::testing::read_file(volumes_ / "hangfs.log");
+  // Unmounted whatever happens: lazily, as pods may still hold it.
+  const auto unmount = [&] {
+    hangfs.send(SIGUSR2);
+    run_process({"nsenter", "--mount=" + (node_one / "mounts").string(), "umount", "-l",
+                 mountpoint.string()});
+    hangfs.send(SIGTERM);
+  };
+  struct Cleanup {
+    std::function<void()> run;
+    ~Cleanup() { run(); }
+  } cleanup{unmount};
+  hangfs.send(SIGUSR1);  // reads wait from now on
+
+  host_volume("cifar10", mountpoint, true);
+  const auto checkpoints = volumes_ / "checkpoints";
+  std::filesystem::create_directories(checkpoints);
+  ::chmod(checkpoints.c_str(), 0777);
+  host_volume("checkpoints", checkpoints, false);
+  const std::string job = "hungread";
+  submit(job, kAllReduce,
+         "    Worker:\n      replicas: 1\n      template: {spec: {nodeSelector: "
+         "{kubernetes.io/hostname: " +
+             node + "}}}\n",
+         "  runPolicy: {stallTimeoutSeconds: " + std::to_string(kStallSeconds) +
+             ", onStall: Restart}\n");
+  ASSERT_TRUE(wait_for_state(job, "Running", seconds(120))) << diagnose(job);
+  const auto running_at = Wall::now();
+  ASSERT_TRUE(
+      wait_for([&] { return stalled_condition(job).value("status", "") == "True"; }, seconds(420)))
+      << diagnose(job);
+  const double detected = std::chrono::duration<double>(Wall::now() - running_at).count();
+  const auto message = stalled_condition(job).value("message", "");
+  EXPECT_NE(message.find(job + "-worker-0 at step 0 [stalled: no progress for"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("waiting on read of CIFAR-10 file "), std::string::npos) << message;
+  // The read holds the main thread in the kernel, where no signal handler runs: /proc says where.
+  EXPECT_NE(message.find("main thread held in the kernel: read"), std::string::npos) << message;
+  hangfs.send(SIGUSR2);  // the mount answers again
+  expect_replaced_then_succeeded(job, "replacing " + job + "-worker-0 (restart 1)");
+  std::cerr << "stall | the dataset volume's reads hang from the start (FUSE), stallTimeoutSeconds "
+            << kStallSeconds << " (start-up floor 300 s) | Stalled " << detected
+            << " s after the job was Running | trainer replaced once the mount answered, job "
+               "Succeeded\n";
+  EXPECT_LE(detected, 300 + 2 * 5 + 15) << "later than the floor and a scrape or two";
 }
 
 }  // namespace

@@ -47,13 +47,20 @@ bool eventually(Condition condition) {
   return condition();
 }
 
-// A thread named `name` blocked in read_one_byte() on a pipe until release().
+// A thread named `name` blocked in read_one_byte() on a pipe until release(); with
+// `signals_blocked`, every signal blocked, as a read held uninterruptibly in the kernel (a
+// filesystem that stopped answering) runs no handler either.
 class BlockedReader {
  public:
-  explicit BlockedReader(const char* name) {
+  explicit BlockedReader(const char* name, bool signals_blocked = false) {
     EXPECT_EQ(::pipe(fds_), 0);
-    thread_ = std::thread([this, name] {
+    thread_ = std::thread([this, name, signals_blocked] {
       pthread_setname_np(pthread_self(), name);
+      if (signals_blocked) {
+        sigset_t all;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, nullptr);
+      }
       named_.set_value(static_cast<pid_t>(::syscall(SYS_gettid)));
       got_ = read_one_byte(fds_[0]);
     });
@@ -116,6 +123,17 @@ TEST(ThreadStacks, AThreadBlockedInAReadShowsTheCallAndGoesOnWaitingUnharmed) {
   EXPECT_EQ(stack->frames[0].module.rfind("libc", 0), 0U) << frames_of(*stack);
   EXPECT_TRUE(has_frame(*stack, "cifar::health::read_one_byte(int)")) << frames_of(*stack);
   // The signal interrupted the read, which went on (SA_RESTART): the byte still arrives.
+  EXPECT_EQ(reader.release('k'), 'k');
+}
+
+// A thread that cannot answer: the report says which system call the kernel holds it in.
+TEST(ThreadStacks, AThreadThatCannotAnswerIsShownInItsSystemCall) {
+  BlockedReader reader("deaf-reader", /*signals_blocked=*/true);
+  const auto stacks = thread_stacks();
+  const auto* stack = named(stacks, "deaf-reader");
+  ASSERT_NE(stack, nullptr);
+  EXPECT_FALSE(stack->captured);
+  EXPECT_EQ(stack->in_kernel.rfind("read", 0), 0U) << stack->in_kernel;
   EXPECT_EQ(reader.release('k'), 'k');
 }
 
@@ -205,9 +223,11 @@ StallFacts example_facts() {
                    true,
                    {{0x10, "__futex_abstimed_wait_common", "libc.so.6", ""},
                     {0x20, "cifar::ps::PsClient::push_pull(int)", "cifar-train", "client.cpp:300"},
-                    {0x30, "main", "cifar-train", ""}}};
-  ThreadStack silent{102, "grpc_global_tim", false, {}};
-  facts.stacks = {main, silent};
+                    {0x30, "main", "cifar-train", ""}},
+                   ""};
+  ThreadStack silent{102, "grpc_global_tim", false, {}, ""};
+  ThreadStack held{103, "cifar-train", false, {}, "read, waiting in request_wait_answer"};
+  facts.stacks = {main, silent, held};
   return facts;
 }
 
@@ -220,7 +240,9 @@ TEST(StallReport, SaysWhoHowLongTheWaitsAndEveryThreadsStack) {
         "(thread 101)",
         "last finished (newest last):", "thread 100 \"cifar-train\" (main)",
         "cifar::ps::PsClient::push_pull(int) at client.cpp:300 (cifar-train)",
-        "thread 102 \"grpc_global_tim\": did not answer"}) {
+        "thread 102 \"grpc_global_tim\": did not answer (signals blocked?)",
+        "thread 103 \"cifar-train\": did not answer, held in the kernel: read, waiting in "
+        "request_wait_answer"}) {
     EXPECT_NE(report.find(part), std::string::npos) << part << "\nin:\n" << report;
   }
 }
@@ -230,6 +252,15 @@ TEST(StallReport, TheSummaryNamesTheOldestWaitAndWhereTheMainThreadIs) {
             "stalled: no progress for 32 s (limit 30 s); waiting on push-pull with PS shard 0 "
             "(ps-0:2222, stripe 0) for 31 s; main thread in cifar::ps::PsClient::push_pull(int) "
             "(innermost: __futex_abstimed_wait_common (libc.so.6))");
+  // A main thread that could not answer: where the kernel holds it.
+  auto facts = example_facts();
+  facts.stacks.front().captured = false;
+  facts.stacks.front().frames.clear();
+  facts.stacks.front().in_kernel = "read, waiting in request_wait_answer";
+  EXPECT_EQ(summarize_stall(facts),
+            "stalled: no progress for 32 s (limit 30 s); waiting on push-pull with PS shard 0 "
+            "(ps-0:2222, stripe 0) for 31 s; main thread held in the kernel: read, waiting in "
+            "request_wait_answer");
 }
 
 TEST(StallWatchdog, ReportsAWaitThatDoesNotEndOnceThenAgainAfterProgress) {

@@ -1,0 +1,7 @@
+module cifartrain.io/tools/hangfs
+
+go 1.26
+
+require github.com/hanwen/go-fuse/v2 v2.9.0
+
+require golang.org/x/sys v0.28.0 // indirect
