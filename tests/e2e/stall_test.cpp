@@ -178,9 +178,18 @@ TEST_F(Stalls, ASecondStallOnANodeMakesItSuspectAndTheGroupIsPlacedOffIt) {
   const auto node = node_of(job + "-worker-1");
   ASSERT_FALSE(node.empty());
   ASSERT_TRUE(replaced(job, "(restart 1)"));
-  // The new group trains (the condition turns False), one rank on `node` again.
-  ASSERT_TRUE(
-      wait_for([&] { return stalled_condition(job).value("status", "") == "False"; }, seconds(180)))
+  // The new group trains, one rank on `node` again: the condition turned False (a trainer answers
+  // unstalled) and the job's step moved past where it stood at the replacement. Frozen before its
+  // first step, a rank would hold the other in its start-up floor (300 s), not in the limit.
+  const auto step = [&] {
+    return status_of(job).value("progress", json::object()).value("step", int64_t{0});
+  };
+  const auto replaced_at_step = step();
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return stalled_condition(job).value("status", "") == "False" && step() > replaced_at_step;
+      },
+      seconds(180)))
       << diagnose(job);
   EXPECT_EQ(status_of(job).value("stallsByNode", json::object()), json({{node, 1}}));
   std::string on_node;
