@@ -96,7 +96,7 @@ std::optional<std::chrono::seconds> until_settled(const Job& job, const PodsByNa
 void charge_nodes(const StallVerdict& verdict, const PodsByName& pods, Plan& plan) {
   std::map<std::string, std::vector<std::string>> pods_by_node;
   for (const auto& name : verdict.pinned_on) {
-    const auto node = pods.at(name).value("spec", json::object()).value("nodeName", "");
+    const auto node = pod_node(pods.at(name));
     if (!node.empty()) pods_by_node[node].push_back(name);
   }
   auto& status = plan.status;
@@ -147,9 +147,7 @@ StallVerdict judge_stall(const Job& job, const PodsByName& pods, const JobLivene
     if (!t.silent && heard->stall_limit_seconds <= 0) return verdict;
     // Its time without progress goes on while it does not answer: a trainer stopped dead says
     // nothing, and its quiet passes its limit all the same.
-    t.quiet = heard->answered_at
-                  ? heard->seconds_since_progress + seconds_between(*heard->answered_at, now)
-                  : seconds_unanswered(*heard, pod, now);
+    t.quiet = heard->seconds_since_progress + seconds_unanswered(*heard, pod, now);
     t.said_stalled = !heard->stall_report.empty();
     if (!t.silent) limit = std::max(limit, heard->stall_limit_seconds);
     trainers.push_back(t);

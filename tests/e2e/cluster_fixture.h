@@ -171,9 +171,11 @@ class Cluster : public ::testing::Test {
           ns);
   }
 
-  // The slice of CIFAR-10 (read-only) and a fresh shared checkpoint directory, as claims.
-  void data_and_checkpoint_volumes() {
-    host_volume("cifar10", e2e_dir() / "cifar10-slice", true);
+  // The slice of CIFAR-10 (read-only; at `data`, a view of it) and a fresh shared checkpoint
+  // directory, as claims.
+  void data_and_checkpoint_volumes(const std::filesystem::path& data = e2e_dir() /
+                                                                       "cifar10-slice") {
+    host_volume("cifar10", data, true);
     const auto checkpoints = volumes_ / "checkpoints";
     std::filesystem::create_directories(checkpoints);
     ::chmod(checkpoints.c_str(), 0777);  // the pods' user (65532) writes there

@@ -101,10 +101,6 @@ class Stalls : public Cluster {
     ASSERT_TRUE(replaced(job, replacing));
     ASSERT_TRUE(wait_for_state(job, "Succeeded", seconds(400))) << diagnose(job);
   }
-
-  std::string node_of(const std::string& pod_name) {
-    return pod(pod_name).value("spec", json::object()).value("nodeName", "");
-  }
 };
 
 // Rank 1 of a 2-rank all-reduce job stopped mid-run, its collective timeout 600 s: only the stall
@@ -175,7 +171,7 @@ TEST_F(Stalls, ASecondStallOnANodeMakesItSuspectAndTheGroupIsPlacedOffIt) {
       "    Worker: {replicas: 2}\n",
       ", backoffLimit: 6, schedulingPolicy: {spreadAcrossNodes: Required}", job + "-worker-1");
   ASSERT_TRUE(first.seen);
-  const auto node = node_of(job + "-worker-1");
+  const auto node = placement(job)[job + "-worker-1"];
   ASSERT_FALSE(node.empty());
   ASSERT_TRUE(replaced(job, "(restart 1)"));
   // The new group trains, one rank on `node` again: the condition turned False (a trainer answers
@@ -193,8 +189,8 @@ TEST_F(Stalls, ASecondStallOnANodeMakesItSuspectAndTheGroupIsPlacedOffIt) {
       << diagnose(job);
   EXPECT_EQ(status_of(job).value("stallsByNode", json::object()), json({{node, 1}}));
   std::string on_node;
-  for (const auto& pod : pods_of(job)) {
-    if (pod["spec"].value("nodeName", "") == node) on_node = pod["metadata"]["name"];
+  for (const auto& [name, its_node] : placement(job)) {
+    if (its_node == node) on_node = name;
   }
   ASSERT_FALSE(on_node.empty()) << "no rank on " << node << diagnose(job);
   const auto second = freeze(job, on_node);
@@ -257,11 +253,7 @@ TEST_F(Stalls, ADatasetReadThatNeverReturnsIsFoundAtTheStartUpFloorAndTheJobReco
   } cleanup{unmount};
   hangfs.send(SIGUSR1);  // reads wait from now on
 
-  host_volume("cifar10", mountpoint, true);
-  const auto checkpoints = volumes_ / "checkpoints";
-  std::filesystem::create_directories(checkpoints);
-  ::chmod(checkpoints.c_str(), 0777);
-  host_volume("checkpoints", checkpoints, false);
+  data_and_checkpoint_volumes(mountpoint);
   const std::string job = "hungread";
   submit(job, kAllReduce,
          "    Worker:\n      replicas: 1\n      template: {spec: {nodeSelector: "
