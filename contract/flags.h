@@ -57,6 +57,8 @@ inline constexpr Flag kTerminationLog{"--termination-log", ""};
 // The stall watchdog's limit (runtime/health/watchdog.h): a trainer's
 // runPolicy.stallTimeoutSeconds.
 inline constexpr Flag kStallSeconds{"--stall-seconds", ""};
+// ... and its floor until the first step: runPolicy.stallStartupSeconds.
+inline constexpr Flag kStallStartupSeconds{"--stall-startup-seconds", ""};
 // Strategies.
 inline constexpr Flag kStrategy{"--strategy", ""};
 inline constexpr Flag kPsMode{"--ps-mode", ""};
@@ -100,7 +102,8 @@ inline constexpr std::array kAll = {kModel,
                                     kPrecision,
                                     kTerminationLog,
                                     kMaxUnsavedSeconds,
-                                    kStallSeconds};
+                                    kStallSeconds,
+                                    kStallStartupSeconds};
 
 // Not in kAll (the flags the operator writes): the parameter-server channel's TLS, the job's
 // credentials (the operator gives them by env::kTlsDir instead) or plaintext (never on Kubernetes).

@@ -114,6 +114,10 @@ spawn kube-apiserver "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$etc
   --service-cluster-ip-range="$service_cidr" --authorization-mode=Node,RBAC \
   --cert-dir="$dir/apiserver-certs" --v=1
 wait_for kube-apiserver 120 "${kubectl[@]}" get --raw /readyz
+# The AdminNetworkPolicy API (the administrator's rules, above a namespace's NetworkPolicies), which
+# every node's policy agent enforces: before the nodes, so that their agents find it.
+"${kubectl[@]}" apply -f "$(dirname "$network_policy_agent")/policy.networking.k8s.io_adminnetworkpolicies.yaml" >/dev/null
+"${kubectl[@]}" wait --for=condition=Established crd/adminnetworkpolicies.policy.networking.k8s.io --timeout=30s >/dev/null
 
 spawn kube-controller-manager "$bin/kube-controller-manager" --kubeconfig="$dir/kubeconfig" \
   --authentication-kubeconfig="$dir/kubeconfig" --authorization-kubeconfig="$dir/kubeconfig" \

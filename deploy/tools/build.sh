@@ -83,6 +83,12 @@ case $tool in
     # network-policy-agent: kube-network-policies' controller started for a node of the local
     # cluster (its main package assumes a pod's in-cluster config; cmd/network-policy-agent says why).
     go_build "$out" "$module" "" "" cifartrain.io/tools/kube-network-policies/cmd/network-policy-agent
+    # ... and the AdminNetworkPolicy CRD it watches (start.sh installs it), from the API's module.
+    crd=policy.networking.k8s.io_adminnetworkpolicies.yaml
+    if [ ! -f "$out/bin/$crd" ]; then
+      src=$(module_dir "sigs.k8s.io/network-policy-api@$(version sigs.k8s.io/network-policy-api)")
+      cp "$src/config/crd/standard/$crd" "$out/bin/$crd.partial" && mv "$out/bin/$crd.partial" "$out/bin/$crd"
+    fi
     ;;
   hangfs)
     go_build "$out" "$module" "" "" cifartrain.io/tools/hangfs

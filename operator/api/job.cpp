@@ -299,6 +299,10 @@ void parse_run_policy(const json& spec, JobSpec& s) {
     s.stall_timeout_seconds = std::clamp<int64_t>(
         member<int64_t>(run, "stallTimeoutSeconds", 0, "runPolicy."), 0, kMaxDeadline);
   }
+  if (run.contains("stallStartupSeconds")) {
+    s.stall_startup_seconds = std::clamp<int64_t>(
+        member<int64_t>(run, "stallStartupSeconds", 0, "runPolicy."), 1, kMaxDeadline);
+  }
   s.on_stall = named_member(run, "onStall", s.on_stall, kOnStallNames, "runPolicy.");
 }
 

@@ -170,6 +170,9 @@ struct JobSpec {
   // runPolicy.stallTimeoutSeconds, each trainer's --stall-seconds: nullopt, each derives its own
   // (runtime/health/watchdog.h); 0: no stall detection.
   std::optional<int64_t> stall_timeout_seconds;
+  // runPolicy.stallStartupSeconds, each trainer's --stall-startup-seconds (the limit's floor until
+  // its first step): nullopt, the runtime's default (300 s).
+  std::optional<int64_t> stall_startup_seconds;
   OnStall on_stall = OnStall::kRestart;
   std::string scheduler_name;
   std::string priority_class;

@@ -157,6 +157,9 @@ std::vector<std::string> container_args(const Job& job, Role role) {
     add(flag::kStallSeconds,
         *s.stall_timeout_seconds == 0 ? "-1" : std::to_string(*s.stall_timeout_seconds));
   }
+  if (s.stall_startup_seconds && is_trainer(role)) {
+    add(flag::kStallStartupSeconds, std::to_string(*s.stall_startup_seconds));
+  }
   if (s.parameter_server) {
     add(flag::kPsMode, s.ps_mode);
     if (s.staleness) add(flag::kStaleness, std::to_string(*s.staleness));

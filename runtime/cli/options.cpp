@@ -399,9 +399,14 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
   app.add_option(cli_names(flag::kStallSeconds), c.stall_seconds,
                  "A trainer that makes no progress (no step) for this many seconds logs a stall "
                  "report: what it waits on and every thread's stack (0: max(300 s, 10 x the "
-                 "longest gap between its steps so far), -1: off; before its first step 300 s "
-                 "at least)")
+                 "longest gap between its steps so far), -1: off; before its first step "
+                 "--stall-startup-seconds at least)")
       ->check(CLI::Range(-1.0, 1e9))
+      ->capture_default_str();
+  app.add_option(cli_names(flag::kStallStartupSeconds), c.stall_startup_seconds,
+                 "The stall limit's floor until a trainer's first step (loading the data, forming "
+                 "the group and restoring a checkpoint are no steps)")
+      ->check(CLI::Range(1.0, 1e9))
       ->capture_default_str();
   app.add_option(cli_names(flag::kProgress), c.progress, "Progress display")
       ->check(CLI::IsMember({"auto", "bar", "lines", "none"}))

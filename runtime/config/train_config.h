@@ -102,6 +102,8 @@ struct TrainConfig {
   // A trainer with no progress for this long reports a stall (health/watchdog.h; 0: the limit is
   // derived from its pace, -1: no watchdog).
   double stall_seconds = 0;
+  // ... and at least this long until its first step: start-up is no step.
+  double stall_startup_seconds = 300;
   // The pod's incarnation (env CIFAR_INCARNATION; 0: none), which fences the run's writes
   // against an older pod of the same role (train/fence.h).
   int64_t incarnation = 0;

@@ -39,15 +39,15 @@ void publish(StallStatus status) {
 
 }  // namespace
 
-StallLimit stall_limit(double configured, const ProgressState& progress) {
+StallLimit stall_limit(double configured, double startup_floor, const ProgressState& progress) {
   const auto given = [&] {
     return StallLimit{configured,
                       fmt::format("{} {}", contract::flag::kStallSeconds.name, configured)};
   };
   if (progress.starting) {
-    if (configured > kStallFloorSeconds) return given();
-    return {kStallFloorSeconds,
-            fmt::format("starting, no step yet: the floor, {:.0f} s", kStallFloorSeconds)};
+    if (configured > startup_floor) return given();
+    return {startup_floor,
+            fmt::format("starting, no step yet: the start-up floor, {:.0f} s", startup_floor)};
   }
   if (configured > 0) return given();
   const double paced = kStallIntervals * progress.longest_interval;
@@ -79,7 +79,8 @@ StallWatchdog::~StallWatchdog() {
 void StallWatchdog::watch() {
   int64_t reported_at_mark = -1;  // the progress marks when the last report was taken
   // The limit is on the metrics from the start: a scrape before the first poll reads it too.
-  publish({stall_limit(options_.stall_seconds, progress_state()).seconds, ""});
+  publish({stall_limit(options_.stall_seconds, options_.startup_seconds, progress_state()).seconds,
+           ""});
   auto polled = Clock::now();
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, options_.poll, [&] { return ending_; })) {
@@ -87,7 +88,7 @@ void StallWatchdog::watch() {
     if (now - polled > options_.poll + kPauseSlack) forgive_pause(now - polled - options_.poll);
     polled = now;
     const auto progress = progress_state();
-    const auto limit = stall_limit(options_.stall_seconds, progress);
+    const auto limit = stall_limit(options_.stall_seconds, options_.startup_seconds, progress);
     if (reported_at_mark >= 0 && progress.progress_marks != reported_at_mark) {
       spdlog::info("{}: progressing again after the stall reported", options_.who);
       reported_at_mark = -1;

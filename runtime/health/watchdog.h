@@ -4,8 +4,10 @@
 // per stall; progress again re-arms it. It only reports: the operator decides what to do.
 //
 // The limit: --stall-seconds when given; else max(kStallFloorSeconds, kStallIntervals x the
-// longest gap between two progress marks so far). The floor covers what is no step (start-up,
-// evaluation, a checkpoint save) until the run has shown its own pace.
+// longest gap between two progress marks so far). The floor covers what is no step (evaluation, a
+// checkpoint save) until the run has shown its own pace. Until the first step (and the first after
+// an expected quiet) the limit is at least the start-up floor (--stall-startup-seconds, by default
+// kStallFloorSeconds): loading the data, forming the group, restoring a checkpoint are no steps.
 //
 // Taking the report never blocks on what the stalled threads hold: the heartbeat's and the wait
 // table's locks are held only for copies; the stacks are walked by each thread in a signal
@@ -30,8 +32,10 @@ struct StallLimit {
   double seconds = 0;
   std::string rule;  // for the report: how the limit was set
 };
-// `configured` > 0: that; 0: derived from the progress seen (the rule above).
-[[nodiscard]] StallLimit stall_limit(double configured, const ProgressState& progress);
+// `configured` > 0: that; 0: derived from the progress seen (the rule above); at least
+// `startup_floor` while the process is starting.
+[[nodiscard]] StallLimit stall_limit(double configured, double startup_floor,
+                                     const ProgressState& progress);
 
 // What the process's watchdog says now, for its metrics (the operator reads them): the limit it
 // applies (0: no watchdog runs), and the summary of the stall it reported while that stall lasts
@@ -43,9 +47,10 @@ struct StallStatus {
 [[nodiscard]] StallStatus stall_status();
 
 struct WatchdogOptions {
-  std::string who;           // "worker 1", "rank 0": named in the report
-  double stall_seconds = 0;  // 0: derived
-  std::string report_dir;    // a report file goes here (empty: none)
+  std::string who;                              // "worker 1", "rank 0": named in the report
+  double stall_seconds = 0;                     // 0: derived
+  double startup_seconds = kStallFloorSeconds;  // the floor until the first step
+  std::string report_dir;                       // a report file goes here (empty: none)
   std::function<void(const std::string& summary)> on_stall;  // the one-line form
   std::function<bool()> standing_down;  // true during a graceful stop: no stall then
   std::chrono::milliseconds poll = std::chrono::seconds(1);

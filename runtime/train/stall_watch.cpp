@@ -16,6 +16,7 @@ std::unique_ptr<health::StallWatchdog> watch_for_stalls(const TrainConfig& confi
   health::WatchdogOptions options;
   options.who = dist.who();
   options.stall_seconds = config.stall_seconds;
+  options.startup_seconds = config.stall_startup_seconds;
   if (!storage::is_s3_uri(config.model_dir)) {
     options.report_dir = (std::filesystem::path(config.model_dir) / "stall-reports").string();
   }

@@ -59,7 +59,7 @@ Job ps_job_with_everything() {
                      "Evaluator": {"replicas": 1}},
     "checkpoint": {"everySteps": 50, "keep": 5, "maxUnsavedSeconds": 90,
                    "volume": {"claimName": "ckpt"}},
-    "runPolicy": {"stallTimeoutSeconds": 240}})");
+    "runPolicy": {"stallTimeoutSeconds": 240, "stallStartupSeconds": 90}})");
 }
 
 Job allreduce_job_on_gpus() {
@@ -136,6 +136,7 @@ TEST(Contract, TheRuntimeReadsEveryValueOfTheSpec) {
   EXPECT_EQ(c.keep_checkpoints, s.keep_checkpoints);
   EXPECT_EQ(c.max_unsaved_seconds, s.max_unsaved_seconds);
   EXPECT_EQ(c.stall_seconds, static_cast<double>(*s.stall_timeout_seconds));
+  EXPECT_EQ(c.stall_startup_seconds, static_cast<double>(*s.stall_startup_seconds));
   EXPECT_EQ(c.metrics_port, contract::kMetricsPort.number);
   EXPECT_EQ(c.metrics_linger, contract::kMetricsLingerSeconds);
   EXPECT_EQ(c.distributed.strategy, train::Strategy::kParameterServer);

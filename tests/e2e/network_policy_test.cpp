@@ -26,6 +26,7 @@ class EnforcedNetworkPolicy : public Cluster {
  protected:
   void TearDown() override {
     if (!other_ns_.empty()) kubectl({"delete", "namespace", other_ns_, "--wait=false"});
+    if (!admin_policy_.empty()) kubectl({"delete", "adminnetworkpolicy", admin_policy_});
     Cluster::TearDown();
   }
 
@@ -57,6 +58,7 @@ class EnforcedNetworkPolicy : public Cluster {
   }
 
   std::string other_ns_;
+  std::string admin_policy_;  // cluster-scoped: deleted with the case
 };
 
 TEST_F(EnforcedNetworkPolicy, NoPodOutsideTheJobOpensItsTrainingPortsOnEitherNode) {
@@ -146,6 +148,45 @@ TEST_F(EnforcedNetworkPolicy, NoPodOutsideTheJobOpensItsTrainingPortsOnEitherNod
   ASSERT_TRUE(wait_for_state("ps", "Succeeded", seconds(400))) << diagnose("ps");
   ASSERT_TRUE(wait_for_state("ar", "Succeeded", seconds(400))) << diagnose("ar");
   EXPECT_EQ(status_of("ar")["progress"].value("progressPercentage", 0), 100);
+}
+
+// A rule the job's own NetworkPolicy cannot override: the cluster administrator's
+// AdminNetworkPolicy (enforced by the same agents) denies every connection to the job's PS on its
+// port. Its trainers' packets are dropped, not refused: the first trainer to give up says which
+// peer it could not reach and that a NetworkPolicy may be why, and under restartPolicy ExitCode
+// (exit 1 is permanent) the job fails on that, with the trainer's words in its status; no restart
+// loop, no silent hang.
+TEST_F(EnforcedNetworkPolicy, AJobWhosePsTrafficAnAdminPolicyDropsFailsNamingThePsAndThePolicy) {
+  data_and_checkpoint_volumes();
+  admin_policy_ = ns_ + "-no-ps";
+  apply(
+      "apiVersion: policy.networking.k8s.io/v1alpha1\nkind: AdminNetworkPolicy\n"
+      "metadata: {name: " +
+      admin_policy_ +
+      "}\n"
+      "spec:\n  priority: 10\n  subject:\n    pods:\n"
+      "      namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: " +
+      ns_ +
+      "}}\n"
+      "      podSelector: {matchLabels: {cifartrain.io/job-name: blocked, "
+      "cifartrain.io/replica-type: ps}}\n"
+      "  ingress:\n  - name: no-ps-traffic\n    action: Deny\n    from: [{namespaces: {}}]\n"
+      "    ports: [{portNumber: {protocol: TCP, port: " +
+      std::to_string(kPsPort) + "}}]\n");
+  submit("blocked", kPsAsync, "    PS: {replicas: 1}\n    Master: {replicas: 1}\n",
+         "  runPolicy: {restartPolicy: ExitCode}\n");
+  // A trainer retries an unreachable PS for 120 s (--ps-retry-seconds) before it gives up.
+  ASSERT_TRUE(wait_for_state("blocked", "Failed", seconds(300))) << diagnose("blocked");
+  const auto status = status_of("blocked");
+  EXPECT_EQ(status.value("reason", ""), "PodFailed") << status.dump();
+  const auto message = status.value("message", "");
+  for (const std::string expected :
+       {"blocked-master-0 failed with exit code 1", "PS shard 0 (", "blocked-ps-0",
+        "was neither accepted nor refused in 3 s: its packets are dropped on the way; a "
+        "NetworkPolicy (or a firewall) that drops the job's traffic may be why"}) {
+    EXPECT_NE(message.find(expected), std::string::npos) << expected << "\n" << message;
+  }
+  EXPECT_EQ(status.value("restarts", -1), 0) << status.dump();
 }
 
 }  // namespace

@@ -330,6 +330,14 @@ TEST(DesiredState, TheStallTimeoutIsTheTrainersStallLimit) {
     EXPECT_EQ(flag_value(container_args(job, Role::kPs), "--stall-seconds"), std::nullopt);
     EXPECT_EQ(flag_value(container_args(job, Role::kEvaluator), "--stall-seconds"), std::nullopt);
   }
+  // runPolicy.stallStartupSeconds: the trainers' floor until their first step.
+  EXPECT_EQ(flag_value(container_args(make_job(spec), Role::kWorker), "--stall-startup-seconds"),
+            std::nullopt);
+  spec["runPolicy"] = {{"stallStartupSeconds", 45}};
+  const auto job = make_job(spec);
+  EXPECT_EQ(flag_value(container_args(job, Role::kMaster), "--stall-startup-seconds"), "45");
+  EXPECT_EQ(flag_value(container_args(job, Role::kWorker), "--stall-startup-seconds"), "45");
+  EXPECT_EQ(flag_value(container_args(job, Role::kPs), "--stall-startup-seconds"), std::nullopt);
 }
 
 // checkpoint.uri: the run is a prefix of the bucket, and only the pods that read or write it get

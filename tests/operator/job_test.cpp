@@ -46,6 +46,7 @@ TEST(ParseSpec, AbsentFieldsGetTheCrdDefaults) {
   EXPECT_EQ(s.count(Role::kPs), 0);
   EXPECT_FALSE(s.active_deadline_seconds.has_value());
   EXPECT_FALSE(s.stall_timeout_seconds.has_value());  // each trainer derives its own
+  EXPECT_FALSE(s.stall_startup_seconds.has_value());  // the runtime's floor
   EXPECT_EQ(s.on_stall, OnStall::kRestart);
 }
 
@@ -69,6 +70,7 @@ TEST(ParseSpec, ReadsEverySection) {
       {"terminatingDeadlineSeconds", 0},
       {"nodeFailureGraceSeconds", 15},
       {"stallTimeoutSeconds", 0},
+      {"stallStartupSeconds", 45},
       {"onStall", "Report"},
       {"schedulingPolicy", {{"schedulerName", "volcano"}, {"spreadAcrossNodes", "Required"}}}};
   const auto s = parse_spec(spec);
@@ -84,6 +86,7 @@ TEST(ParseSpec, ReadsEverySection) {
   EXPECT_EQ(s.terminating_deadline_seconds, 0);
   EXPECT_EQ(s.node_failure_grace_seconds, 15);
   EXPECT_EQ(s.stall_timeout_seconds, 0);
+  EXPECT_EQ(s.stall_startup_seconds, 45);
   EXPECT_EQ(s.on_stall, OnStall::kReport);
   EXPECT_EQ(s.spread_across_nodes, NodeSpread::kRequired);
   EXPECT_EQ(s.replicas.at(Role::kWorker).gpus(), 2);

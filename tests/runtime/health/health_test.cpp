@@ -176,20 +176,25 @@ TEST(Waits, InFlightOldestFirstAndTheLastFinishedKept) {
   EXPECT_EQ(kept.back().what, "call " + std::to_string(2 * kFinishedKept - 1));
 }
 
-TEST(StallLimit, GivenOrTheFloorOrTenTimesTheLongestGapAndTheFloorUntilTheFirstStep) {
+TEST(StallLimit, GivenOrTheFloorOrTenTimesTheLongestGapAndTheStartUpFloorUntilTheFirstStep) {
   ProgressState state;
   state.longest_interval = 2;
   state.starting = true;  // no step yet: start-up is no step, whatever the limit given
-  EXPECT_EQ(stall_limit(45, state).seconds, kStallFloorSeconds);
-  EXPECT_NE(stall_limit(45, state).rule.find("starting"), std::string::npos);
-  EXPECT_EQ(stall_limit(900, state).seconds, 900);
+  EXPECT_EQ(stall_limit(45, kStallFloorSeconds, state).seconds, kStallFloorSeconds);
+  EXPECT_NE(stall_limit(45, kStallFloorSeconds, state).rule.find("starting"), std::string::npos);
+  EXPECT_EQ(stall_limit(900, kStallFloorSeconds, state).seconds, 900);
+  // --stall-startup-seconds: a job whose start-up takes seconds sets a lower floor.
+  EXPECT_EQ(stall_limit(20, 60, state).seconds, 60);
+  EXPECT_EQ(stall_limit(0, 60, state).seconds, 60);
+  EXPECT_NE(stall_limit(0, 60, state).rule.find("start-up floor, 60 s"), std::string::npos);
+  EXPECT_EQ(stall_limit(90, 60, state).seconds, 90);
   state.starting = false;
-  EXPECT_EQ(stall_limit(45, state).seconds, 45);
-  EXPECT_EQ(stall_limit(45, state).rule, "--stall-seconds 45");
-  EXPECT_EQ(stall_limit(0, state).seconds, kStallFloorSeconds);
+  EXPECT_EQ(stall_limit(45, kStallFloorSeconds, state).seconds, 45);
+  EXPECT_EQ(stall_limit(45, kStallFloorSeconds, state).rule, "--stall-seconds 45");
+  EXPECT_EQ(stall_limit(0, kStallFloorSeconds, state).seconds, kStallFloorSeconds);
   state.longest_interval = 40;
-  EXPECT_EQ(stall_limit(0, state).seconds, kStallIntervals * 40);
-  EXPECT_NE(stall_limit(0, state).rule.find("longest gap"), std::string::npos);
+  EXPECT_EQ(stall_limit(0, kStallFloorSeconds, state).seconds, kStallIntervals * 40);
+  EXPECT_NE(stall_limit(0, kStallFloorSeconds, state).rule.find("longest gap"), std::string::npos);
 }
 
 TEST(Heartbeat, AnExpectedQuietIsNoStallAndItsEndRestartsTheClock) {
