@@ -27,6 +27,16 @@ namespace {
 namespace flag = contract::flag;
 using contract::cli_names;
 
+// What is wrong with an s3://BUCKET/PREFIX ("" when nothing), as a CLI11 check says it.
+std::string s3_uri_problem(const std::string& uri) {
+  try {
+    static_cast<void>(storage::parse_s3_uri(uri));
+    return "";
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+}
+
 // The seed projects use two-letter single-dash flags (-md, -nc), which CLI11 (like getopt) reads
 // as bundles of one-letter flags; they are renamed to their long forms before parsing.
 std::vector<std::string> seed_compatible_args(int argc, const char* const argv[]) {
@@ -265,14 +275,8 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
                  "(with AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_REGION; "
                  "seed flag: -md)")
       ->check(
-          [](const std::string& location) -> std::string {
-            if (!storage::is_s3_uri(location)) return "";
-            try {
-              static_cast<void>(storage::parse_s3_uri(location));
-              return "";
-            } catch (const std::invalid_argument& e) {
-              return e.what();
-            }
+          [](const std::string& location) {
+            return storage::is_s3_uri(location) ? s3_uri_problem(location) : std::string();
           },
           "DIR or s3://BUCKET/PREFIX")
       ->capture_default_str();
@@ -305,10 +309,16 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
   app.add_option(cli_names(flag::kDataDir), c.data_dir,
                  "Dataset directory (default: data/<dataset>; Debian's files for fashion-mnist; "
                  "<model-dir>/synthetic-data for synthetic)");
-  app.add_flag(cli_names(flag::kDownload), c.download,
-               "Download the official CIFAR archive into --data-dir if missing (MD5-checked)");
+  auto* download =
+      app.add_flag(cli_names(flag::kDownload), c.download,
+                   "Download the official CIFAR archive into --data-dir if missing (MD5-checked)");
   app.add_option(cli_names(flag::kDownloadMirror), c.download_mirror,
                  "Base URL that replaces the official archive's (air-gapped clusters)");
+  app.add_option("--data-uri", c.data_uri,
+                 "s3://BUCKET/PREFIX: the CIFAR binary files in object storage (the store's "
+                 "settings and keys as for -md s3://...), fetched once into --data-dir")
+      ->check(s3_uri_problem, "s3://BUCKET/PREFIX")
+      ->excludes(download);
   app.add_option("--train-limit", c.train_limit, "Use only the first N training images")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--test-limit", c.test_limit, "Evaluate on only the first N test images")

@@ -70,6 +70,9 @@ struct TrainConfig {
   std::string data_dir;             // empty: the dataset's default
   bool download = false;
   std::string download_mirror;  // replaces the official archive's base URL
+  // s3://BUCKET/PREFIX: the dataset's files in object storage, fetched into data_dir first
+  // (data/s3_fetch.h), with the store settings the checkpoints use.
+  std::string data_uri;
   int64_t train_limit = 0;      // use only the first N training images (0 = all)
   int64_t test_limit = 0;       // evaluate on only the first N test images (0 = all)
   int64_t synthetic_train_size = 5000;

@@ -119,6 +119,18 @@ fs::path resolve_dir(const fs::path& dir, const char* subdir, const char* probe)
 
 }  // namespace
 
+const CifarLayout& cifar_layout(std::string_view dataset) {
+  static const CifarLayout cifar10{"cifar-10-batches-bin",
+                                   {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
+                                    "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"},
+                                   kCifar10.record_bytes()};
+  static const CifarLayout cifar100{
+      "cifar-100-binary", {"train.bin", "test.bin"}, kCifar100.record_bytes()};
+  if (dataset == "cifar10") return cifar10;
+  if (dataset == "cifar100") return cifar100;
+  throw DataError("no CIFAR binary layout for dataset '" + std::string(dataset) + "'");
+}
+
 Dataset read_cifar10_file(const fs::path& file) {
   Dataset d = empty_dataset("cifar10", 10);
   parse_records(file, kCifar10, 0, d);
@@ -126,17 +138,19 @@ Dataset read_cifar10_file(const fs::path& file) {
 }
 
 TrainTest read_cifar10(const fs::path& dir) {
-  const fs::path root = resolve_dir(dir, "cifar-10-batches-bin", "data_batch_1.bin");
+  const auto& layout = cifar_layout("cifar10");
+  const fs::path root = resolve_dir(dir, layout.top_dir.c_str(), layout.files.front().c_str());
   TrainTest tt{empty_dataset("cifar10", 10), empty_dataset("cifar10", 10)};
-  for (int i = 1; i <= 5; ++i) {
-    parse_records(root / ("data_batch_" + std::to_string(i) + ".bin"), kCifar10, 0, tt.train);
+  for (size_t i = 0; i + 1 < layout.files.size(); ++i) {
+    parse_records(root / layout.files[i], kCifar10, 0, tt.train);
   }
-  parse_records(root / "test_batch.bin", kCifar10, 0, tt.test);
+  parse_records(root / layout.files.back(), kCifar10, 0, tt.test);
   return tt;
 }
 
 TrainTest read_cifar100(const fs::path& dir, Cifar100Labels labels) {
-  const fs::path root = resolve_dir(dir, "cifar-100-binary", "train.bin");
+  const auto& layout = cifar_layout("cifar100");
+  const fs::path root = resolve_dir(dir, layout.top_dir.c_str(), layout.files.front().c_str());
   const bool fine = labels == Cifar100Labels::kFine;
   const int64_t classes = fine ? 100 : 20;
   TrainTest tt{empty_dataset("cifar100", classes), empty_dataset("cifar100", classes)};

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cifar::data {
@@ -42,6 +43,16 @@ struct TrainTest {
 };
 
 enum class Cifar100Labels { kFine, kCoarse };
+
+// The files of a CIFAR binary version as its official archive unpacks: the archive's top
+// directory, the files in reading order, and the bytes of one record (a file holds whole ones).
+struct CifarLayout {
+  std::string top_dir;
+  std::vector<std::string> files;
+  int64_t record_bytes = 0;
+};
+// "cifar10" or "cifar100"; DataError otherwise.
+const CifarLayout& cifar_layout(std::string_view dataset);
 
 // CIFAR-10 binary version: <dir>/data_batch_{1..5}.bin and <dir>/test_batch.bin; <dir> may also
 // be the parent of the archive's cifar-10-batches-bin/.

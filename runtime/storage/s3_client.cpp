@@ -432,6 +432,38 @@ std::optional<StoredObject> S3Client::get_object(const std::string& bucket,
   return StoredObject{std::move(response.body), std::move(response.etag)};
 }
 
+std::string S3Client::get_range(const std::string& bucket, const std::string& key, int64_t offset,
+                                int64_t length) {
+  if (offset < 0 || length <= 0) {
+    throw std::invalid_argument("get_range of " + where_is(bucket, key) + ": bytes " +
+                                std::to_string(offset) + "+" + std::to_string(length));
+  }
+  Request request{
+      "GET",
+      bucket,
+      key,
+      {},
+      {},
+      false,
+      {"Range: bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1)}};
+  auto response = perform(request);
+  if (!response.answered(206)) {
+    if (!response.succeeded()) throw error_of(request, response);
+    // A server that ignores Range answers 200 with the whole object: not what was asked.
+    throw S3Error(where_is(bucket, key) + ": asked for bytes " + std::to_string(offset) + "-" +
+                      std::to_string(offset + length - 1) + ", the store answered " +
+                      std::to_string(response.status) + " without a range",
+                  response.status, "RangeIgnored");
+  }
+  if (static_cast<int64_t>(response.body.size()) != length) {
+    throw S3Error(where_is(bucket, key) + ": asked for " + std::to_string(length) +
+                      " bytes from byte " + std::to_string(offset) + ", got " +
+                      std::to_string(response.body.size()),
+                  response.status, "ShortRange", Failure::kTransient);
+  }
+  return std::move(response.body);
+}
+
 std::optional<std::string> S3Client::get_if_exists(const std::string& bucket,
                                                    const std::string& key) {
   auto object = get_object(bucket, key);
@@ -482,8 +514,13 @@ std::vector<ObjectInfo> S3Client::list(const std::string& bucket, const std::str
     }
     const auto result = document.child("ListBucketResult");
     for (const auto& contents : result.children("Contents")) {
-      objects.push_back(
-          {contents.child_value("Key"), std::strtoll(contents.child_value("Size"), nullptr, 10)});
+      std::string_view etag = contents.child_value("ETag");
+      if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+        etag = etag.substr(1, etag.size() - 2);
+      }
+      objects.push_back({contents.child_value("Key"),
+                         std::strtoll(contents.child_value("Size"), nullptr, 10),
+                         std::string(etag)});
     }
     if (std::string_view(result.child_value("IsTruncated")) != "true") break;
     token = result.child_value("NextContinuationToken");

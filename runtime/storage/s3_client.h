@@ -88,6 +88,7 @@ class S3Error : public std::runtime_error {
 struct ObjectInfo {
   std::string key;
   int64_t size = 0;
+  std::string etag;  // without its quotes: a single PUT's is the MD5 of the bytes (hex)
 };
 
 // An object's bytes and its ETag, the version a conditional write names.
@@ -118,6 +119,10 @@ class S3Client {
   std::string get(const std::string& bucket, const std::string& key);
   std::optional<std::string> get_if_exists(const std::string& bucket, const std::string& key);
   std::optional<StoredObject> get_object(const std::string& bucket, const std::string& key);
+  // `length` bytes of the object from byte `offset` (a ranged GET: 206 Partial Content); throws
+  // S3Error if the object has no such range (416) or is not there (404).
+  std::string get_range(const std::string& bucket, const std::string& key, int64_t offset,
+                        int64_t length);
   // A single PUT that lands only if `condition` holds; false when another writer came first (412
   // Precondition Failed, or 409 while a concurrent conditional write is in progress).
   bool put_if(const std::string& bucket, const std::string& key, std::string_view body,

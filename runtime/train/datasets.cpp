@@ -9,14 +9,22 @@
 #include <string_view>
 
 #include "data/download.h"
+#include "data/s3_fetch.h"
 #include "storage/s3_location.h"
+#include "storage/s3_store.h"
 
 namespace cifar::train {
 namespace fs = std::filesystem;
 namespace {
 
-// The directory of an official archive's files: downloaded into `dir` first under --download.
+// The directory of an official archive's files: fetched from object storage into `dir` first under
+// --data-uri, downloaded there first under --download.
 fs::path official_files(const TrainConfig& config, const fs::path& dir) {
+  if (!config.data_uri.empty()) {
+    storage::S3Client client(storage::s3_options_from_environment());
+    data::fetch_dataset(client, storage::parse_s3_uri(config.data_uri), config.dataset, dir);
+    return dir;
+  }
   if (config.download) {
     return data::download_and_extract(
         data::official_archive(config.dataset, config.download_mirror), dir);
@@ -126,6 +134,10 @@ fs::path default_data_dir(const TrainConfig& config) {
 
 data::TrainTest load_datasets(const TrainConfig& config) {
   const auto& dataset = find_dataset(config.dataset);
+  if (!config.data_uri.empty() && dataset.load != load_cifar10 && dataset.load != load_cifar100) {
+    throw std::invalid_argument("--data-uri fetches CIFAR-10 or CIFAR-100 binary files, not " +
+                                config.dataset);
+  }
   data::TrainTest sets = dataset.load(config, default_data_dir(config));
   if (config.num_classes != sets.train.num_classes) {
     throw std::invalid_argument(config.dataset + " has " + std::to_string(sets.train.num_classes) +

@@ -60,6 +60,22 @@ TEST_F(S3ClientAgainstServer, AnObjectAboveTheThresholdGoesInPartsAndComesBackWh
   EXPECT_EQ(listed[0].size, static_cast<int64_t>(body.size()));
 }
 
+// A ranged GET returns those bytes and no others; a range past the end is the store's refusal. A
+// listing carries each object's ETag: a single PUT's is the MD5 of its bytes.
+TEST_F(S3ClientAgainstServer, ARangedGetReturnsThatRangeAndAListingTheETags) {
+  S3Client client(options());
+  const std::string body = "0123456789abcdefghij";
+  client.put(kBucket, key("range"), body);
+  EXPECT_EQ(client.get_range(kBucket, key("range"), 0, 5), "01234");
+  EXPECT_EQ(client.get_range(kBucket, key("range"), 15, 5), "fghij");
+  const auto past = error_of([&] { client.get_range(kBucket, key("range"), 30, 5); });
+  EXPECT_EQ(past.http_status(), 416);
+  EXPECT_FALSE(past.transient());
+  const auto listed = client.list(kBucket, key("range"));
+  ASSERT_EQ(listed.size(), 1U);
+  EXPECT_EQ(listed[0].etag, "644be06dfc54061fd1e67f5ebbabcd58");  // md5sum of `body`
+}
+
 TEST_F(S3ClientAgainstServer, AListingOfManyPagesIsWholeAndInKeyOrder) {
   auto opts = options();
   opts.list_page_size = 4;  // pages without writing a thousand objects

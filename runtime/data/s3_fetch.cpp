@@ -1,0 +1,168 @@
+#include "data/s3_fetch.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <string>
+#include <system_error>
+
+#include "data/dataset.h"
+#include "data/download.h"
+#include "health/waits.h"
+
+namespace cifar::data {
+namespace fs = std::filesystem;
+namespace {
+
+std::string object_uri(const std::string& bucket, const std::string& key) {
+  return "s3://" + bucket + "/" + key;
+}
+
+// The store's failure, told as the dataset's, with its code.
+DataError store_error(const std::string& what, const storage::S3Error& e) {
+  return DataError(what + ": " + e.what() + " [" + e.code() + (e.transient() ? ", transient" : "") +
+                   "]");
+}
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file);
+  std::string text;
+  std::getline(in, text);
+  return text;
+}
+
+void write_text(const fs::path& file, const std::string& text) {
+  std::ofstream out(file, std::ios::trunc);
+  out << text << '\n';
+  if (!out.flush()) throw DataError("cannot write " + quoted_path(file));
+}
+
+// A single PUT's ETag is the MD5 of its bytes; a multipart upload's is not ("<md5>-<parts>").
+bool is_md5(const std::string& etag) {
+  return etag.size() == 32 && std::all_of(etag.begin(), etag.end(), [](char c) {
+           return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+         });
+}
+
+// The object of each file of `layout` under the prefix: directly there, or in the archive's top
+// directory. Throws DataError naming what is missing or of the wrong size.
+std::vector<storage::ObjectInfo> find_objects(storage::S3Client& client,
+                                              const storage::S3Location& from,
+                                              const CifarLayout& layout) {
+  std::vector<storage::ObjectInfo> listed;
+  try {
+    listed = client.list(from.bucket, from.prefix.empty() ? "" : from.prefix + "/");
+  } catch (const storage::S3Error& e) {
+    throw store_error("dataset " + from.uri() + " cannot be listed", e);
+  }
+  std::map<std::string, storage::ObjectInfo> by_key;
+  for (auto& object : listed) by_key.emplace(object.key, std::move(object));
+  std::vector<storage::ObjectInfo> found;
+  for (const auto& file : layout.files) {
+    auto at = by_key.find(from.key(file));
+    if (at == by_key.end()) at = by_key.find(from.key(layout.top_dir + "/" + file));
+    if (at == by_key.end()) {
+      throw DataError("dataset " + from.uri() + ": no object " + file + " (nor " + layout.top_dir +
+                      "/" + file + ") under the prefix; " + std::to_string(listed.size()) +
+                      " objects there. The prefix holds the binary files as the official "
+                      "archive unpacks them");
+    }
+    const auto& object = at->second;
+    if (object.size <= 0 || object.size % layout.record_bytes != 0) {
+      throw DataError("dataset object " + object_uri(from.bucket, object.key) + " has " +
+                      std::to_string(object.size) + " bytes, not a whole number of " +
+                      std::to_string(layout.record_bytes) +
+                      "-byte records: truncated, or not this dataset's file");
+    }
+    found.push_back(object);
+  }
+  return found;
+}
+
+// Appends the object's bytes from the partial file's end; returns the bytes moved.
+int64_t fetch_rest(storage::S3Client& client, const std::string& bucket,
+                   const storage::ObjectInfo& object, const fs::path& partial,
+                   const FetchOptions& options) {
+  std::ofstream out(partial, std::ios::binary | std::ios::app);
+  if (!out) throw DataError("cannot write " + quoted_path(partial));
+  auto offset = static_cast<int64_t>(fs::file_size(partial));
+  int64_t moved = 0;
+  while (offset < object.size) {
+    const auto length = std::min(options.range_bytes, object.size - offset);
+    std::string bytes;
+    try {
+      const health::Wait in_flight("fetch of dataset object " + object_uri(bucket, object.key), "");
+      bytes = client.get_range(bucket, object.key, offset, length);
+    } catch (const storage::S3Error& e) {
+      throw store_error("dataset object " + object_uri(bucket, object.key) + " (" +
+                            std::to_string(offset) + " of " + std::to_string(object.size) +
+                            " bytes fetched; a restart resumes there)",
+                        e);
+    }
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out.flush()) throw DataError("cannot write " + quoted_path(partial));
+    offset += length;
+    moved += length;
+  }
+  return moved;
+}
+
+}  // namespace
+
+FetchReport fetch_dataset(storage::S3Client& client, const storage::S3Location& from,
+                          std::string_view dataset, const fs::path& into,
+                          const FetchOptions& options) {
+  const auto& layout = cifar_layout(dataset);
+  const auto started = std::chrono::steady_clock::now();
+  const auto objects = find_objects(client, from, layout);
+  std::error_code ec;
+  fs::create_directories(into, ec);
+  if (ec)
+    throw DataError("cannot make the dataset cache " + quoted_path(into) + ": " + ec.message());
+  FetchReport report;
+  for (size_t i = 0; i < objects.size(); ++i) {
+    const auto& object = objects[i];
+    const auto file = into / layout.files[i];
+    const auto etag_file = into / ("." + layout.files[i] + ".etag");
+    if (fs::exists(file) && read_text(etag_file) == object.etag &&
+        static_cast<int64_t>(fs::file_size(file)) == object.size) {
+      ++report.reused;
+      continue;
+    }
+    const auto partial = into / (layout.files[i] + ".partial");
+    const auto partial_etag = into / ("." + layout.files[i] + ".partial.etag");
+    // A partial file of another version of the object (replaced since) starts over.
+    if (fs::exists(partial) && (read_text(partial_etag) != object.etag ||
+                                static_cast<int64_t>(fs::file_size(partial)) > object.size)) {
+      fs::remove(partial);
+    }
+    if (fs::exists(partial)) report.resumed += static_cast<int64_t>(fs::file_size(partial));
+    write_text(partial_etag, object.etag);
+    report.bytes += fetch_rest(client, from.bucket, object, partial, options);
+    if (is_md5(object.etag) && md5_file(partial) != object.etag) {
+      fs::remove(partial);
+      throw DataError("dataset object " + object_uri(from.bucket, object.key) +
+                      " arrived changed: its MD5 is not its ETag " + object.etag +
+                      " (the partial copy is removed; a restart fetches it again)");
+    }
+    fs::rename(partial, file);
+    write_text(etag_file, object.etag);
+    fs::remove(partial_etag);
+    ++report.fetched;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  spdlog::info("dataset {}: {} file(s) fetched ({:.1f} MB{}) in {:.1f} s, {} already in {}",
+               from.uri(), report.fetched, static_cast<double>(report.bytes) / 1e6,
+               report.resumed > 0 ? fmt::format(", resumed after {:.1f} MB",
+                                                static_cast<double>(report.resumed) / 1e6)
+                                  : "",
+               seconds, report.reused, into.string());
+  return report;
+}
+
+}  // namespace cifar::data
