@@ -18,8 +18,16 @@ inline constexpr int kExitReplaced = 4;
 // bucket, an endpoint that does not answer, after retries): the job cannot keep its state. Never
 // retried, under any policy: a restart would meet the same store (no crash loop that says nothing).
 inline constexpr int kExitStoreUnavailable = 5;
+// The dataset's source holds no dataset it can read, or refused (data/s3_fetch.h: an object
+// missing or of the wrong size, wrong keys, no such bucket). Never retried either: a restart would
+// read the same objects. (A source that did not answer is exit 1: a restart resumes the fetch.)
+inline constexpr int kExitDataUnavailable = 6;
 inline constexpr int kExitSignalBase = 128;  // 128 + signal: killed, worth a retry
 
 constexpr bool is_retryable_exit(int code) { return code >= kExitSignalBase; }
+// A refusal that no restart changes: the job fails at once, under any restartPolicy.
+constexpr bool is_refusal(int code) {
+  return code == kExitStoreUnavailable || code == kExitDataUnavailable;
+}
 
 }  // namespace cifar::contract

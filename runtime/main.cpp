@@ -1,7 +1,7 @@
 // cifar-train: parse the command line, run, turn failures into clear messages and exit codes
 // (contract/exit_codes.h: 0 done, 1 failed, 2 bad usage or configuration, 3 stopped with its state
-// saved, 4 replaced by a newer pod, 5 the checkpoint store refused or stayed away too long; 128 +
-// the signal that killed it).
+// saved, 4 replaced by a newer pod, 5 the checkpoint store refused or stayed away too long, 6 the
+// dataset's objects are missing, wrong or refused; 128 + the signal that killed it).
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -134,6 +134,8 @@ int run_or_explain(const cifar::cli::ParsedCommandLine& parsed) {
   } catch (const cifar::storage::S3Error& e) {
     return fail("checkpoint store " + parsed.config->model_dir + " unavailable: " + e.what(),
                 cifar::contract::kExitStoreUnavailable);
+  } catch (const cifar::data::DatasetUnavailable& e) {
+    return fail(std::string("data: ") + e.what(), cifar::contract::kExitDataUnavailable);
   } catch (const cifar::data::DataError& e) {
     return fail(std::string("data: ") + e.what(), cifar::contract::kExitFailed);
   } catch (const std::invalid_argument& e) {

@@ -108,6 +108,8 @@ inline constexpr std::string_view kPodsReady = "PodsReady";  // the condition tu
 inline constexpr std::string_view kStartupDeadlineExceeded = "StartupDeadlineExceeded";
 // A pod found the run's object store refusing or silent (contract::kExitStoreUnavailable).
 inline constexpr std::string_view kCheckpointStoreUnavailable = "CheckpointStoreUnavailable";
+// A pod found the dataset's objects missing, wrong or refused (contract::kExitDataUnavailable).
+inline constexpr std::string_view kDatasetUnavailable = "DatasetUnavailable";
 // TrainersMissing: a trainer the parameter server dropped (it went silent past the PS's
 // timeout), one that has not joined (an asynchronous job starts without it), and the condition
 // turned False.

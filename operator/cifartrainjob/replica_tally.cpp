@@ -8,7 +8,7 @@ namespace cifar::op {
 namespace {
 
 bool retryable(const JobSpec& spec, const std::optional<int>& code) {
-  if (code == contract::kExitStoreUnavailable) return false;
+  if (code && contract::is_refusal(*code)) return false;
   return spec.restart_policy == RestartPolicy::kOnFailure ||
          (spec.restart_policy == RestartPolicy::kExitCode &&
           (!code || contract::is_retryable_exit(*code)));
@@ -38,10 +38,12 @@ ReplicaTally tally_replicas(const Job& job, const PodsByName& pods,
         continue;
       }
       const auto phase = pod_phase(pod);
-      // Restarted in place (restartPolicy OnFailure, the kubelet's) after its store refused: a
-      // restart meets the same store, so the job ends as if the pod had failed for good.
-      if (phase != PodPhase::kFailed && pod_exit_code(pod) == contract::kExitStoreUnavailable) {
-        tally.permanent = FailedPod{name, contract::kExitStoreUnavailable};
+      // Restarted in place (restartPolicy OnFailure, the kubelet's) after its store or its
+      // dataset refused: a restart meets the same refusal, so the job ends as if the pod had
+      // failed for good.
+      if (const auto code = pod_exit_code(pod);
+          phase != PodPhase::kFailed && code && contract::is_refusal(*code)) {
+        tally.permanent = FailedPod{name, code};
         return tally;
       }
       if (phase == PodPhase::kSucceeded) {

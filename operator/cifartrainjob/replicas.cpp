@@ -1,7 +1,10 @@
 #include "cifartrainjob/replicas.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cifartrainjob/chief_success.h"
@@ -18,6 +21,24 @@
 
 namespace cifar::op {
 namespace {
+
+// Why a pod's failure that ends the job does (its reason), and what the restart policy said.
+std::pair<std::string_view, std::string> permanent_failure(const JobSpec& spec,
+                                                           const std::optional<int>& code) {
+  // A refusal is never retried: a restart would meet the same store, or the same objects.
+  if (code == contract::kExitStoreUnavailable) {
+    return {reason::kCheckpointStoreUnavailable,
+            "not retried: fix the store or checkpoint.s3 and submit the job again"};
+  }
+  if (code == contract::kExitDataUnavailable) {
+    return {reason::kDatasetUnavailable,
+            "not retried: fix the dataset's objects or its store and submit the job again"};
+  }
+  return {
+      reason::kPodFailed,
+      "restartPolicy " + name_of(kRestartPolicyNames, spec.restart_policy) +
+          (spec.restart_policy == RestartPolicy::kExitCode ? " (codes 1-127 are permanent)" : "")};
+}
 
 // The token Secret, NetworkPolicy and Service, until the Service exists.
 void create_job_objects(const Job& job, bool service_exists, Plan& plan) {
@@ -122,15 +143,8 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
   }
   plan.restarts = status.restarts.value_or(0);
   if (tally.permanent) {
-    // A store that refuses is never retried: a restart would meet the same store.
-    const bool store = tally.permanent->exit_code == contract::kExitStoreUnavailable;
-    const auto policy =
-        store
-            ? std::string("not retried: fix the store or checkpoint.s3 and submit the job again")
-            : "restartPolicy " + name_of(kRestartPolicyNames, spec.restart_policy) +
-                  (spec.restart_policy == RestartPolicy::kExitCode ? " (codes 1-127 are permanent)"
-                                                                   : "");
-    finish(job, pods, false, store ? reason::kCheckpointStoreUnavailable : reason::kPodFailed,
+    const auto [why, policy] = permanent_failure(spec, tally.permanent->exit_code);
+    finish(job, pods, false, why,
            "pod " + tally.permanent->name + " failed with " +
                describe_exit(tally.permanent->exit_code) +
                failure_detail(find_pod(pods, tally.permanent->name)) + "; " + policy,

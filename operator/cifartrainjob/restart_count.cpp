@@ -49,7 +49,8 @@ int64_t settle(JobStatus& status) {
 
 int64_t chargeable_restarts(const nlohmann::json& pod) {
   const int64_t restarts = pod_restarts(pod);
-  const bool after_refusal = pod_exit_code_before_restart(pod) == contract::kExitStoreUnavailable;
+  const auto before = pod_exit_code_before_restart(pod);
+  const bool after_refusal = before && contract::is_refusal(*before);
   return after_refusal && restarts > 0 ? restarts - 1 : restarts;
 }
 

@@ -16,6 +16,12 @@ class DataError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+// The dataset's source holds nothing this run can read, or refused it (a missing object, one of
+// the wrong size, wrong keys): a restart would meet the same (contract::kExitDataUnavailable).
+class DatasetUnavailable : public DataError {
+ public:
+  using DataError::DataError;
+};
 
 // A path as DataError's messages quote it.
 inline std::string quoted_path(const std::filesystem::path& file) {

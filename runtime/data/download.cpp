@@ -59,12 +59,6 @@ std::string file_name_of(std::string_view url) {
   return std::string(slash == std::string_view::npos ? url : url.substr(slash + 1));
 }
 
-std::string lowercase(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 // A single relative name: no separators, not "." or "..".
 bool is_plain_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos;
@@ -249,6 +243,15 @@ std::string first_missing(const fs::path& dir, const ArchiveSpec& spec) {
 
 }  // namespace
 
+std::string as_md5(std::string_view text) {
+  std::string md5(text);
+  std::transform(md5.begin(), md5.end(), md5.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool hex =
+      md5.size() == 32 && md5.find_first_not_of("0123456789abcdef") == std::string::npos;
+  return hex ? md5 : std::string();
+}
+
 std::string md5_file(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in)
@@ -305,9 +308,8 @@ fs::path download_and_extract(const ArchiveSpec& spec, const fs::path& root) {
                     "\" must be a single name");
   }
   for (const auto& f : spec.files) check_entry_path(spec.url, f);
-  const std::string expected_md5 = lowercase(spec.md5);
-  if (expected_md5.size() != 32 ||
-      expected_md5.find_first_not_of("0123456789abcdef") != std::string::npos) {
+  const std::string expected_md5 = as_md5(spec.md5);
+  if (expected_md5.empty()) {
     throw DataError("archive " + spec.url + ": \"" + spec.md5 + "\" is not an MD5 checksum");
   }
 

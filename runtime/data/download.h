@@ -35,5 +35,7 @@ std::filesystem::path download_and_extract(const ArchiveSpec& spec,
 
 // Lowercase hex MD5 of a file (DataError if it cannot be read).
 std::string md5_file(const std::filesystem::path& file);
+// `text` as a lowercase hex MD5, as md5_file writes one; "" if it is none (32 hex digits).
+std::string as_md5(std::string_view text);
 
 }  // namespace cifar::data

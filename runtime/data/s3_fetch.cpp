@@ -1,10 +1,15 @@
 #include "data/s3_fetch.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <string>
@@ -22,10 +27,13 @@ std::string object_uri(const std::string& bucket, const std::string& key) {
   return "s3://" + bucket + "/" + key;
 }
 
-// The store's failure, told as the dataset's, with its code.
-DataError store_error(const std::string& what, const storage::S3Error& e) {
-  return DataError(what + ": " + e.what() + " [" + e.code() + (e.transient() ? ", transient" : "") +
-                   "]");
+// The store's failure, told as the dataset's, with its code: a refusal is for good, a store that
+// did not answer (after the client's retries) is worth a restart, which resumes the fetch.
+[[noreturn]] void throw_store_error(const std::string& what, const storage::S3Error& e) {
+  const auto message =
+      what + ": " + e.what() + " [" + e.code() + (e.transient() ? ", transient" : "") + "]";
+  if (e.transient()) throw DataError(message);
+  throw DatasetUnavailable(message);
 }
 
 std::string read_text(const fs::path& file) {
@@ -41,13 +49,6 @@ void write_text(const fs::path& file, const std::string& text) {
   if (!out.flush()) throw DataError("cannot write " + quoted_path(file));
 }
 
-// A single PUT's ETag is the MD5 of its bytes; a multipart upload's is not ("<md5>-<parts>").
-bool is_md5(const std::string& etag) {
-  return etag.size() == 32 && std::all_of(etag.begin(), etag.end(), [](char c) {
-           return std::isxdigit(static_cast<unsigned char>(c)) != 0;
-         });
-}
-
 // The object of each file of `layout` under the prefix: directly there, or in the archive's top
 // directory. Throws DataError naming what is missing or of the wrong size.
 std::vector<storage::ObjectInfo> find_objects(storage::S3Client& client,
@@ -57,7 +58,7 @@ std::vector<storage::ObjectInfo> find_objects(storage::S3Client& client,
   try {
     listed = client.list(from.bucket, from.prefix.empty() ? "" : from.prefix + "/");
   } catch (const storage::S3Error& e) {
-    throw store_error("dataset " + from.uri() + " cannot be listed", e);
+    throw_store_error("dataset " + from.uri() + " cannot be listed", e);
   }
   std::map<std::string, storage::ObjectInfo> by_key;
   for (auto& object : listed) by_key.emplace(object.key, std::move(object));
@@ -66,22 +67,51 @@ std::vector<storage::ObjectInfo> find_objects(storage::S3Client& client,
     auto at = by_key.find(from.key(file));
     if (at == by_key.end()) at = by_key.find(from.key(layout.top_dir + "/" + file));
     if (at == by_key.end()) {
-      throw DataError("dataset " + from.uri() + ": no object " + file + " (nor " + layout.top_dir +
-                      "/" + file + ") under the prefix; " + std::to_string(listed.size()) +
-                      " objects there. The prefix holds the binary files as the official "
-                      "archive unpacks them");
+      throw DatasetUnavailable("dataset " + from.uri() + ": no object " + file + " (nor " +
+                               layout.top_dir + "/" + file + ") under the prefix; " +
+                               std::to_string(listed.size()) +
+                               " objects there. The prefix holds the binary files as the official "
+                               "archive unpacks them");
     }
     const auto& object = at->second;
     if (object.size <= 0 || object.size % layout.record_bytes != 0) {
-      throw DataError("dataset object " + object_uri(from.bucket, object.key) + " has " +
-                      std::to_string(object.size) + " bytes, not a whole number of " +
-                      std::to_string(layout.record_bytes) +
-                      "-byte records: truncated, or not this dataset's file");
+      throw DatasetUnavailable("dataset object " + object_uri(from.bucket, object.key) + " has " +
+                               std::to_string(object.size) + " bytes, not a whole number of " +
+                               std::to_string(layout.record_bytes) +
+                               "-byte records: truncated, or not this dataset's file");
     }
     found.push_back(object);
   }
   return found;
 }
+
+// An exclusive lock on a directory (flock on a file in it), held while alive: the processes of a
+// job on one machine (the ranks of `cifar-train launch`, an evaluator) share a data directory, and
+// one fetches while the others wait, then find the files there.
+class DirectoryLock {
+ public:
+  explicit DirectoryLock(const fs::path& dir) {
+    const auto file = dir / ".fetch.lock";
+    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw DataError("cannot open " + quoted_path(file) + ": " + std::strerror(errno));
+    const health::Wait waiting("another process's fetch into " + dir.string(), "");
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        const int error = errno;
+        ::close(fd_);
+        throw DataError("cannot lock " + quoted_path(file) + ": " + std::strerror(error));
+      }
+    }
+  }
+  ~DirectoryLock() { ::close(fd_); }
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  DirectoryLock(DirectoryLock&&) = delete;
+  DirectoryLock& operator=(DirectoryLock&&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 // Appends the object's bytes from the partial file's end; returns the bytes moved.
 int64_t fetch_rest(storage::S3Client& client, const std::string& bucket,
@@ -96,9 +126,16 @@ int64_t fetch_rest(storage::S3Client& client, const std::string& bucket,
     std::string bytes;
     try {
       const health::Wait in_flight("fetch of dataset object " + object_uri(bucket, object.key), "");
-      bytes = client.get_range(bucket, object.key, offset, length);
+      bytes = client.get_range(bucket, object.key, offset, length, object.etag);
     } catch (const storage::S3Error& e) {
-      throw store_error("dataset object " + object_uri(bucket, object.key) + " (" +
+      if (e.http_status() == 412) {  // replaced since it was listed: its bytes would mix
+        out.close();
+        fs::remove(partial);
+        throw DataError("dataset object " + object_uri(bucket, object.key) +
+                        " was replaced while it was fetched (its ETag is no longer " + object.etag +
+                        "); a restart fetches the new version");
+      }
+      throw_store_error("dataset object " + object_uri(bucket, object.key) + " (" +
                             std::to_string(offset) + " of " + std::to_string(object.size) +
                             " bytes fetched; a restart resumes there)",
                         e);
@@ -118,17 +155,21 @@ FetchReport fetch_dataset(storage::S3Client& client, const storage::S3Location& 
                           const FetchOptions& options) {
   const auto& layout = cifar_layout(dataset);
   const auto started = std::chrono::steady_clock::now();
-  const auto objects = find_objects(client, from, layout);
   std::error_code ec;
   fs::create_directories(into, ec);
-  if (ec)
+  if (ec) {
     throw DataError("cannot make the dataset cache " + quoted_path(into) + ": " + ec.message());
+  }
+  const DirectoryLock lock(into);
+  const auto objects = find_objects(client, from, layout);
   FetchReport report;
   for (size_t i = 0; i < objects.size(); ++i) {
     const auto& object = objects[i];
     const auto file = into / layout.files[i];
     const auto etag_file = into / ("." + layout.files[i] + ".etag");
-    if (fs::exists(file) && read_text(etag_file) == object.etag &&
+    // Without an ETag (a store that lists none) nothing is known to be this version: fetched anew.
+    const bool versioned = !object.etag.empty();
+    if (versioned && fs::exists(file) && read_text(etag_file) == object.etag &&
         static_cast<int64_t>(fs::file_size(file)) == object.size) {
       ++report.reused;
       continue;
@@ -136,18 +177,25 @@ FetchReport fetch_dataset(storage::S3Client& client, const storage::S3Location& 
     const auto partial = into / (layout.files[i] + ".partial");
     const auto partial_etag = into / ("." + layout.files[i] + ".partial.etag");
     // A partial file of another version of the object (replaced since) starts over.
-    if (fs::exists(partial) && (read_text(partial_etag) != object.etag ||
+    if (fs::exists(partial) && (!versioned || read_text(partial_etag) != object.etag ||
                                 static_cast<int64_t>(fs::file_size(partial)) > object.size)) {
       fs::remove(partial);
     }
     if (fs::exists(partial)) report.resumed += static_cast<int64_t>(fs::file_size(partial));
     write_text(partial_etag, object.etag);
     report.bytes += fetch_rest(client, from.bucket, object, partial, options);
-    if (is_md5(object.etag) && md5_file(partial) != object.etag) {
+    const auto size = static_cast<int64_t>(fs::file_size(partial));
+    // A single PUT's ETag is the MD5 of its bytes; a multipart upload's is not ("<md5>-<parts>"),
+    // nor is an object's encrypted with SSE-KMS or SSE-C (not supported here).
+    const auto md5 = as_md5(object.etag);
+    const bool changed = size != object.size || (!md5.empty() && md5_file(partial) != md5);
+    if (changed) {
       fs::remove(partial);
-      throw DataError("dataset object " + object_uri(from.bucket, object.key) +
-                      " arrived changed: its MD5 is not its ETag " + object.etag +
-                      " (the partial copy is removed; a restart fetches it again)");
+      throw DataError(
+          "dataset object " + object_uri(from.bucket, object.key) + " arrived changed: " +
+          (size != object.size ? std::to_string(size) + " bytes, not " + std::to_string(object.size)
+                               : "its MD5 is not its ETag " + object.etag) +
+          " (the partial copy is removed; a restart fetches it again)");
     }
     fs::rename(partial, file);
     write_text(etag_file, object.etag);

@@ -9,7 +9,8 @@
 // its MD5 where the ETag is one, i.e. the object was a single PUT) and renamed into place with its
 // ETag beside it (`.<file>.etag`). A file already there with the object's ETag is not fetched
 // again. The store's transient failures are retried by the S3 client; what is left is a DataError
-// naming the object and the store's code.
+// naming the object and the store's code: DatasetUnavailable where no restart would change it (an
+// object missing or of the wrong size, wrong keys, no such bucket).
 #pragma once
 
 #include <cstdint>

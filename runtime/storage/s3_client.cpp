@@ -433,7 +433,7 @@ std::optional<StoredObject> S3Client::get_object(const std::string& bucket,
 }
 
 std::string S3Client::get_range(const std::string& bucket, const std::string& key, int64_t offset,
-                                int64_t length) {
+                                int64_t length, const std::string& etag) {
   if (offset < 0 || length <= 0) {
     throw std::invalid_argument("get_range of " + where_is(bucket, key) + ": bytes " +
                                 std::to_string(offset) + "+" + std::to_string(length));
@@ -446,6 +446,7 @@ std::string S3Client::get_range(const std::string& bucket, const std::string& ke
       {},
       false,
       {"Range: bytes=" + std::to_string(offset) + "-" + std::to_string(offset + length - 1)}};
+  if (!etag.empty()) request.headers.push_back("If-Match: \"" + etag + "\"");
   auto response = perform(request);
   if (!response.answered(206)) {
     if (!response.succeeded()) throw error_of(request, response);

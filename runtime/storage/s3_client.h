@@ -120,9 +120,10 @@ class S3Client {
   std::optional<std::string> get_if_exists(const std::string& bucket, const std::string& key);
   std::optional<StoredObject> get_object(const std::string& bucket, const std::string& key);
   // `length` bytes of the object from byte `offset` (a ranged GET: 206 Partial Content); throws
-  // S3Error if the object has no such range (416) or is not there (404).
+  // S3Error if the object has no such range (416), is not there (404), or (with `etag`) is no
+  // longer that version (412: If-Match).
   std::string get_range(const std::string& bucket, const std::string& key, int64_t offset,
-                        int64_t length);
+                        int64_t length, const std::string& etag = "");
   // A single PUT that lands only if `condition` holds; false when another writer came first (412
   // Precondition Failed, or 409 while a concurrent conditional write is in progress).
   bool put_if(const std::string& bucket, const std::string& key, std::string_view body,

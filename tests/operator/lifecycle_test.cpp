@@ -374,6 +374,36 @@ TEST(Lifecycle, AStoreThatRefusesFailsTheJobAtOnceWithItsOwnReason) {
   EXPECT_EQ(after.status.restarts.value_or(0), 0);
 }
 
+// So does a dataset whose objects are missing, wrong or refused (contract::kExitDataUnavailable):
+// a restart would read the same objects. Also restarted in place, and charged nothing.
+TEST(Lifecycle, ADatasetThatCannotBeReadFailsTheJobAtOnceWithItsOwnReason) {
+  auto job = make_job();
+  auto observed = running(job);
+  const std::string error =
+      "data: dataset object s3://data/c10/data_batch_3.bin has 6046 bytes, not a whole number of "
+      "3073-byte records: truncated, or not this dataset's file";
+  terminated(pod_named(observed, "j-worker-0"), "Failed", 6,
+             nlohmann::json{{"error", error}}.dump(), kT0);
+  const auto plan = reconcile(job, JobStatus{}, observed, kT0 + seconds(1));
+  EXPECT_EQ(plan.status.summary_reason, "DatasetUnavailable");
+  EXPECT_EQ(plan.status.summary_message,
+            "pod j-worker-0 failed with exit code 6: " + error +
+                "; not retried: fix the dataset's objects or its store and submit the job again");
+  EXPECT_EQ(plan.status.restarts.value_or(0), 0);
+
+  auto restarted = running(job);
+  auto& pod = pod_named(restarted, "j-worker-0");
+  pod["status"]["containerStatuses"][0]["restartCount"] = 1;
+  pod["status"]["containerStatuses"][0]["lastState"] = {
+      {"terminated",
+       {{"exitCode", 6},
+        {"message", nlohmann::json{{"error", error}}.dump()},
+        {"finishedAt", format_time(kT0)}}}};
+  const auto in_place = reconcile(job, JobStatus{}, restarted, kT0 + seconds(1));
+  EXPECT_EQ(in_place.status.summary_reason, "DatasetUnavailable");
+  EXPECT_EQ(in_place.status.restarts.value_or(0), 0);
+}
+
 // A long error (a store away past the bound names its model dir three times) keeps both ends in
 // the job's message: what failed, and the newest checkpoint saved, which the runtime says last.
 TEST(Lifecycle, ALongErrorKeepsWhatFailedAndWhatWasSaved) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "data/dataset.h"
@@ -91,6 +92,33 @@ TEST_F(DatasetInObjectStorage, IsFetchedOnceInRangesAndReadsAsTheLocalFiles) {
   EXPECT_EQ(again.bytes, 0);
 }
 
+// The processes of a job on one machine share its data directory: one fetches, the others wait
+// for it and find the files there (a lock on the directory), and every copy is whole.
+TEST_F(DatasetInObjectStorage, ProcessesSharingADirectoryFetchItOnce) {
+  TempDir work;
+  put_cifar10("c10", "", 9, work / "local");
+  FetchOptions small_ranges;
+  small_ranges.range_bytes = 4000;
+  std::vector<FetchReport> reports(3);
+  std::vector<std::thread> fetchers;
+  for (auto& report : reports) {
+    fetchers.emplace_back([&] {
+      storage::S3Client own(options());  // each its own connections, as processes have
+      report = fetch_dataset(own, location("c10"), "cifar10", work / "shared", small_ranges);
+    });
+  }
+  for (auto& fetcher : fetchers) fetcher.join();
+  int fetched = 0;
+  int reused = 0;
+  for (const auto& report : reports) {
+    fetched += report.fetched;
+    reused += report.reused;
+  }
+  EXPECT_EQ(fetched, 6);
+  EXPECT_EQ(reused, 12);
+  expect_same_sets(read_cifar10(work / "shared"), read_cifar10(work / "local"));
+}
+
 TEST_F(DatasetInObjectStorage, APartialCopyIsResumedAndAReplacedObjectFetchedAgain) {
   TempDir work;
   put_cifar10("c10", "", 5, work / "local");  // the files directly under the prefix
@@ -124,7 +152,8 @@ TEST_F(DatasetInObjectStorage, APartialCopyIsResumedAndAReplacedObjectFetchedAga
 
 TEST_F(DatasetInObjectStorage, BadInputFailsNamingTheObjectAndTheStoresCode) {
   TempDir work;
-  // Nothing under the prefix.
+  // Nothing under the prefix: for good (DatasetUnavailable: no restart would change it).
+  EXPECT_THROW(fetch_dataset(client_, location("none"), "cifar10", work / "a"), DatasetUnavailable);
   expect_data_error([&] { fetch_dataset(client_, location("none"), "cifar10", work / "a"); },
                     {"no object data_batch_1.bin (nor cifar-10-batches-bin/data_batch_1.bin)",
                      "0 objects there"});
@@ -176,6 +205,20 @@ TEST_F(DatasetInObjectStorage, CifarTrainTrainsOnItWithTheStoresUsualSettings) {
   EXPECT_NE(result.output.find("cifar10: 320 training and 64 test images"), std::string::npos)
       << result.output;
   expect_same_sets(read_cifar10(work / "fetched"), read_cifar10(work / "local"));
+
+  // Nothing under the prefix: exit 6 (contract::kExitDataUnavailable), which no restart retries.
+  const auto missing = cifar::testing::run_process(
+      cifar::testing::TrainArgs({CIFAR_TRAIN_BIN})
+          .dirs(work.path(), "model2")
+          .no_metrics_server()
+          .add({"-m", "simplecnn", "-d", "cifar10", "--data-uri", location("none").uri(),
+                "--data-dir", (work / "none").string()})
+          .args());
+  EXPECT_EQ(missing.exit_code, 6) << missing.output;
+  EXPECT_NE(missing.output.find("data: dataset " + location("none").uri() +
+                                ": no object data_batch_1.bin"),
+            std::string::npos)
+      << missing.output;
 
   const auto refused = cifar::testing::run_process(
       {CIFAR_TRAIN_BIN, "-d", "cifar10", "--data-uri", uri, "--download"});

@@ -71,6 +71,12 @@ TEST_F(S3ClientAgainstServer, ARangedGetReturnsThatRangeAndAListingTheETags) {
   const auto past = error_of([&] { client.get_range(kBucket, key("range"), 30, 5); });
   EXPECT_EQ(past.http_status(), 416);
   EXPECT_FALSE(past.transient());
+  // Of a version (If-Match): another's ETag is refused, 412.
+  EXPECT_EQ(client.get_range(kBucket, key("range"), 5, 5, "644be06dfc54061fd1e67f5ebbabcd58"),
+            "56789");
+  const auto other = error_of(
+      [&] { client.get_range(kBucket, key("range"), 0, 5, "00000000000000000000000000000000"); });
+  EXPECT_EQ(other.http_status(), 412);
   const auto listed = client.list(kBucket, key("range"));
   ASSERT_EQ(listed.size(), 1U);
   EXPECT_EQ(listed[0].etag, "644be06dfc54061fd1e67f5ebbabcd58");  // md5sum of `body`
