@@ -35,6 +35,8 @@ inline constexpr Flag kPrecision{"--precision", ""};
 inline constexpr Flag kDataset{"-d", "--dataset"};
 inline constexpr Flag kDataDir{"--data-dir", ""};
 inline constexpr Flag kDownload{"--download", ""};
+// The dataset in object storage (dataset.uri), fetched into --data-dir.
+inline constexpr Flag kDataUri{"--data-uri", ""};
 inline constexpr Flag kDownloadMirror{"--download-mirror", ""};
 // Optimisation.
 inline constexpr Flag kOptimizer{"--optimizer", ""};
@@ -78,6 +80,7 @@ inline constexpr std::array kAll = {kModel,
                                     kDataDir,
                                     kDownload,
                                     kDownloadMirror,
+                                    kDataUri,
                                     kOptimizer,
                                     kLearningRate,
                                     kMomentum,

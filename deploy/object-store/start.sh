@@ -12,6 +12,7 @@
 # first write (seconds), so a warmed bucket answers writes at once.
 #   deploy/object-store/start.sh RUN_DIR [--address IP] [--port P] [--bucket NAME]... [--fresh]
 #                                [--tls] [--dns-name NAME]... [--metrics-port P]
+#                                [--put DIR=BUCKET/PREFIX]...
 # --address: where it listens (default 127.0.0.1; a node's IP for pods to reach it, e.g. the
 # local cluster's 10.244.0.1 with --port 8333, as deploy/examples/s3-ps-job.yaml expects). --port:
 # the S3 port (default: a free one). --fresh: without what an earlier start stored (the tests'),
@@ -22,6 +23,8 @@
 # itself; a certificate's wildcard must leave two labels, so not *.localhost). --dns-name: one more
 # name the certificate is for (a name clients resolve to ADDRESS). --metrics-port: its
 # Prometheus metrics there (SeaweedFS_s3_request_total by request type: what a job costs).
+# --put: the files of DIR (not its subdirectories) as objects BUCKET/PREFIX/<name>, once the
+# buckets are made (the local cluster's CIFAR-10 for dataset.uri).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 run=${1:?usage: start.sh RUN_DIR [--address IP] [--bucket NAME]...}
@@ -32,6 +35,7 @@ fresh=0
 tls=0
 metrics_flags=()
 dns_names=()
+puts=()
 s3_port=
 while (($#)); do
   case $1 in
@@ -42,6 +46,8 @@ while (($#)); do
     --port) s3_port=${2:?--port needs a number}; shift 2 ;;
     --address) address=${2:?--address needs an IP}; shift 2 ;;
     --bucket) buckets+=("${2:?--bucket needs a name}"); shift 2 ;;
+    --put) [[ ${2:-} == ?*=?*/* ]] || { echo "start.sh: --put DIR=BUCKET/PREFIX" >&2; exit 2; }
+      puts+=("$2"); shift 2 ;;
     *) echo "start.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -166,6 +172,16 @@ for bucket in "${buckets[@]}"; do
   [ "$code" = 200 ] || [ "$code" = 409 ] || { echo "start.sh: creating bucket $bucket answered $code" >&2; exit 1; }
   code=$(s3 PUT "$bucket/.warm" --data-binary warm)
   [ "$code" = 200 ] || { echo "start.sh: the first write into $bucket answered $code" >&2; exit 1; }
+done
+for put in "${puts[@]}"; do
+  dir=${put%%=*} to=${put#*=}
+  [ -d "$dir" ] || { echo "start.sh: --put: no directory $dir" >&2; exit 1; }
+  for file in "$dir"/*; do
+    [ -f "$file" ] || continue
+    code=$(s3 PUT "$to/$(basename "$file")" -T "$file")
+    [ "$code" = 200 ] || { echo "start.sh: putting $file as $to/$(basename "$file") answered $code" >&2; exit 1; }
+  done
+  echo "put $dir into s3://$to"
 done
 started=1
 echo "object store at $endpoint (run directory $run)"

@@ -146,6 +146,16 @@ JobSpec parse_spec(const json& spec) {
   if (s.download && s.dataset != "cifar10" && s.dataset != "cifar100") {
     throw InvalidSpec("dataset.download", "only cifar10 and cifar100 can be downloaded");
   }
+  s.dataset_uri = member<std::string>(dataset, "uri", "", "dataset.");
+  if (!s.dataset_uri.empty()) {
+    check_s3_uri(s.dataset_uri, "dataset.uri");
+    if (s.download || s.dataset_volume) {
+      throw InvalidSpec("dataset.uri", "is an alternative to dataset.volume and dataset.download");
+    }
+    if (s.dataset != "cifar10" && s.dataset != "cifar100") {
+      throw InvalidSpec("dataset.uri", "holds cifar10 or cifar100 binary files, not " + s.dataset);
+    }
+  }
   if (s.num_classes != 0 && s.dataset != "synthetic" &&
       s.num_classes != dataset_classes(s.dataset)) {
     throw InvalidSpec("model.numClasses",
@@ -253,6 +263,12 @@ JobSpec parse_spec(const json& spec) {
                       "s3:// URI");
   }
 
+  if (!s.dataset_uri.empty() && !s.checkpoint_store) {
+    throw InvalidSpec(
+        "dataset.uri",
+        "is read from the checkpoint store: set checkpoint.uri and checkpoint.s3 (its "
+        "endpoint and credentials)");
+  }
   if (s.count(Role::kEvaluator) > 0 && !s.checkpoint_volume && !s.checkpoint_store) {
     throw InvalidSpec("checkpoint.volume",
                       "an Evaluator needs a checkpoint volume or checkpoint.uri that the trainers "

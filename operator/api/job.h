@@ -119,6 +119,9 @@ struct JobSpec {
   std::optional<VolumeSource> dataset_volume;
   bool download = false;        // the official archive, MD5-checked, into an emptyDir
   std::string download_mirror;  // base URL instead of the official one
+  // dataset.uri, s3://BUCKET/PREFIX: the CIFAR files in the checkpoint store (checkpoint.s3's
+  // endpoint and credentials), fetched by each pod that reads data into an emptyDir.
+  std::string dataset_uri;
 
   int epochs = 100;
   int batch_size = 64;

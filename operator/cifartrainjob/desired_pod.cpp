@@ -103,6 +103,14 @@ json runtime_container(const Job& job, Role role, int index) {
             {"seccompProfile", {{"type", "RuntimeDefault"}}}}}};
 }
 
+// The emptyDir the dataset lands in: fetched from dataset.uri, at most the CIFAR binary files
+// (184 MB for either; a third more for the filesystem and a partial copy's sidecars); downloaded,
+// the archive and what it unpacks, unbounded as before.
+json data_cache(const JobSpec& s) {
+  if (s.dataset_uri.empty()) return json::object();
+  return {{"sizeLimit", "256Mi"}};
+}
+
 // The checkpoints (unless they go to a store: the volume, or an emptyDir that keeps them for the
 // pod), the dataset (its volume, read-only, or an emptyDir) and /tmp.
 void add_run_volumes(const JobSpec& s, json& container, json& volumes) {
@@ -119,7 +127,7 @@ void add_run_volumes(const JobSpec& s, json& container, json& volumes) {
                         ? json{{"name", "data"},
                                {"persistentVolumeClaim",
                                 {{"claimName", s.dataset_volume->claim_name}, {"readOnly", true}}}}
-                        : json{{"name", "data"}, {"emptyDir", json::object()}});
+                        : json{{"name", "data"}, {"emptyDir", data_cache(s)}});
   volumes.push_back({{"name", "tmp"}, {"emptyDir", json::object()}});
 }
 

@@ -79,7 +79,9 @@ std::string model_dir(const Job& job) {
 }
 
 bool uses_store(const JobSpec& spec, Role role, int index) {
-  return contract::uses_store(role, index, spec.count(Role::kMaster) > 0);
+  // A dataset in the store is read by every pod that reads data: all but a parameter server.
+  return contract::uses_store(role, index, spec.count(Role::kMaster) > 0) ||
+         (!spec.dataset_uri.empty() && role != Role::kPs);
 }
 
 std::string legacy_model_dir(const Job& job) { return checkpoint_path(job.spec) + "/" + job.name; }
@@ -150,6 +152,8 @@ std::vector<std::string> container_args(const Job& job, Role role) {
     a.emplace_back(flag::kDownload.name);
     if (!s.download_mirror.empty()) add(flag::kDownloadMirror, s.download_mirror);
   }
+  // A parameter server reads no data.
+  if (!s.dataset_uri.empty() && role != Role::kPs) add(flag::kDataUri, s.dataset_uri);
   add(flag::kContext, device_of(s, role));
   // The trainers' stall limit (a PS and an evaluator wait for trainers by design); 0 is off,
   // which the runtime spells -1 (its 0 is "derive it").

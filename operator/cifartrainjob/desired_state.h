@@ -39,7 +39,8 @@ std::string device_of(const JobSpec& spec, Role role);
 std::string model_dir(const Job& job);
 // Whether replica (role, index) reads or writes the run's store, and so gets checkpoint.s3's
 // credentials: the chief (master 0, or worker 0 without a master; an all-reduce job's rank 0),
-// a parameter server (it restores its shard from the checkpoints), the evaluator.
+// a parameter server (it restores its shard from the checkpoints), the evaluator; with
+// dataset.uri, every pod that reads data (all but a parameter server).
 bool uses_store(const JobSpec& spec, Role role, int index);
 // Where operators before status.modelDir put a job's run: <path>/<name>.
 std::string legacy_model_dir(const Job& job);

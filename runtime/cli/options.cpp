@@ -314,7 +314,7 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
                    "Download the official CIFAR archive into --data-dir if missing (MD5-checked)");
   app.add_option(cli_names(flag::kDownloadMirror), c.download_mirror,
                  "Base URL that replaces the official archive's (air-gapped clusters)");
-  app.add_option("--data-uri", c.data_uri,
+  app.add_option(cli_names(flag::kDataUri), c.data_uri,
                  "s3://BUCKET/PREFIX: the CIFAR binary files in object storage (the store's "
                  "settings and keys as for -md s3://...), fetched once into --data-dir")
       ->check(s3_uri_problem, "s3://BUCKET/PREFIX")

@@ -69,6 +69,16 @@ Job allreduce_job_on_gpus() {
     "replicaSpecs": {"Worker": {"replicas": 3, "resources": {"limits": {"nvidia.com/gpu": 1}}}}})");
 }
 
+// Data and checkpoints in object storage: no volume at all.
+Job job_without_volumes() {
+  return make_job(R"({
+    "dataset": {"name": "cifar10", "uri": "s3://data/cifar10"},
+    "strategy": {"type": "AllReduce"},
+    "replicaSpecs": {"Worker": {"replicas": 2}},
+    "checkpoint": {"uri": "s3://ckpt/runs", "s3": {"endpoint": "http://store:8333",
+                   "credentialsSecret": "keys"}}})");
+}
+
 std::vector<std::string> args_of(const json& pod) {
   return pod["spec"]["containers"][0]["args"].get<std::vector<std::string>>();
 }
@@ -95,7 +105,8 @@ cli::ParsedCommandLine parse_as_the_container(const json& pod) {
 
 TEST(Contract, EveryFlagOfTheContractIsWrittenByTheOperatorAndAcceptedByTheRuntime) {
   std::set<std::string> written;
-  for (const auto& job : {ps_job_with_everything(), allreduce_job_on_gpus()}) {
+  for (const auto& job :
+       {ps_job_with_everything(), allreduce_job_on_gpus(), job_without_volumes()}) {
     for (const auto& pod : op::desired_pods(job)) {
       for (const auto& arg : args_of(pod)) written.insert(arg);
       const auto parsed = parse_as_the_container(pod);

@@ -191,8 +191,9 @@ class Cluster : public ::testing::Test {
           "}\nspec:\n  image: " + image_ +
           "\n  model: {name: simplecnn}\n"
           "  dataset: {name: " +
-          dataset +
-          ", volume: {claimName: cifar10}}\n"
+          dataset + ", " +
+          (dataset_source_.empty() ? "volume: {claimName: cifar10}" : dataset_source_) +
+          "}\n"
           "  training: {epochs: " +
           std::to_string(epochs) + ", batchSize: 32, learningRate: {base: " + learning_rate +
           ", schedule: constant}" + (device_.empty() ? "" : ", device: " + device_) +
@@ -548,6 +549,8 @@ class Cluster : public ::testing::Test {
   // What the jobs submit() makes keep their checkpoints in instead of the claim `checkpoints`:
   // YAML fields of spec.checkpoint (uri and s3).
   std::string checkpoint_store_;
+  // spec.dataset's source for submit(): "" the claim cifar10; else its fields ("uri: s3://...").
+  std::string dataset_source_;
   // Whether the case stops a process on purpose, so that its jobs' stalls are no false alarms.
   bool stalls_expected_ = false;
   std::filesystem::path volumes_;

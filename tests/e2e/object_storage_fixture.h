@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "storage/s3_client.h"
 #include "storage/store.h"
 #include "tests/e2e/cluster_fixture.h"
 #include "tests/support/object_store.h"
@@ -129,6 +130,25 @@ class ObjectStorage : public Cluster {
     std::snprintf(name, sizeof(name), "simplecnn-step-%010lld.pt",
                   static_cast<long long>(final_step));
     EXPECT_TRUE(bucket->get(name)) << status.value("modelDir", "") << "/" << name;
+  }
+
+  // The CIFAR-10 slice's files put in the bucket under `prefix` (as the archive unpacks them), as
+  // a user's S3 tool would; `cut` bytes cut off the end of `short_file` ("": none).
+  void put_slice(const std::string& prefix, const std::string& short_file = "",
+                 size_t cut = 0) const {
+    const auto access = cifar::testing::ObjectStore::from_run_directory(store_dir_);
+    storage::S3ClientOptions options;
+    options.endpoint = access.https_endpoint;
+    options.ca_bundle = access.ca_bundle;
+    options.credentials = {access.access_key_id, access.secret_access_key};
+    storage::S3Client client(options);
+    const auto slice = e2e_dir() / "cifar10-slice" / "cifar-10-batches-bin";
+    for (const auto& file : std::filesystem::directory_iterator(slice)) {
+      auto bytes = cifar::testing::read_file(file.path());
+      const auto name = file.path().filename().string();
+      if (name == short_file) bytes.resize(bytes.size() - cut);
+      client.put("checkpoints", prefix + "/cifar-10-batches-bin/" + name, bytes);
+    }
   }
 
   static constexpr const char* kNodeOneBridge = "10.244.0.1";

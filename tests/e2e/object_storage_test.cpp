@@ -274,5 +274,58 @@ TEST_F(ObjectStorage, KeysTheStoreRefusesFailTheJobAtOnceAndAreNeverShown) {
   EXPECT_EQ(shown.find(secret_), std::string::npos);
 }
 
+// Data and checkpoints in the bucket, no volume at all: the PS job's every pod that reads data
+// fetches the slice into its own emptyDir; a worker deleted mid-run comes back with a new one and
+// fetches it again; the job ends Succeeded and its namespace has no PersistentVolumeClaim.
+TEST_F(ObjectStorage, AJobWithNoVolumeReadsItsDataFromTheBucketAndAReplacedPodFetchesItAgain) {
+  put_slice("data/cifar10");
+  dataset_source_ = "uri: s3://checkpoints/data/cifar10";
+  submit("novol", kPsSync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt);
+  ASSERT_TRUE(wait_until_training("novol")) << diagnose("novol");
+  const std::string fetched = "dataset s3://checkpoints/data/cifar10: 6 file(s) fetched";
+  EXPECT_NE(kubectl({"logs", "novol-master-0", "-n", ns_}).output.find(fetched), std::string::npos)
+      << diagnose("novol");
+  const auto first_uid = pod("novol-worker-1")["metadata"].value("uid", "");
+  delete_mid_run("novol", "novol-worker-1");
+  std::string log;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        try {
+          if (pod("novol-worker-1")["metadata"].value("uid", "") == first_uid) return false;
+        } catch (const cifar::kube::ApiError&) {
+          return false;  // not made again yet
+        }
+        log = kubectl({"logs", "novol-worker-1", "-n", ns_}).output;
+        return log.find(fetched) != std::string::npos;
+      },
+      seconds(180)))
+      << log << diagnose("novol");
+  EXPECT_TRUE(wait_for_state("novol", "Succeeded", seconds(600))) << diagnose("novol");
+  EXPECT_EQ(kubectl({"get", "pvc", "-n", ns_, "-o", "name"}).output, "");
+  EXPECT_GT(status_of("novol")["progress"].value("testAccuracy", 0.0), 0) << diagnose("novol");
+}
+
+// A dataset that cannot be read fails its job at once, naming the object, with no restart: a file
+// cut short in the bucket, and a prefix with nothing under it.
+TEST_F(ObjectStorage, ADatasetThatCannotBeReadFailsTheJobAtOnceNamingTheObject) {
+  put_slice("short/cifar10", "data_batch_3.bin", 100);
+  dataset_source_ = "uri: s3://checkpoints/short/cifar10";
+  submit("cutdata", kAllReduce, "    Worker: {replicas: 1}\n");
+  dataset_source_ = "uri: s3://checkpoints/nothing/here";
+  submit("nodata", kAllReduce, "    Worker: {replicas: 1}\n");
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"cutdata",
+       "dataset object s3://checkpoints/short/cifar10/cifar-10-batches-bin/data_batch_3.bin has "
+       "921800 bytes, not a whole number of 3073-byte records"},
+      {"nodata", "dataset s3://checkpoints/nothing/here: no object data_batch_1.bin"}};
+  for (const auto& [job, said] : expected) {
+    ASSERT_TRUE(wait_for_state(job, "Failed", seconds(240))) << diagnose(job);
+    const auto status = status_of(job);
+    EXPECT_EQ(status.value("reason", ""), "DatasetUnavailable") << status.dump();
+    EXPECT_NE(status.value("message", "").find(said), std::string::npos) << status.dump();
+    EXPECT_EQ(status.value("restarts", -1), 0) << status.dump();
+  }
+}
+
 }  // namespace
 }  // namespace cifar::e2e

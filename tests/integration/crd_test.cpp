@@ -76,6 +76,12 @@ const std::string kValidSpec =
     "  replicaSpecs:\n"
     "    Worker: {replicas: 2}\n";
 
+// kValidSpec with spec.dataset's fields `dataset`, then the lines `more`.
+std::string with_dataset(const std::string& dataset, const std::string& more = "") {
+  return kValidSpec.substr(0, kValidSpec.find("  dataset")) + "  dataset: {" + dataset + "}\n" +
+         kValidSpec.substr(kValidSpec.find("  strategy")) + more;
+}
+
 TEST_F(CifarTrainJobCrd, ExamplesAreStoredWithTheSchemaDefaults) {
   for (const auto* example : {"ps-job.yaml", "s3-ps-job.yaml", "allreduce-job.yaml",
                               "gpu-allreduce-job.yaml", "queued-jobs.yaml"}) {
@@ -193,10 +199,18 @@ TEST_F(CifarTrainJobCrd, InvalidSpecsAreRefusedWithAMessageNamingTheProblem) {
        "Unsupported value: \"fp16\""},
       {"unknown restart policy", kValidSpec + "  runPolicy: {restartPolicy: Always}\n",
        "Unsupported value: \"Always\""},
-      {"volume and download",
-       kValidSpec.substr(0, kValidSpec.find("  dataset")) +
-           "  dataset: {name: cifar10, volume: {claimName: d}, download: {}}\n" +
-           kValidSpec.substr(kValidSpec.find("  strategy")),
+      {"a dataset URI without the checkpoint store",
+       with_dataset("name: cifar10, uri: 's3://data/cifar10'"),
+       "dataset.uri is read from the checkpoint store"},
+      {"a dataset URI and a volume",
+       with_dataset("name: cifar10, uri: 's3://data/cifar10', volume: {claimName: d}",
+                    "  checkpoint: {uri: 's3://ckpt', s3: {credentialsSecret: k}}\n"),
+       "dataset.uri is an alternative to dataset.volume and dataset.download"},
+      {"a dataset URI of synthetic data",
+       with_dataset("name: synthetic, uri: 's3://data/x'",
+                    "  checkpoint: {uri: 's3://ckpt', s3: {credentialsSecret: k}}\n"),
+       "dataset.uri holds cifar10 or cifar100 binary files"},
+      {"volume and download", with_dataset("name: cifar10, volume: {claimName: d}, download: {}"),
        "give either volume or download, not both"},
       {"a queue that cannot be a LocalQueue's name",
        kValidSpec + "  runPolicy: {schedulingPolicy: {queue: Team_A}}\n",

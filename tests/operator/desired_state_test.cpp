@@ -340,6 +340,35 @@ TEST(DesiredState, TheStallTimeoutIsTheTrainersStallLimit) {
   EXPECT_EQ(flag_value(container_args(job, Role::kPs), "--stall-startup-seconds"), std::nullopt);
 }
 
+// dataset.uri: the CIFAR files in the checkpoint store. Every pod that reads data (all but the PS,
+// which already has the store's keys) gets the keys and --data-uri, and its data in an emptyDir
+// bounded by the files' size; no volume of any kind is claimed.
+TEST(DesiredState, ADatasetInTheStoreIsFetchedByEveryPodThatReadsDataIntoABoundedEmptyDir) {
+  const auto job = make_job(json::parse(R"({
+    "dataset": {"name": "cifar10", "uri": "s3://data/cifar10"},
+    "strategy": {"type": "ParameterServer"},
+    "replicaSpecs": {"PS": {"replicas": 1}, "Master": {"replicas": 1}, "Worker": {"replicas": 2},
+                     "Evaluator": {"replicas": 1}},
+    "checkpoint": {"uri": "s3://ckpt/runs", "s3": {"endpoint": "http://store:8333",
+                   "credentialsSecret": "keys"}}})"));
+  for (const auto& pod : desired_pods(job)) {
+    const auto name = pod["metadata"]["name"].get<std::string>();
+    const bool ps = name == "mnist-ps-0";
+    EXPECT_EQ(env_of(pod, "AWS_ENDPOINT_URL"), "http://store:8333") << name;
+    const auto args = pod["spec"]["containers"][0]["args"].get<std::vector<std::string>>();
+    EXPECT_EQ(flag_value(args, "--data-uri"),
+              ps ? std::nullopt : std::optional<std::string>("s3://data/cifar10"))
+        << name;
+    EXPECT_EQ(flag_value(args, "--data-dir"), "/data") << name;
+    for (const auto& volume : pod["spec"]["volumes"]) {
+      EXPECT_FALSE(volume.contains("persistentVolumeClaim")) << name << ": " << volume.dump();
+      if (volume["name"] == "data") {
+        EXPECT_EQ(volume["emptyDir"]["sizeLimit"], "256Mi") << name;
+      }
+    }
+  }
+}
+
 // checkpoint.uri: the run is a prefix of the bucket, and only the pods that read or write it get
 // the store's keys (from the user's Secret, never as values) and settings; no checkpoint volume.
 TEST(DesiredState, WithAnObjectStoreOnlyItsUsersGetItsCredentialsAndNoPodAVolume) {

@@ -148,6 +148,22 @@ TEST(ParseSpec, WhatTheSchemaCannotCheckIsInvalidSpecNamingTheField) {
         s["checkpoint"] = {{"uri", "s3://ckpt/team"}};
       },
       "checkpoint.s3.credentialsSecret", "is required with checkpoint.uri");
+  // dataset.uri: CIFAR files, in the checkpoint store, instead of a volume or a download.
+  expect_invalid([&](json& s) { s["dataset"]["uri"] = "s3://data/cifar10"; }, "dataset.uri",
+                 "is read from the checkpoint store: set checkpoint.uri and checkpoint.s3");
+  expect_invalid(
+      [&](json& s) {
+        s["checkpoint"] = store;
+        s["dataset"] = {{"name", "synthetic"}, {"uri", "s3://data/x"}};
+      },
+      "dataset.uri", "holds cifar10 or cifar100 binary files, not synthetic");
+  expect_invalid(
+      [&](json& s) {
+        s["checkpoint"] = store;
+        s["dataset"]["uri"] = "s3://data/cifar10";
+        s["dataset"]["volume"] = {{"claimName", "c"}};
+      },
+      "dataset.uri", "alternative to dataset.volume and dataset.download");
   expect_invalid(
       [&](json& s) {
         s["checkpoint"] = store;
