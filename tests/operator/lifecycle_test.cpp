@@ -333,6 +333,18 @@ TEST(Lifecycle, AFailedPodsOwnWordsAreInTheJobsReason) {
             std::string::npos);
 }
 
+// The running job with j-worker-0 restarted in place by the kubelet (OnFailure): it runs again,
+// its last run ended with `exit_code` and termination message `message`.
+Observed restarted_in_place(const Job& job, int exit_code, const std::string& message) {
+  auto observed = running(job);
+  auto& pod = pod_named(observed, "j-worker-0");
+  pod["status"]["containerStatuses"][0]["restartCount"] = 1;
+  pod["status"]["containerStatuses"][0]["lastState"] = {
+      {"terminated",
+       {{"exitCode", exit_code}, {"message", message}, {"finishedAt", format_time(kT0)}}}};
+  return observed;
+}
+
 // A store that refuses (contract::kExitStoreUnavailable) fails the job at once, even under
 // OnFailure (which retries every other failure): no crash loop, and a reason of its own.
 TEST(Lifecycle, AStoreThatRefusesFailsTheJobAtOnceWithItsOwnReason) {
@@ -353,14 +365,8 @@ TEST(Lifecycle, AStoreThatRefusesFailsTheJobAtOnceWithItsOwnReason) {
 
   // The same, seen as the kubelet restarting the container in place (OnFailure): the pod runs
   // again, its last run ended with 5.
-  auto restarted = running(job);
-  auto& pod = pod_named(restarted, "j-worker-0");
-  pod["status"]["containerStatuses"][0]["restartCount"] = 1;
-  pod["status"]["containerStatuses"][0]["lastState"] = {
-      {"terminated",
-       {{"exitCode", 5},
-        {"message", R"({"error": "checkpoint store s3://ckpt unavailable: NoSuchBucket"})"},
-        {"finishedAt", format_time(kT0)}}}};
+  const auto restarted = restarted_in_place(
+      job, 5, R"({"error": "checkpoint store s3://ckpt unavailable: NoSuchBucket"})");
   const auto in_place = reconcile(job, JobStatus{}, restarted, kT0 + seconds(1));
   EXPECT_EQ(in_place.status.summary_reason, "CheckpointStoreUnavailable");
   EXPECT_NE(in_place.status.summary_message->find("exit code 5"), std::string::npos)
@@ -391,14 +397,7 @@ TEST(Lifecycle, ADatasetThatCannotBeReadFailsTheJobAtOnceWithItsOwnReason) {
                 "; not retried: fix the dataset's objects or its store and submit the job again");
   EXPECT_EQ(plan.status.restarts.value_or(0), 0);
 
-  auto restarted = running(job);
-  auto& pod = pod_named(restarted, "j-worker-0");
-  pod["status"]["containerStatuses"][0]["restartCount"] = 1;
-  pod["status"]["containerStatuses"][0]["lastState"] = {
-      {"terminated",
-       {{"exitCode", 6},
-        {"message", nlohmann::json{{"error", error}}.dump()},
-        {"finishedAt", format_time(kT0)}}}};
+  const auto restarted = restarted_in_place(job, 6, nlohmann::json{{"error", error}}.dump());
   const auto in_place = reconcile(job, JobStatus{}, restarted, kT0 + seconds(1));
   EXPECT_EQ(in_place.status.summary_reason, "DatasetUnavailable");
   EXPECT_EQ(in_place.status.restarts.value_or(0), 0);
