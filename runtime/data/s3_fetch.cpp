@@ -1,15 +1,9 @@
 #include "data/s3_fetch.h"
 
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
-#include <sys/file.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <string>
@@ -18,6 +12,7 @@
 #include "data/dataset.h"
 #include "data/download.h"
 #include "health/waits.h"
+#include "storage/file_lock.h"
 
 namespace cifar::data {
 namespace fs = std::filesystem;
@@ -85,34 +80,6 @@ std::vector<storage::ObjectInfo> find_objects(storage::S3Client& client,
   return found;
 }
 
-// An exclusive lock on a directory (flock on a file in it), held while alive: the processes of a
-// job on one machine (the ranks of `cifar-train launch`, an evaluator) share a data directory, and
-// one fetches while the others wait, then find the files there.
-class DirectoryLock {
- public:
-  explicit DirectoryLock(const fs::path& dir) {
-    const auto file = dir / ".fetch.lock";
-    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw DataError("cannot open " + quoted_path(file) + ": " + std::strerror(errno));
-    const health::Wait waiting("another process's fetch into " + dir.string(), "");
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) {
-        const int error = errno;
-        ::close(fd_);
-        throw DataError("cannot lock " + quoted_path(file) + ": " + std::strerror(error));
-      }
-    }
-  }
-  ~DirectoryLock() { ::close(fd_); }
-  DirectoryLock(const DirectoryLock&) = delete;
-  DirectoryLock& operator=(const DirectoryLock&) = delete;
-  DirectoryLock(DirectoryLock&&) = delete;
-  DirectoryLock& operator=(DirectoryLock&&) = delete;
-
- private:
-  int fd_ = -1;
-};
-
 // Appends the object's bytes from the partial file's end; returns the bytes moved.
 int64_t fetch_rest(storage::S3Client& client, const std::string& bucket,
                    const storage::ObjectInfo& object, const fs::path& partial,
@@ -160,7 +127,12 @@ FetchReport fetch_dataset(storage::S3Client& client, const storage::S3Location& 
   if (ec) {
     throw DataError("cannot make the dataset cache " + quoted_path(into) + ": " + ec.message());
   }
-  const DirectoryLock lock(into);
+  // The processes of a job on one machine (the ranks of `cifar-train launch`, an evaluator) share
+  // a data directory: one fetches while the others wait, then find the files there.
+  const auto lock = [&] {
+    const health::Wait waiting("another process's fetch into " + into.string(), "");
+    return storage::FileLock(into / ".fetch");
+  }();
   const auto objects = find_objects(client, from, layout);
   FetchReport report;
   for (size_t i = 0; i < objects.size(); ++i) {

@@ -1,7 +1,6 @@
 #include "storage/directory_store.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <system_error>
 
 #include "health/waits.h"
+#include "storage/file_lock.h"
 
 namespace cifar::storage {
 namespace fs = std::filesystem;
@@ -59,26 +59,6 @@ void sync_directory(const fs::path& dir) {
   ::fsync(fd);
   ::close(fd);
 }
-
-// An exclusive flock on <file>.lock for a read-compare-write.
-class FileLock {
- public:
-  explicit FileLock(const fs::path& file)
-      : fd_(::open((file.string() + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
-    if (fd_ < 0) throw_errno(errno, file.string() + ".lock", "cannot open");
-    if (::flock(fd_, LOCK_EX) != 0) {
-      const int error = errno;
-      ::close(fd_);
-      throw_errno(error, file.string() + ".lock", "cannot lock");
-    }
-  }
-  ~FileLock() { ::close(fd_); }  // releases the lock
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
-
- private:
-  int fd_;
-};
 
 }  // namespace
 
