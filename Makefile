@@ -62,9 +62,9 @@ images: configure
 # The local cluster, a real one of NODES nodes (1-8; NODES=2: two kubelets, each with its own
 # containerd, network and cgroups) with the CRD and the operator installed (root; one at a time per
 # machine); it prints how to point kubectl at it. KUEUE=1 installs Kueue on it too. S3=1 starts
-# an object store (deploy/object-store) on node 1's bridge, http://10.244.0.1:8333 with the bucket
-# `checkpoints` and CIFAR-10's binary files in it under data/cifar10 (scripts/cifar10-data.sh),
-# which deploy/examples/s3-ps-job.yaml uses for both. `make cluster-stop` stops it and
+# an object store on node 1's bridge, http://10.244.0.1:8333 with the bucket `checkpoints` and
+# CIFAR-10's binary files in it under data/cifar10 (deploy/local-cluster/object-store.sh), which
+# deploy/examples/s3-ps-job.yaml uses for both. `make cluster-stop` stops it and
 # cleans up. GPUS=G (NODES=2 or more) gives every node but node 1 G fake nvidia.com/gpu (a device
 # plugin advertises devices that are not there; pods that ask for them run on the CPU), GPU_TAINT=1
 # taints those nodes nvidia.com/gpu:NoSchedule.
@@ -79,14 +79,7 @@ cluster: images node $(if $(filter 1,$(KUEUE)),kueue)
 	bash deploy/local-cluster/start.sh --nodes $(NODES) --gpus $(GPUS) \
 	  $(if $(filter 1,$(GPU_TAINT)),--gpu-taint) $(BUILD_DIR)/cluster $(BUILD_DIR)/images
 	if [ "$(KUEUE)" = 1 ]; then bash deploy/local-cluster/kueue.sh $(BUILD_DIR)/cluster; fi
-	if [ "$(S3)" = 1 ]; then \
-	  put=""; \
-	  if data=$$(bash scripts/cifar10-data.sh); then put="--put $$data=checkpoints/data/cifar10"; \
-	  else echo "no CIFAR-10 to put in the bucket (above): dataset.uri jobs will find none"; fi; \
-	  bash deploy/object-store/start.sh $(BUILD_DIR)/object-store --address 10.244.0.1 --port 8333 \
-	    --bucket checkpoints $$put && \
-	  echo "then: kubectl create secret generic checkpoint-store-keys --from-env-file=$(BUILD_DIR)/object-store/credentials.env"; \
-	fi
+	if [ "$(S3)" = 1 ]; then bash deploy/local-cluster/object-store.sh $(BUILD_DIR)/object-store; fi
 
 cluster-stop:
 	bash deploy/object-store/stop.sh $(BUILD_DIR)/object-store

@@ -21,6 +21,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <vector>
 
+#include "bench/support/guarded_main.h"
 #include "bench/support/loopback_tcp.h"
 #include "distributed/allreduce/rendezvous.h"
 #include "train/host_memory.h"
@@ -135,10 +136,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "bench-allreduce-busbw: {}\n", e.what());
-    return 1;
-  }
+  return cifar::bench::guarded_main("bench-allreduce-busbw", [&] { return run(argc, argv); });
 }

@@ -103,9 +103,9 @@ json runtime_container(const Job& job, Role role, int index) {
             {"seccompProfile", {{"type", "RuntimeDefault"}}}}}};
 }
 
-// The emptyDir the dataset lands in: fetched from dataset.uri, at most the CIFAR binary files
-// (184 MB for either; a third more for the filesystem and a partial copy's sidecars); downloaded,
-// the archive and what it unpacks, unbounded as before.
+// The emptyDir the dataset lands in: fetched from dataset.uri, at most the official CIFAR binary
+// files (184 MB for either; the fetch refuses a larger file), and a third more for the filesystem
+// and the sidecars; downloaded, the archive and what it unpacks, unbounded as before.
 json data_cache(const JobSpec& s) {
   if (s.dataset_uri.empty()) return json::object();
   return {{"sizeLimit", "256Mi"}};

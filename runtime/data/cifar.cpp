@@ -123,9 +123,10 @@ const CifarLayout& cifar_layout(std::string_view dataset) {
   static const CifarLayout cifar10{"cifar-10-batches-bin",
                                    {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
                                     "data_batch_4.bin", "data_batch_5.bin", "test_batch.bin"},
+                                   {10000, 10000, 10000, 10000, 10000, 10000},
                                    kCifar10.record_bytes()};
   static const CifarLayout cifar100{
-      "cifar-100-binary", {"train.bin", "test.bin"}, kCifar100.record_bytes()};
+      "cifar-100-binary", {"train.bin", "test.bin"}, {50000, 10000}, kCifar100.record_bytes()};
   if (dataset == "cifar10") return cifar10;
   if (dataset == "cifar100") return cifar100;
   throw DataError("no CIFAR binary layout for dataset '" + std::string(dataset) + "'");

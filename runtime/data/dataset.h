@@ -51,10 +51,12 @@ struct TrainTest {
 enum class Cifar100Labels { kFine, kCoarse };
 
 // The files of a CIFAR binary version as its official archive unpacks: the archive's top
-// directory, the files in reading order, and the bytes of one record (a file holds whole ones).
+// directory, the files in reading order, the records of each in the official archive (a file may
+// hold fewer, a slice, never more) and the bytes of one record (a file holds whole ones).
 struct CifarLayout {
   std::string top_dir;
   std::vector<std::string> files;
+  std::vector<int64_t> records;
   int64_t record_bytes = 0;
 };
 // "cifar10" or "cifar100"; DataError otherwise.

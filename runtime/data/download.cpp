@@ -252,23 +252,40 @@ std::string as_md5(std::string_view text) {
   return hex ? md5 : std::string();
 }
 
-std::string md5_file(const fs::path& file) {
+struct Md5::Context {
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx{EVP_MD_CTX_new(), EVP_MD_CTX_free};
+};
+
+Md5::Md5() : context_(std::make_unique<Context>()) {
+  if (!context_->ctx || EVP_DigestInit_ex(context_->ctx.get(), EVP_md5(), nullptr) != 1) {
+    throw DataError("OpenSSL: MD5 unavailable");
+  }
+}
+Md5::~Md5() = default;
+
+void Md5::update(std::string_view bytes) {
+  EVP_DigestUpdate(context_->ctx.get(), bytes.data(), bytes.size());
+}
+
+void Md5::update_from_file(const fs::path& file, int64_t length) {
   std::ifstream in(file, std::ios::binary);
   if (!in)
     throw DataError("cannot open " + quoted_path(file) + " for its MD5: " + std::strerror(errno));
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_md5(), nullptr) != 1) {
-    throw DataError("OpenSSL: MD5 unavailable");
-  }
   std::vector<char> buf(1U << 20U);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
+  while (in && length != 0) {
+    const auto want = length < 0 ? static_cast<int64_t>(buf.size())
+                                 : std::min(length, static_cast<int64_t>(buf.size()));
+    in.read(buf.data(), static_cast<std::streamsize>(want));
+    update(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
+    if (length > 0) length -= in.gcount();
   }
   if (in.bad()) throw DataError("read error in " + quoted_path(file) + " while computing its MD5");
+}
+
+std::string Md5::hex() {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), digest, &len);
+  EVP_DigestFinal_ex(context_->ctx.get(), digest, &len);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
   for (unsigned int i = 0; i < len; ++i) {
@@ -276,6 +293,12 @@ std::string md5_file(const fs::path& file) {
     hex += kHex[digest[i] & 0xFU];
   }
   return hex;
+}
+
+std::string md5_file(const fs::path& file) {
+  Md5 md5;
+  md5.update_from_file(file);
+  return md5.hex();
 }
 
 ArchiveSpec official_archive(std::string_view dataset, std::string_view mirror_base_url) {

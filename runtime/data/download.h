@@ -1,7 +1,9 @@
 // Fetching the official dataset archives: download, verify the MD5, extract safely, atomically.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +34,25 @@ ArchiveSpec official_archive(std::string_view dataset, std::string_view mirror_b
 // when root/top_dir exists but is incomplete, which it leaves for a person to look at.
 std::filesystem::path download_and_extract(const ArchiveSpec& spec,
                                            const std::filesystem::path& root);
+
+// An MD5 computed as the bytes arrive (a fetch hashes each range while the next ones are in flight,
+// instead of reading the whole file again at the end).
+class Md5 {
+ public:
+  Md5();
+  ~Md5();
+  Md5(const Md5&) = delete;
+  Md5& operator=(const Md5&) = delete;
+  void update(std::string_view bytes);
+  // The bytes of `file` from its start, `length` of them at most (all: -1).
+  void update_from_file(const std::filesystem::path& file, int64_t length = -1);
+  // Lowercase hex; the digest is final after this.
+  std::string hex();
+
+ private:
+  struct Context;
+  std::unique_ptr<Context> context_;
+};
 
 // Lowercase hex MD5 of a file (DataError if it cannot be read).
 std::string md5_file(const std::filesystem::path& file);

@@ -4,15 +4,17 @@
 //
 // Each file is checked against the listing before a byte moves (there, and a whole number of
 // records: a file of the wrong size for the dataset fails at once, naming the object), fetched in
-// ranged GETs appended to `<file>.partial` (an interrupted fetch, a restarted container, resumes
-// where it stopped, as long as the object's ETag is the one it started with), verified (its size;
-// its MD5 where the ETag is one, i.e. the object was a single PUT) and renamed into place with its
-// ETag beside it (`.<file>.etag`). A file already there with the object's ETag is not fetched
-// again. The store's transient failures are retried by the S3 client; what is left is a DataError
-// naming the object and the store's code: DatasetUnavailable where no restart would change it (an
-// object missing or of the wrong size, wrong keys, no such bucket).
+// ranged GETs (several in flight, two files at once) appended in order to `<file>.partial` (an
+// interrupted fetch, a restarted container, resumes where it stopped, as long as the object's ETag
+// is the one it started with), verified (its size; its MD5 where the ETag is one, i.e. the object
+// was a single PUT) and renamed into place with its ETag beside it (`.<file>.etag`). A file already
+// there with the object's ETag is not fetched again. The store's transient failures are retried by
+// the S3 client, and a store away for longer waited for (FetchOptions::patience); what is left is a
+// DataError naming the object and the store's code: DatasetUnavailable where no restart would
+// change it (an object missing or of the wrong size, wrong keys, no such bucket).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <string_view>
@@ -24,6 +26,11 @@ namespace cifar::data {
 
 struct FetchOptions {
   int64_t range_bytes = int64_t{8} << 20;  // one ranged GET
+  int streams = 4;  // ranged GETs in flight at once for one file (bench/dataset_fetch.sh)
+  int files = 2;    // files fetched at once, each hashed on its own core as it arrives
+  // How long a store that does not answer (after the client's own retries) is waited for, the
+  // fetch resuming each time; then DataError (the process ends; its restart resumes).
+  std::chrono::seconds patience{120};
 };
 
 struct FetchReport {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,7 +79,7 @@ TEST_F(DatasetInObjectStorage, IsFetchedOnceInRangesAndReadsAsTheLocalFiles) {
   TempDir work;
   put_cifar10("c10", "cifar-10-batches-bin", 7, work / "local");
   FetchOptions small_ranges;
-  small_ranges.range_bytes = 5000;  // 7 records of 3073 bytes: five ranged GETs a file
+  small_ranges.range_bytes = 5000;  // 7 records of 3073 bytes: five ranged GETs a file, 4 at once
   const auto first =
       fetch_dataset(client_, location("c10"), "cifar10", work / "cache", small_ranges);
   EXPECT_EQ(first.fetched, 6);
@@ -139,6 +140,17 @@ TEST_F(DatasetInObjectStorage, APartialCopyIsResumedAndAReplacedObjectFetchedAga
   EXPECT_EQ(read_bytes(cache / "test_batch.bin"), whole);
   EXPECT_FALSE(fs::exists(cache / "test_batch.bin.partial"));
 
+  // A partial copy whose bytes went bad on the disk: the MD5 (the resumed bytes' too) is not the
+  // ETag, the copy is removed, and the next fetch brings the file whole.
+  fs::remove(cache / "test_batch.bin");
+  testing::write_bytes(cache / "test_batch.bin.partial", std::vector<uint8_t>(4000, 7));
+  { std::ofstream(cache / ".test_batch.bin.partial.etag") << etag; }
+  expect_data_error([&] { fetch_dataset(client_, location("c10"), "cifar10", cache); },
+                    {"test_batch.bin arrived changed: its MD5 is not its ETag"});
+  EXPECT_FALSE(fs::exists(cache / "test_batch.bin.partial"));
+  EXPECT_EQ(fetch_dataset(client_, location("c10"), "cifar10", cache).fetched, 1);
+  EXPECT_EQ(read_bytes(cache / "test_batch.bin"), whole);
+
   // data_batch_2.bin replaced in the store (another version: another ETag): fetched again.
   write_cifar10_file(work / "new.bin", make_dataset(3));
   const auto replacement = read_bytes(work / "new.bin");
@@ -167,6 +179,13 @@ TEST_F(DatasetInObjectStorage, BadInputFailsNamingTheObjectAndTheStoresCode) {
       {"dataset object s3://" + std::string(kBucket) + "/" + key("short", "data_batch_3.bin"),
        "has 6046 bytes, not a whole number of 3073-byte records"});
   EXPECT_FALSE(fs::exists(work / "b" / "data_batch_1.bin"));
+  // More records than the official file holds (a test_batch.bin of 10001): not this dataset's.
+  put_cifar10("long", "", 1, work / "long");
+  client_.put(kBucket, key("long", "test_batch.bin"), std::string(10001 * 3073, '\1'));
+  expect_data_error([&] { fetch_dataset(client_, location("long"), "cifar10", work / "d"); },
+                    {"/" + key("long", "test_batch.bin") +
+                     " has 10001 records, more than the "
+                     "10000 of test_batch.bin"});
   // Wrong keys: the store's code, never the secret.
   auto wrong = options();
   wrong.credentials.secret_access_key = "not-the-secret-of-this-store";
@@ -182,6 +201,46 @@ TEST_F(DatasetInObjectStorage, BadInputFailsNamingTheObjectAndTheStoresCode) {
     EXPECT_NE(message.find("[SignatureDoesNotMatch]"), std::string::npos) << message;
     EXPECT_EQ(message.find(wrong.credentials.secret_access_key), std::string::npos) << message;
   }
+}
+
+// A store away when the fetch starts (stopped: connections refused, as in a restart or failover)
+// is waited for, the fetch trying again with a backoff, and it completes once the store is back;
+// away for longer than the fetch waits, a DataError says for how long (exit 1: the restart
+// resumes).
+TEST(DatasetInAStoreThatIsAway, IsWaitedForAndFetchedOnceItIsBack) {
+  TempDir work;
+  cifar::testing::OwnObjectStore store(work / "store");
+  storage::S3ClientOptions options;
+  options.endpoint = store.access().endpoint;
+  options.credentials = {store.access().access_key_id, store.access().secret_access_key};
+  options.first_backoff = std::chrono::milliseconds(10);
+  storage::S3Client client(options);
+  write_cifar10_file(work / "file.bin", make_dataset(3));
+  const auto bytes = read_bytes(work / "file.bin");
+  for (const auto& file : cifar_layout("cifar10").files) {
+    client.put(kBucket, "c10/" + file, std::string(bytes.begin(), bytes.end()));
+  }
+  const auto from = storage::parse_s3_uri(std::string("s3://") + kBucket + "/c10");
+
+  store.stop();
+  FetchOptions briefly;
+  briefly.patience = std::chrono::seconds(3);
+  const auto given_up = std::chrono::steady_clock::now();
+  expect_data_error([&] { fetch_dataset(client, from, "cifar10", work / "a", briefly); },
+                    {"dataset s3://" + std::string(kBucket) + "/c10 cannot be listed", "transient]",
+                     "longer than the fetch waits (3 s)"});
+  EXPECT_GE(std::chrono::steady_clock::now() - given_up, std::chrono::seconds(1));
+
+  std::thread restart([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(6));
+    store.start();
+  });
+  const auto waited = std::chrono::steady_clock::now();
+  const auto report = fetch_dataset(client, from, "cifar10", work / "b");
+  restart.join();
+  EXPECT_GE(std::chrono::steady_clock::now() - waited, std::chrono::seconds(6));
+  EXPECT_EQ(report.fetched, 6);
+  EXPECT_EQ(read_bytes(work / "b" / "test_batch.bin"), bytes);
 }
 
 // The command line: -d cifar10 --data-uri s3://... with the store's settings in the environment,
