@@ -55,7 +55,29 @@ LoaderOptions validated(LoaderOptions o) {
     throw std::invalid_argument("DataLoader: rank " + std::to_string(o.rank) +
                                 " outside world of size " + std::to_string(o.world_size));
   }
+  if (o.global_batch == 0) o.global_batch = o.batch_size * o.world_size;
+  if (o.global_batch < o.world_size) {
+    throw std::invalid_argument("DataLoader: a global batch of " + std::to_string(o.global_batch) +
+                                " is smaller than the world (" + std::to_string(o.world_size) +
+                                " ranks): every rank needs a sample in every batch");
+  }
   return o;
+}
+
+// The positions of an epoch's permutation that its batches cover: whole global batches, then
+// (unless drop_last) what is left in a multiple of the world size, so that every rank has a
+// sample in the last batch too (a collective would otherwise wait on a rank with none). With
+// global_batch = batch_size x world_size: world_size x floor(N / world_size), each rank
+// floor(N / world_size) samples.
+int64_t epoch_positions(int64_t samples, const LoaderOptions& o) {
+  const int64_t whole = samples / o.global_batch * o.global_batch;
+  if (o.drop_last) return whole;
+  return whole + (samples - whole) / o.world_size * o.world_size;
+}
+
+// How many of the positions [from, to) rank r of a world of w takes: from + r, from + r + w, ...
+int64_t share(int64_t from, int64_t to, int64_t r, int64_t w) {
+  return to - from - r <= 0 ? 0 : (to - from - r + w - 1) / w;
 }
 
 }  // namespace
@@ -66,11 +88,9 @@ class DataLoader::Impl {
       : data_(checked(std::move(data))),
         options_(validated(std::move(options))),
         augmenter_(make_augmenter(*data_, options_.augmentation)),
-        // Every rank gets floor(N / world_size) samples, so all ranks run the same number of
-        // steps (a collective would otherwise hang on the rank with one batch more).
-        per_rank_(data_->size() / options_.world_size),
-        batches_(options_.drop_last ? per_rank_ / options_.batch_size
-                                    : (per_rank_ + options_.batch_size - 1) / options_.batch_size) {
+        positions_(epoch_positions(data_->size(), options_)),
+        batches_((positions_ + options_.global_batch - 1) / options_.global_batch),
+        per_rank_(count_per_rank()) {
     workers_.reserve(static_cast<size_t>(options_.num_workers));
     try {
       for (int i = 0; i < options_.num_workers; ++i) workers_.emplace_back([this] { work(); });
@@ -127,6 +147,7 @@ class DataLoader::Impl {
 
   [[nodiscard]] int64_t batches_per_epoch() const { return batches_; }
   [[nodiscard]] int64_t samples_per_epoch() const { return per_rank_; }
+  [[nodiscard]] int64_t global_batch() const { return options_.global_batch; }
   [[nodiscard]] const Dataset& dataset() const { return *data_; }
 
  private:
@@ -156,23 +177,37 @@ class DataLoader::Impl {
     return perm;
   }
 
+  // The positions [from, to) of the epoch that batch b covers, over all ranks.
+  [[nodiscard]] std::pair<int64_t, int64_t> batch_positions(int64_t b) const {
+    const int64_t from = b * options_.global_batch;
+    return {from, std::min(from + options_.global_batch, positions_)};
+  }
+
+  [[nodiscard]] int64_t count_per_rank() const {
+    int64_t count = 0;
+    for (int64_t b = 0; b < batches_; ++b) {
+      const auto [from, to] = batch_positions(b);
+      count += share(from, to, options_.rank, options_.world_size);
+    }
+    return count;
+  }
+
   [[nodiscard]] Batch make_batch(const std::vector<int64_t>& perm, int64_t epoch, int64_t b) const {
     const Dataset& d = *data_;
-    const int64_t first = b * options_.batch_size;
-    const int64_t last = std::min(first + options_.batch_size, per_rank_);
+    const auto [from, to] = batch_positions(b);
     const int64_t image_values = d.image_bytes();
     Batch batch;
     batch.index = b;
-    batch.size = last - first;
+    batch.size = share(from, to, options_.rank, options_.world_size);
     batch.channels = d.channels;
     batch.height = d.height;
     batch.width = d.width;
     batch.images.resize(static_cast<size_t>(batch.size * image_values));
     batch.labels.resize(static_cast<size_t>(batch.size));
     const uint64_t aug_key = hash_combine(epoch_key(options_.seed, epoch), kAugmentationTag);
-    for (int64_t j = first; j < last; ++j) {
+    for (int64_t j = 0; j < batch.size; ++j) {
       // Position in the epoch's permutation: this rank takes every world_size-th one.
-      const int64_t position = options_.rank + j * options_.world_size;
+      const int64_t position = from + options_.rank + j * options_.world_size;
       const int64_t sample = perm[static_cast<size_t>(position)];
       const int32_t label = d.labels[static_cast<size_t>(sample)];
       if (label < 0 || label >= d.num_classes) {
@@ -183,8 +218,8 @@ class DataLoader::Impl {
       const CropFlip params =
           options_.augment ? augmenter_.draw(hash_combine(aug_key, static_cast<uint64_t>(position)))
                            : CropFlip{};
-      augmenter_.apply(d.image(sample), batch.images.data() + (j - first) * image_values, params);
-      batch.labels[static_cast<size_t>(j - first)] = label;
+      augmenter_.apply(d.image(sample), batch.images.data() + j * image_values, params);
+      batch.labels[static_cast<size_t>(j)] = label;
     }
     return batch;
   }
@@ -219,8 +254,9 @@ class DataLoader::Impl {
   std::shared_ptr<const Dataset> data_;
   LoaderOptions options_;
   Augmenter augmenter_;
-  int64_t per_rank_;
+  int64_t positions_;  // of the permutation, that the epoch's batches cover
   int64_t batches_;
+  int64_t per_rank_;  // this rank's share of them
 
   std::mutex mutex_;
   std::condition_variable work_cv_;   // workers: a batch became claimable, or stop
@@ -249,6 +285,7 @@ std::optional<Batch> DataLoader::next() { return impl_->next(); }
 
 int64_t DataLoader::batches_per_epoch() const { return impl_->batches_per_epoch(); }
 int64_t DataLoader::samples_per_epoch() const { return impl_->samples_per_epoch(); }
+int64_t DataLoader::global_batch() const { return impl_->global_batch(); }
 const Dataset& DataLoader::dataset() const { return impl_->dataset(); }
 
 }  // namespace cifar::data

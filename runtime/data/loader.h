@@ -24,10 +24,17 @@ struct LoaderOptions {
   bool drop_last = false;  // the last partial batch is kept unless set
   AugmentOptions augmentation;
   uint64_t seed = 1;
-  int num_workers = 2;     // augmentation threads
-  int prefetch = 4;        // batches produced ahead of the consumer
-  int64_t rank = 0;        // sharding hook: this rank reads every world_size-th sample of the
-  int64_t world_size = 1;  // epoch's permutation; all ranks get the same number of samples
+  int num_workers = 2;  // augmentation threads
+  int prefetch = 4;     // batches produced ahead of the consumer
+  // Sharding: the epoch's permutation is read in global batches of `global_batch` positions (0:
+  // batch_size x world_size), of which this rank takes every world_size-th from `rank` on; a
+  // step's positions do not depend on the world size, so that a job whose world changes between
+  // steps drops and repeats no sample (docs/ARCHITECTURE.md, "Elastic jobs"). All ranks run the
+  // same number of batches; their sizes differ by at most one when global_batch is not a multiple
+  // of world_size.
+  int64_t rank = 0;
+  int64_t world_size = 1;
+  int64_t global_batch = 0;
 };
 
 // One batch, images N x C x H x W float32 (contiguous), labels int64.
@@ -58,6 +65,7 @@ class DataLoader {
 
   [[nodiscard]] int64_t batches_per_epoch() const;
   [[nodiscard]] int64_t samples_per_epoch() const;  // this rank's share
+  [[nodiscard]] int64_t global_batch() const;       // positions of the permutation a batch covers
   [[nodiscard]] const Dataset& dataset() const;
 
  private:

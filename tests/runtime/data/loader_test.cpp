@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <memory>
 #include <numeric>
 #include <set>
 #include <tuple>
@@ -166,6 +168,86 @@ TEST(Loader, ShardsAreDisjointEqualShares) {
   DataLoader rank1(data, o);
   const auto ids = epoch_ids(rank1, 5);
   for (size_t j = 0; j < ids.size(); ++j) EXPECT_EQ(ids[j], perm[1 + 3 * j]);
+}
+
+// A global batch: batch b covers the same positions of the epoch's permutation whatever the
+// world size, so that a job whose world changes between batches drops and repeats nothing (the
+// rule of elastic jobs, docs/ARCHITECTURE.md), and each sample is augmented the same at any size.
+TEST(Loader, AGlobalBatchCoversTheSamePositionsWhateverTheWorld) {
+  const auto data = id_dataset(100);
+  constexpr int64_t kGlobal = 12;
+  const auto loader_for = [&](int64_t rank, int64_t world, LoaderOptions o) {
+    o.rank = rank;
+    o.world_size = world;
+    o.global_batch = kGlobal;
+    return std::make_unique<DataLoader>(data, o);
+  };
+  // The permutation, in global batches, as one rank reads it.
+  const auto whole = epoch(*loader_for(0, 1, plain(1, 1)), 2);
+  ASSERT_EQ(whole.size(), 9U);  // 8 whole batches and the 4 left
+  for (const int64_t world : {2, 3, 5}) {
+    std::vector<std::unique_ptr<DataLoader>> ranks;
+    for (int64_t r = 0; r < world; ++r) ranks.push_back(loader_for(r, world, plain(1, 2)));
+    // What is left after the whole batches, in a multiple of the world: every rank has a sample.
+    const int64_t batches = world == 5 ? 8 : 9;
+    std::vector<std::vector<Batch>> read;
+    for (auto& rank : ranks) {
+      EXPECT_EQ(rank->batches_per_epoch(), batches) << world;
+      read.push_back(epoch(*rank, 2));
+    }
+    for (int64_t b = 0; b < batches; ++b) {
+      std::multiset<int64_t> got;
+      int64_t smallest = kGlobal;
+      int64_t largest = 0;
+      for (const auto& rank : read) {
+        const auto& batch = rank[static_cast<size_t>(b)];
+        for (const int64_t id : ids_of(batch)) got.insert(id);
+        smallest = std::min(smallest, batch.size);
+        largest = std::max(largest, batch.size);
+      }
+      auto wanted = ids_of(whole[static_cast<size_t>(b)]);
+      if (b == 8) wanted.resize(static_cast<size_t>(4 / world * world));  // 4 left: 4, 3 of them
+      EXPECT_EQ(got, std::multiset<int64_t>(wanted.begin(), wanted.end()))
+          << "batch " << b << ", world " << world;
+      EXPECT_LE(largest - smallest, 1) << "batch " << b << ", world " << world;
+      EXPECT_GE(smallest, 1);
+    }
+  }
+  // The world changes after batch 3 (3 ranks, then 2): every sample of the epoch once.
+  std::multiset<int64_t> seen;
+  for (int64_t r = 0; r < 3; ++r) {
+    auto rank = loader_for(r, 3, plain(1, 1));
+    rank->start_epoch(2);
+    for (int b = 0; b < 3; ++b) {
+      for (const int64_t id : ids_of(*rank->next())) seen.insert(id);
+    }
+  }
+  for (int64_t r = 0; r < 2; ++r) {
+    for (const auto& batch : epoch(*loader_for(r, 2, plain(1, 1)), 2, 3)) {
+      for (const int64_t id : ids_of(batch)) seen.insert(id);
+    }
+  }
+  EXPECT_EQ(seen.size(), 100U);
+  EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 100U);
+  // Each position (so each sample) is cropped and flipped the same at any world size: rank r's
+  // j-th sample of batch b is at position b x 12 + r + j x world.
+  const auto images_by_position = [&](int64_t world) {
+    std::map<int64_t, std::vector<float>> images;
+    for (int64_t r = 0; r < world; ++r) {
+      for (const auto& batch : epoch(*loader_for(r, world, augmenting(1)), 4)) {
+        const auto values = batch.channels * batch.height * batch.width;
+        for (int64_t j = 0; j < batch.size; ++j) {
+          const auto at = batch.images.begin() + j * values;
+          images[batch.index * kGlobal + r + j * world].assign(at, at + values);
+        }
+      }
+    }
+    images.erase(images.lower_bound(96), images.end());  // the whole batches, which both have
+    return images;
+  };
+  const auto in_three = images_by_position(3);
+  EXPECT_EQ(in_three.size(), 96U);
+  EXPECT_EQ(in_three, images_by_position(2));
 }
 
 TEST(Loader, ResumeAtBatchKEqualsTheOriginalFromK) {
