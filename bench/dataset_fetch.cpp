@@ -1,5 +1,6 @@
 // A CIFAR dataset fetched from object storage (data/s3_fetch.h) into an empty directory, as each
-// pod of a job with dataset.uri does, with 1, 2, 4, ... ranged GETs in flight: the median time of
+// pod of a job with dataset.uri does, with 1, 2, 4, ... ranged GETs in flight for each of the two
+// files fetched at once (the default): the median time of
 // `runs` whole fetches and its throughput. The store's endpoint and keys come from the
 // environment (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ...), as cifar-train's do;
 // bench/dataset_fetch.sh starts a local SeaweedFS with CIFAR-10 in it and sets them.
@@ -40,7 +41,10 @@ int run(int argc, char** argv) {
 
   cifar::storage::S3Client client(cifar::storage::s3_options_from_environment());
   const auto from = cifar::storage::parse_s3_uri(uri);
-  std::printf("| ranged GETs in flight | fetch, median of %d | throughput |\n", runs);
+  std::printf(
+      "| ranged GETs in flight per file (two files at once) | fetch, median of %d | "
+      "throughput |\n",
+      runs);
   std::printf("|---:|---:|---:|\n");
   for (const int in_flight : streams) {
     cifar::data::FetchOptions options;

@@ -95,17 +95,23 @@ tc qdisc del dev lo root
 
 # Launch to the first step's log line (--log-every 1), then the process is stopped.
 first_step() {
-  local start line
+  local start line seen=0
   start=$(now)
   coproc train { exec "$build/bin/cifar-train" -m simplecnn -d cifar10 -nc 10 -b 64 -e 1 \
     --log-every 1 -md "$work/model" "$@" 2>&1; }
+  local pid=$train_PID
   while IFS= read -r line <&"${train[0]}"; do
-    if [[ $line == *" step 1 ("* ]]; then break; fi
+    echo "$line" >>"$work/first-step.log"
+    if [[ $line == *" step 1 ("* ]]; then seen=1; break; fi
   done
-  awk -v a="$start" -v b="$(now)" 'BEGIN {print b - a}'
-  kill "$train_PID" 2>/dev/null || true
-  wait "$train_PID" 2>/dev/null || true
+  local took
+  took=$(awk -v a="$start" -v b="$(now)" 'BEGIN {print b - a}')
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
   rm -rf "$work/model"
+  ((seen)) || { echo "cifar-train ended before its first step:" >&2; cat "$work/first-step.log" >&2; exit 1; }
+  rm -f "$work/first-step.log"
+  echo "$took"
 }
 from_bucket=() from_volume=()
 for _ in $(seq "$runs"); do

@@ -20,4 +20,4 @@ echo; echo "## 12. CIFAR-10 accuracy per way of training, beside PyTorch"
 echo; echo "## 15. Checkpoints in object storage against a local volume"; bash "$here/checkpoint_store.sh" "$build" 2>/dev/null
 echo; echo "## 16. Parameter server: mutual TLS against plaintext"; bash "$here/ps_tls.sh" "$build"
 echo; echo "## 19. A dataset fetched from object storage against curl"; bash "$here/dataset_fetch.sh" "$build" 2>/dev/null
-echo; echo "## 19. A pod's start to its first step, data in the bucket against a volume"; bash "$here/dataset_pod_start.sh" "$build" 2>/dev/null
+echo; echo "## 19 (continued). A pod's start to its first step, data in the bucket against a volume"; bash "$here/dataset_pod_start.sh" "$build" 2>/dev/null

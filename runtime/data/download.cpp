@@ -16,6 +16,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <thread>
 
 #include "http/curl_easy.h"
@@ -254,6 +255,7 @@ std::string as_md5(std::string_view text) {
 
 struct Md5::Context {
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx{EVP_MD_CTX_new(), EVP_MD_CTX_free};
+  std::string hex;  // once final
 };
 
 Md5::Md5() : context_(std::make_unique<Context>()) {
@@ -264,7 +266,10 @@ Md5::Md5() : context_(std::make_unique<Context>()) {
 Md5::~Md5() = default;
 
 void Md5::update(std::string_view bytes) {
-  EVP_DigestUpdate(context_->ctx.get(), bytes.data(), bytes.size());
+  if (!context_->hex.empty()) throw std::logic_error("Md5::update after hex()");
+  if (EVP_DigestUpdate(context_->ctx.get(), bytes.data(), bytes.size()) != 1) {
+    throw DataError("OpenSSL: MD5 update failed");
+  }
 }
 
 void Md5::update_from_file(const fs::path& file, int64_t length) {
@@ -283,11 +288,14 @@ void Md5::update_from_file(const fs::path& file, int64_t length) {
 }
 
 std::string Md5::hex() {
+  auto& hex = context_->hex;
+  if (!hex.empty()) return hex;
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  EVP_DigestFinal_ex(context_->ctx.get(), digest, &len);
+  if (EVP_DigestFinal_ex(context_->ctx.get(), digest, &len) != 1) {
+    throw DataError("OpenSSL: MD5 final failed");
+  }
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
   for (unsigned int i = 0; i < len; ++i) {
     hex += kHex[digest[i] >> 4U];
     hex += kHex[digest[i] & 0xFU];

@@ -46,7 +46,7 @@ class Md5 {
   void update(std::string_view bytes);
   // The bytes of `file` from its start, `length` of them at most (all: -1).
   void update_from_file(const std::filesystem::path& file, int64_t length = -1);
-  // Lowercase hex; the digest is final after this.
+  // Lowercase hex; the digest is final after the first call (update() then throws).
   std::string hex();
 
  private:

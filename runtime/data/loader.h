@@ -27,11 +27,11 @@ struct LoaderOptions {
   int num_workers = 2;  // augmentation threads
   int prefetch = 4;     // batches produced ahead of the consumer
   // Sharding: the epoch's permutation is read in global batches of `global_batch` positions (0:
-  // batch_size x world_size), of which this rank takes every world_size-th from `rank` on; a
-  // step's positions do not depend on the world size, so that a job whose world changes between
-  // steps drops and repeats no sample (docs/ARCHITECTURE.md, "Elastic jobs"). All ranks run the
-  // same number of batches; their sizes differ by at most one when global_batch is not a multiple
-  // of world_size.
+  // batch_size x world_size; set, it alone sizes the batches and batch_size is unused), of which
+  // this rank takes every world_size-th from `rank` on; a step's positions do not depend on the
+  // world size, so that a job whose world changes between steps drops and repeats no sample
+  // (docs/ARCHITECTURE.md, "Elastic jobs"). All ranks run the same number of batches; their sizes
+  // differ by at most one when global_batch is not a multiple of world_size.
   int64_t rank = 0;
   int64_t world_size = 1;
   int64_t global_batch = 0;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <exception>
 #include <fstream>
 #include <future>
 #include <map>
@@ -100,14 +101,14 @@ std::vector<storage::ObjectInfo> find_objects(storage::S3Client& client,
   return found;
 }
 
-// Appends the object's bytes from the partial file's end; returns the bytes moved. Up to
+// Appends the object's bytes from the partial file's end, adding each range to `moved`. Up to
 // `options.streams` ranged GETs are in flight at once (one connection cannot fill the link to a
 // store that is far away or throttles per connection), but they are written in order, so that
 // the partial file is always a prefix of the object: what a resume relies on. Each range is hashed
 // into `md5` (when given) as it is written, while the next ones are in flight.
-int64_t fetch_rest(storage::S3Client& client, const std::string& bucket,
-                   const storage::ObjectInfo& object, const fs::path& partial,
-                   const FetchOptions& options, Md5* md5) {
+void fetch_rest(storage::S3Client& client, const std::string& bucket,
+                const storage::ObjectInfo& object, const fs::path& partial,
+                const FetchOptions& options, Md5* md5, std::atomic<int64_t>& moved) {
   std::ofstream out(partial, std::ios::binary | std::ios::app);
   if (!out) throw DataError("cannot write " + quoted_path(partial));
   auto offset = static_cast<int64_t>(fs::file_size(partial));
@@ -116,7 +117,6 @@ int64_t fetch_rest(storage::S3Client& client, const std::string& bucket,
   // outlives this call when one fails.
   std::deque<std::future<std::string>> in_flight;
   int64_t next = offset;
-  int64_t moved = 0;
   while (offset < object.size) {
     while (static_cast<int>(in_flight.size()) < std::max(1, options.streams) &&
            next < object.size) {
@@ -140,8 +140,8 @@ int64_t fetch_rest(storage::S3Client& client, const std::string& bucket,
                         "); a restart fetches the new version");
       }
       throw_store_error("dataset object " + uri + " (" + std::to_string(offset) + " of " +
-                            std::to_string(object.size) +
-                            " bytes fetched; the fetch resumes there)",
+                            std::to_string(object.size) + " bytes fetched" +
+                            (e.transient() ? "; the fetch resumes there)" : ")"),
                         e);
     }
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -150,30 +150,27 @@ int64_t fetch_rest(storage::S3Client& client, const std::string& bucket,
     offset += static_cast<int64_t>(bytes.size());
     moved += static_cast<int64_t>(bytes.size());
   }
-  return moved;
 }
 
-// What fetching one file did.
+// A file in place: already there with the object's ETag, or fetched.
 struct FileOutcome {
   bool reused = false;
-  int64_t bytes = 0;
-  int64_t resumed = 0;
+  int64_t size = 0;
 };
 
 // One file of the dataset into `into`: kept if it is there with the object's ETag, else fetched
 // (resuming a partial copy of the same version), verified and renamed into place.
 FileOutcome fetch_file(storage::S3Client& client, const std::string& bucket,
                        const storage::ObjectInfo& object, const std::string& name,
-                       const fs::path& into, const FetchOptions& options) {
+                       const fs::path& into, const FetchOptions& options,
+                       std::atomic<int64_t>& moved) {
   const auto file = into / name;
   const auto etag_file = into / ("." + name + ".etag");
   // Without an ETag (a store that lists none) nothing is known to be this version: fetched anew.
   const bool versioned = !object.etag.empty();
-  FileOutcome outcome;
   if (versioned && fs::exists(file) && read_text(etag_file) == object.etag &&
       static_cast<int64_t>(fs::file_size(file)) == object.size) {
-    outcome.reused = true;
-    return outcome;
+    return {true, object.size};
   }
   const auto partial = into / (name + ".partial");
   const auto partial_etag = into / ("." + name + ".partial.etag");
@@ -187,12 +184,11 @@ FileOutcome fetch_file(storage::S3Client& client, const std::string& bucket,
   const auto expected_md5 = as_md5(object.etag);
   std::optional<Md5> md5;
   if (!expected_md5.empty()) md5.emplace();
-  if (fs::exists(partial)) {
-    outcome.resumed = static_cast<int64_t>(fs::file_size(partial));
-    if (md5) md5->update_from_file(partial, outcome.resumed);
+  if (md5 && fs::exists(partial)) {
+    md5->update_from_file(partial, static_cast<int64_t>(fs::file_size(partial)));
   }
   write_text(partial_etag, object.etag);
-  outcome.bytes = fetch_rest(client, bucket, object, partial, options, md5 ? &*md5 : nullptr);
+  fetch_rest(client, bucket, object, partial, options, md5 ? &*md5 : nullptr, moved);
   const auto size = static_cast<int64_t>(fs::file_size(partial));
   const auto md5_hex = md5 ? md5->hex() : "";
   if (size != object.size || md5_hex != expected_md5) {
@@ -206,15 +202,16 @@ FileOutcome fetch_file(storage::S3Client& client, const std::string& bucket,
   fs::rename(partial, file);
   write_text(etag_file, object.etag);
   fs::remove(partial_etag);
-  return outcome;
+  return {false, size};
 }
 
 // One pass over the files not yet done (`outcomes[i]` set once file i is in place), `files` at a
 // time: each one's MD5 is computed as its bytes arrive, on its own core. A failure stops the
-// others taking a new file; the first is rethrown once all stopped.
+// others taking a new file; once all stopped, a failure for good is rethrown before a store that
+// was away (waiting would not mend it).
 void fetch_pass(storage::S3Client& client, const storage::S3Location& from,
                 const CifarLayout& layout, const fs::path& into, const FetchOptions& options,
-                std::vector<std::optional<FileOutcome>>& outcomes) {
+                std::vector<std::optional<FileOutcome>>& outcomes, std::atomic<int64_t>& moved) {
   const auto objects = find_objects(client, from, layout);
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
@@ -224,8 +221,8 @@ void fetch_pass(storage::S3Client& client, const storage::S3Location& from,
       for (size_t file = next++; file < objects.size() && !failed; file = next++) {
         if (outcomes[file]) continue;
         try {
-          outcomes[file] =
-              fetch_file(client, from.bucket, objects[file], layout.files[file], into, options);
+          outcomes[file] = fetch_file(client, from.bucket, objects[file], layout.files[file], into,
+                                      options, moved);
         } catch (...) {
           failed = true;
           throw;
@@ -233,8 +230,19 @@ void fetch_pass(storage::S3Client& client, const storage::S3Location& from,
       }
     }));
   }
-  for (auto& fetcher : fetchers) fetcher.wait();
-  for (auto& fetcher : fetchers) fetcher.get();
+  std::exception_ptr away;
+  std::exception_ptr for_good;
+  for (auto& fetcher : fetchers) {
+    try {
+      fetcher.get();
+    } catch (const StoreAway&) {
+      if (!away) away = std::current_exception();
+    } catch (...) {
+      if (!for_good) for_good = std::current_exception();
+    }
+  }
+  if (for_good) std::rethrow_exception(for_good);
+  if (away) std::rethrow_exception(away);
 }
 
 }  // namespace
@@ -255,16 +263,25 @@ FetchReport fetch_dataset(storage::S3Client& client, const storage::S3Location& 
     const health::Wait waiting("another process's fetch into " + into.string(), "");
     return storage::FileLock(into / ".fetch");
   }();
-  // A store away (a restart, a failover, throttling) is waited for up to `options.patience`, each
-  // pass resuming where the last stopped; longer, the process ends and its restart resumes.
+  // A store away (a restart, a failover, throttling) is waited for up to `options.patience` from
+  // the first failure after the last progress, each pass resuming where the last stopped; longer,
+  // the process ends and its restart resumes.
   std::vector<std::optional<FileOutcome>> outcomes(layout.files.size());
+  std::atomic<int64_t> moved{0};
+  std::optional<std::chrono::steady_clock::time_point> away_since;
   auto backoff = std::chrono::seconds(1);
   for (;;) {
+    const int64_t moved_before = moved;
     try {
-      fetch_pass(client, from, layout, into, options, outcomes);
+      fetch_pass(client, from, layout, into, options, outcomes, moved);
       break;
     } catch (const StoreAway& e) {
-      const auto away = std::chrono::steady_clock::now() - started;
+      const auto now = std::chrono::steady_clock::now();
+      if (!away_since || moved > moved_before) {  // a new outage
+        away_since = now;
+        backoff = std::chrono::seconds(1);
+      }
+      const auto away = now - *away_since;
       if (away + backoff > options.patience) {
         throw DataError(
             std::string(e.what()) + "; the store did not answer for " +
@@ -278,16 +295,18 @@ FetchReport fetch_dataset(storage::S3Client& client, const storage::S3Location& 
       backoff = std::min(backoff * 2, std::chrono::seconds(30));
     }
   }
+  // Each fetched file is what a partial copy held before this call and what it moved.
   FetchReport report;
+  report.bytes = moved;
   for (const auto& outcome : outcomes) {
     if (outcome->reused) {
       ++report.reused;
-      continue;
+    } else {
+      ++report.fetched;
+      report.resumed += outcome->size;
     }
-    ++report.fetched;
-    report.bytes += outcome->bytes;
-    report.resumed += outcome->resumed;
   }
+  report.resumed -= report.bytes;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   spdlog::info("dataset {}: {} file(s) fetched ({:.1f} MB{}) in {:.1f} s, {} already in {}",

@@ -236,7 +236,8 @@ TEST(DatasetInAStoreThatIsAway, IsWaitedForAndFetchedOnceItIsBack) {
     store.start();
   });
   const auto waited = std::chrono::steady_clock::now();
-  const auto report = fetch_dataset(client, from, "cifar10", work / "b");
+  FetchReport report;
+  EXPECT_NO_THROW(report = fetch_dataset(client, from, "cifar10", work / "b"));
   restart.join();
   EXPECT_GE(std::chrono::steady_clock::now() - waited, std::chrono::seconds(6));
   EXPECT_EQ(report.fetched, 6);
