@@ -272,17 +272,14 @@ void Md5::update(std::string_view bytes) {
   }
 }
 
-void Md5::update_from_file(const fs::path& file, int64_t length) {
+void Md5::update_from_file(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in)
     throw DataError("cannot open " + quoted_path(file) + " for its MD5: " + std::strerror(errno));
   std::vector<char> buf(1U << 20U);
-  while (in && length != 0) {
-    const auto want = length < 0 ? static_cast<int64_t>(buf.size())
-                                 : std::min(length, static_cast<int64_t>(buf.size()));
-    in.read(buf.data(), static_cast<std::streamsize>(want));
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
     update(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
-    if (length > 0) length -= in.gcount();
   }
   if (in.bad()) throw DataError("read error in " + quoted_path(file) + " while computing its MD5");
 }

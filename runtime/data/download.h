@@ -1,7 +1,6 @@
 // Fetching the official dataset archives: download, verify the MD5, extract safely, atomically.
 #pragma once
 
-#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -44,8 +43,8 @@ class Md5 {
   Md5(const Md5&) = delete;
   Md5& operator=(const Md5&) = delete;
   void update(std::string_view bytes);
-  // The bytes of `file` from its start, `length` of them at most (all: -1).
-  void update_from_file(const std::filesystem::path& file, int64_t length = -1);
+  // The bytes of `file`, all of them.
+  void update_from_file(const std::filesystem::path& file);
   // Lowercase hex; the digest is final after the first call (update() then throws).
   std::string hex();
 

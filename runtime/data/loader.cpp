@@ -147,7 +147,6 @@ class DataLoader::Impl {
 
   [[nodiscard]] int64_t batches_per_epoch() const { return batches_; }
   [[nodiscard]] int64_t samples_per_epoch() const { return per_rank_; }
-  [[nodiscard]] int64_t global_batch() const { return options_.global_batch; }
   [[nodiscard]] const Dataset& dataset() const { return *data_; }
 
  private:
@@ -285,7 +284,6 @@ std::optional<Batch> DataLoader::next() { return impl_->next(); }
 
 int64_t DataLoader::batches_per_epoch() const { return impl_->batches_per_epoch(); }
 int64_t DataLoader::samples_per_epoch() const { return impl_->samples_per_epoch(); }
-int64_t DataLoader::global_batch() const { return impl_->global_batch(); }
 const Dataset& DataLoader::dataset() const { return impl_->dataset(); }
 
 }  // namespace cifar::data

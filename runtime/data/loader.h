@@ -65,7 +65,6 @@ class DataLoader {
 
   [[nodiscard]] int64_t batches_per_epoch() const;
   [[nodiscard]] int64_t samples_per_epoch() const;  // this rank's share
-  [[nodiscard]] int64_t global_batch() const;       // positions of the permutation a batch covers
   [[nodiscard]] const Dataset& dataset() const;
 
  private:

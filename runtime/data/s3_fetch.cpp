@@ -184,9 +184,7 @@ FileOutcome fetch_file(storage::S3Client& client, const std::string& bucket,
   const auto expected_md5 = as_md5(object.etag);
   std::optional<Md5> md5;
   if (!expected_md5.empty()) md5.emplace();
-  if (md5 && fs::exists(partial)) {
-    md5->update_from_file(partial, static_cast<int64_t>(fs::file_size(partial)));
-  }
+  if (md5 && fs::exists(partial)) md5->update_from_file(partial);
   write_text(partial_etag, object.etag);
   fetch_rest(client, bucket, object, partial, options, md5 ? &*md5 : nullptr, moved);
   const auto size = static_cast<int64_t>(fs::file_size(partial));
