@@ -239,7 +239,18 @@ void resolve_distributed(const CLI::App& app, const DistributedFlags& d, train::
   const char* tf_config = std::getenv(contract::env::kTfConfig);
   if (dist.strategy == train::Strategy::kAllReduce) {
     resolve_allreduce(dist, tf_config);
+    if (c.global_batch != 0 && c.global_batch < dist.allreduce.world_size) {
+      throw std::invalid_argument("--global-batch " + std::to_string(c.global_batch) +
+                                  " is smaller than the world (" +
+                                  std::to_string(dist.allreduce.world_size) +
+                                  " ranks): every rank needs a sample in every step");
+    }
     return;
+  }
+  if (c.global_batch != 0) {
+    throw std::invalid_argument(
+        "--global-batch needs --strategy allreduce (a parameter-server trainer's batch is "
+        "--batch-size)");
   }
   if (d.distributed) {
     dist.job = cluster::local_job(d.local);
@@ -294,6 +305,10 @@ void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, boo
   app.add_option(cli_names(flag::kBatchSize), c.batch_size, "Batch size")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--global-batch", c.global_batch,
+                 "--strategy allreduce: the samples of one step over all ranks, shared out among "
+                 "them whatever their number (default: --batch-size x the ranks)")
+      ->check(CLI::PositiveNumber);
   app.add_option(cli_names(flag::kContext), context,
                  "Device: cpu, cuda (cudnn is accepted for cuda)")
       ->check(CLI::IsMember({"cpu", "cuda", "cudnn"}))

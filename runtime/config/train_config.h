@@ -73,14 +73,18 @@ struct TrainConfig {
   // s3://BUCKET/PREFIX: the dataset's files in object storage, fetched into data_dir first
   // (data/s3_fetch.h), with the store settings the checkpoints use.
   std::string data_uri;
-  int64_t train_limit = 0;      // use only the first N training images (0 = all)
-  int64_t test_limit = 0;       // evaluate on only the first N test images (0 = all)
+  int64_t train_limit = 0;  // use only the first N training images (0 = all)
+  int64_t test_limit = 0;   // evaluate on only the first N test images (0 = all)
   int64_t synthetic_train_size = 5000;
   int64_t synthetic_test_size = 1000;
   bool augment = true;
   // Optimisation.
   int64_t epochs = 100;
   int64_t batch_size = 64;
+  // All-reduce: the samples of one step over all ranks (0: batch_size x the world), each rank
+  // taking its share of them, so that the world can change and the steps do not
+  // (docs/ARCHITECTURE.md, "Elastic jobs").
+  int64_t global_batch = 0;
   OptimizerOptions optimizer;
   ScheduleOptions schedule;
   double label_smoothing = 0;

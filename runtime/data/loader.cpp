@@ -198,6 +198,7 @@ class DataLoader::Impl {
     Batch batch;
     batch.index = b;
     batch.size = share(from, to, options_.rank, options_.world_size);
+    batch.global_size = to - from;
     batch.channels = d.channels;
     batch.height = d.height;
     batch.width = d.width;

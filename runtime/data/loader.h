@@ -39,8 +39,9 @@ struct LoaderOptions {
 
 // One batch, images N x C x H x W float32 (contiguous), labels int64.
 struct Batch {
-  int64_t index = 0;  // batch number within the epoch
-  int64_t size = 0;
+  int64_t index = 0;        // batch number within the epoch
+  int64_t size = 0;         // this rank's samples
+  int64_t global_size = 0;  // the step's samples over all ranks
   int64_t channels = 0;
   int64_t height = 0;
   int64_t width = 0;

@@ -17,6 +17,7 @@ data::LoaderOptions loader_options(const TrainConfig& config, const data::Channe
   o.augmentation.normalize = stats;
   o.seed = config.seed;
   o.num_workers = config.loader_workers;
+  if (training) o.global_batch = config.global_batch;
   return o;
 }
 

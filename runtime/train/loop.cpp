@@ -44,6 +44,11 @@ UpdatePlan plan_updates(const TrainConfig& config, const GradientExchange& excha
                         const data::DataLoader& loader, int64_t training_images) {
   UpdatePlan plan;
   plan.batches_per_epoch = loader.batches_per_epoch();
+  if (plan.batches_per_epoch == 0 && config.global_batch > 0) {
+    throw std::invalid_argument("global batch " + std::to_string(config.global_batch) +
+                                " is larger than the training set (" +
+                                std::to_string(training_images) + " images)");
+  }
   if (plan.batches_per_epoch == 0) {
     const auto place = exchange.place();
     throw std::invalid_argument(
@@ -127,6 +132,13 @@ EpochRecord epoch_record(Run& run, int64_t epoch, double lr) {
   return record;
 }
 
+// The weight of a trainer's mean loss that makes the mean of `count` trainers' gradients the
+// mean over the step's whole batch: 1 where the trainers' shares are equal; where the global
+// batch is not a multiple of the world, a share of n of it weighs n x count / global.
+double share_of_the_mean(int64_t n, int64_t global, int count) {
+  return static_cast<double>(n) * count / static_cast<double>(global);
+}
+
 void begin_epoch(Run& run) {
   run.progress.begin_epoch(run.state.epoch + 1);
   run.metrics.set_epoch(run.state.epoch + 1);
@@ -204,6 +216,7 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
     }
     const auto t_data = Clock::now();
     lr = learning_rate(config.schedule, state.step, plan.updates_per_epoch, plan.schedule_updates);
+    const double weight = share_of_the_mean(batch->size, batch->global_size, place.count);
     auto [images, labels] = to_tensors(std::move(*batch), device);
     torch::Tensor logits;
     {
@@ -215,7 +228,7 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
     const auto t_forward = Clock::now();
     model->zero_grad();
     exchange.begin_backward();
-    loss.backward();
+    (weight == 1.0 ? loss : loss * weight).backward();
     const auto t_backward = Clock::now();
     const auto loss_value = loss.item<double>();
     if (!std::isfinite(loss_value)) {

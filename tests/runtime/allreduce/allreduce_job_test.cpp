@@ -84,21 +84,30 @@ void expect_replicas_verified_every_step(const std::string& output, int ranks, i
   }
 }
 
-TEST(AllReduceJob, TwoRanksEqualSingleProcessTrainingWithTheGlobalBatch) {
+// Two ranks of batch 16, and three sharing a --global-batch of 32 unevenly (11, 11, 10: each
+// rank's loss weighted by its share), train as one process of batch 32 does.
+TEST(AllReduceJob, RanksEqualSingleProcessTrainingWithTheGlobalBatch) {
   TempDir work;
   const auto single = cifar::testing::run_process(
       command(work.path(), "single", {CIFAR_TRAIN_BIN}, {"-b", "32", "--max-steps", "6"}));
   ASSERT_EQ(single.exit_code, 0) << single.output;
-  const auto job = cifar::testing::run_process(
-      command(work.path(), "ranks", launch(2),
-              {"-b", "16", "--max-steps", "6", "--verify-replicas-every", "1"}));
-  ASSERT_EQ(job.exit_code, 0) << job.output;
-  expect_replicas_verified_every_step(job.output, 2, 6);
-  EXPECT_NE(job.output.find("[rank 1]"), std::string::npos) << job.output;
   const auto want = parameters_in(step_checkpoint(work.path() / "single", 6));
-  const auto got = parameters_in(step_checkpoint(work.path() / "ranks", 6));
-  expect_same_training(got, want);
-  cifar::testing::expect_moved_from_initialisation(got);
+  const std::vector<std::pair<int, std::vector<std::string>>> jobs = {
+      {2, {"-b", "16"}}, {3, {"--global-batch", "32"}}};
+  for (const auto& [ranks, batch] : jobs) {
+    SCOPED_TRACE(std::to_string(ranks) + " ranks");
+    const auto dir = "ranks-" + std::to_string(ranks);
+    auto args = batch;
+    args.insert(args.end(), {"--max-steps", "6", "--verify-replicas-every", "1"});
+    const auto job = cifar::testing::run_process(command(work.path(), dir, launch(ranks), args));
+    ASSERT_EQ(job.exit_code, 0) << job.output;
+    expect_replicas_verified_every_step(job.output, ranks, 6);
+    EXPECT_NE(job.output.find("[rank " + std::to_string(ranks - 1) + "]"), std::string::npos)
+        << job.output;
+    const auto got = parameters_in(step_checkpoint(work.path() / dir, 6));
+    expect_same_training(got, want);
+    cifar::testing::expect_moved_from_initialisation(got);
+  }
 }
 
 TEST(AllReduceJob, ThreeRanksOverlapAndNoOverlapGiveIdenticalParameters) {

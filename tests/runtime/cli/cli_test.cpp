@@ -147,18 +147,18 @@ TEST_P(BadUsageTest, ExitsWithCode2AndSaysWhy) {
 
 INSTANTIATE_TEST_SUITE_P(
     CommandLine, BadUsageTest,
-    ::testing::Values(BadUsage{{"--no-such-flag"}, "--no-such-flag"},
-                      BadUsage{{"-e", "0"}, "--epochs"}, BadUsage{{"-b", "lots"}, "--batch-size"},
-                      BadUsage{{"-m", "vgg99"}, "vgg99"}, BadUsage{{"-c", "tpu"}, "tpu"},
-                      BadUsage{{"--schedule", "sawtooth"}, "sawtooth"},
-                      BadUsage{{"--lr", "-1"}, "--lr"},
-                      BadUsage{{"--precision", "fp8"}, "{auto,fp32,bf16,fp16}"},
-                      BadUsage{{"--metrics-linger", "-1"}, "--metrics-linger"},
-                      BadUsage{{"--ps-stripes", "5"}, "--ps-stripes"},
-                      BadUsage{{"-d", "fashion-mnist", "-nc", "7", "-md", "/nonexistent/x"},
-                               "10 classes but -nc is 7"},
-                      BadUsage{{"-d", "cifar100", "-nc", "10", "--data-dir", "/nonexistent"},
-                               "-nc must be 100 or 20"}),
+    ::testing::Values(
+        BadUsage{{"--no-such-flag"}, "--no-such-flag"}, BadUsage{{"-e", "0"}, "--epochs"},
+        BadUsage{{"-b", "lots"}, "--batch-size"}, BadUsage{{"-m", "vgg99"}, "vgg99"},
+        BadUsage{{"-c", "tpu"}, "tpu"}, BadUsage{{"--schedule", "sawtooth"}, "sawtooth"},
+        BadUsage{{"--lr", "-1"}, "--lr"}, BadUsage{{"--precision", "fp8"}, "{auto,fp32,bf16,fp16}"},
+        BadUsage{{"--metrics-linger", "-1"}, "--metrics-linger"},
+        BadUsage{{"--ps-stripes", "5"}, "--ps-stripes"},
+        BadUsage{{"--global-batch", "64"}, "--global-batch needs --strategy allreduce"},
+        BadUsage{{"-d", "fashion-mnist", "-nc", "7", "-md", "/nonexistent/x"},
+                 "10 classes but -nc is 7"},
+        BadUsage{{"-d", "cifar100", "-nc", "10", "--data-dir", "/nonexistent"},
+                 "-nc must be 100 or 20"}),
     [](const ::testing::TestParamInfo<BadUsage>& param_info) {
       std::string name;
       for (const auto& arg : param_info.param.args) name += arg + "_";

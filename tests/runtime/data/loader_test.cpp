@@ -201,6 +201,7 @@ TEST(Loader, AGlobalBatchCoversTheSamePositionsWhateverTheWorld) {
       int64_t largest = 0;
       for (const auto& rank : read) {
         const auto& batch = rank[static_cast<size_t>(b)];
+        EXPECT_EQ(batch.global_size, b == 8 ? 4 / world * world : kGlobal) << "batch " << b;
         for (const int64_t id : ids_of(batch)) got.insert(id);
         smallest = std::min(smallest, batch.size);
         largest = std::max(largest, batch.size);
