@@ -162,24 +162,45 @@ struct CheckpointManager::Writer {
   }
 };
 
-std::string CheckpointManager::save(const torch::nn::Module& model,
-                                    const torch::optim::Optimizer& optimizer,
-                                    const TrainState& state) const {
-  return save(model, state, [&](torch::serialize::OutputArchive& archive) {
+namespace {
+
+CheckpointManager::ExtraWriter optimizer_writer(const torch::optim::Optimizer& optimizer) {
+  return [&optimizer](torch::serialize::OutputArchive& archive) {
     torch::serialize::OutputArchive optimizer_archive;
     optimizer.save(optimizer_archive);
     archive.write("optimizer", optimizer_archive);
-  });
+  };
 }
 
-std::string CheckpointManager::save(const torch::nn::Module& model, const TrainState& state,
-                                    const ExtraWriter& write_extra) const {
+std::string checkpoint_bytes(const torch::nn::Module& model, const TrainState& state,
+                             const CheckpointManager::ExtraWriter& write_extra,
+                             int64_t incarnation) {
   torch::serialize::OutputArchive archive;
   write_model(archive, model);
   write_extra(archive);
   write_state(archive, state);
-  archive.write("state/incarnation", scalar(fence_.incarnation()));
+  archive.write("state/incarnation", scalar(incarnation));
   archive.write("rng/cpu", cpu_rng_state());
+  return bytes_of(archive);
+}
+
+}  // namespace
+
+std::string CheckpointManager::to_bytes(const torch::nn::Module& model,
+                                        const torch::optim::Optimizer& optimizer,
+                                        const TrainState& state) const {
+  return checkpoint_bytes(model, state, optimizer_writer(optimizer), fence_.incarnation());
+}
+
+std::string CheckpointManager::save(const torch::nn::Module& model,
+                                    const torch::optim::Optimizer& optimizer,
+                                    const TrainState& state) const {
+  return save(model, state, optimizer_writer(optimizer));
+}
+
+std::string CheckpointManager::save(const torch::nn::Module& model, const TrainState& state,
+                                    const ExtraWriter& write_extra) const {
+  auto bytes = checkpoint_bytes(model, state, write_extra, fence_.incarnation());
 
   // Zero-padded step numbers keep lexical order equal to age.
   char number[64];
@@ -199,7 +220,7 @@ std::string CheckpointManager::save(const torch::nn::Module& model, const TrainS
     }
     uploader = writer_->uploader.get();
   }
-  uploader->submit({name, bytes_of(archive), state.step});
+  uploader->submit({name, std::move(bytes), state.step});
   return store_->location_of(name);
 }
 

@@ -100,6 +100,11 @@ class CheckpointManager {
   [[nodiscard]] std::string location_of(const std::string& name) const;
   [[nodiscard]] const storage::Store& store() const { return *store_; }
 
+  // A checkpoint's bytes, as save() writes them (the incarnation of `fence`), without a store:
+  // how a rank of an all-reduce job hands what it holds in memory to the others.
+  [[nodiscard]] std::string to_bytes(const torch::nn::Module& model,
+                                     const torch::optim::Optimizer& optimizer,
+                                     const TrainState& state) const;
   // Restores a checkpoint given as its bytes, as load_latest does: how the ranks of an all-reduce
   // job all continue from the one that rank 0 read. Throws if it does not fit the model and
   // optimizer.

@@ -8,6 +8,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,9 +43,10 @@ struct UpdatePlan {
 };
 
 // The model the exchange takes over: built, on its device and (where the exchange asked for it)
-// initialised from data.
+// initialised from data. Shared: what an exchange hands on after the loop ended (an all-reduce
+// rank's state, for the next group) is read from a model that outlives the loop.
 struct TrainableModel {
-  models::Classifier& model;
+  std::shared_ptr<models::Classifier> model;
   std::vector<torch::Tensor> parameters;  // those with requires_grad, in registration order
   std::vector<torch::Tensor> buffers;     // BatchNorm's running statistics
 };
@@ -81,6 +83,10 @@ class GradientExchange {
   // After backward: turns this trainer's gradients into the next parameters at rate `lr`.
   // Throws std::runtime_error when the job cannot go on (a rank or a PS gone for good).
   virtual UpdateResult update(double lr) = 0;
+
+  // Where training stands after start() and after each update: what an exchange that hands its
+  // state to other trainers (an all-reduce rank regrouping) holds besides the model.
+  virtual void committed(const TrainState& /*state*/) {}
 
   // After each update that did not end the job: whether the job stops at this step, given
   // whether this process was asked to (train/graceful_stop.h). Trainers that step together must

@@ -17,7 +17,7 @@ LocalExchange::LocalExchange(const TrainConfig& config, Fence fence)
                    std::move(fence)) {}
 
 void LocalExchange::prepare(const TrainableModel& model) {
-  model_ = &model.model;
+  model_ = model.model;
   optimizer_ = make_optimizer(config_.optimizer, config_.schedule.base_lr, model.parameters);
 }
 
@@ -25,6 +25,10 @@ TrainState LocalExchange::resume_from_bytes(const std::string& bytes) {
   const auto state = CheckpointManager::load_bytes(bytes, *model_, *optimizer_);
   step_ = state.step;
   return state;
+}
+
+std::string LocalExchange::state_bytes(const TrainState& state) const {
+  return checkpoints_.to_bytes(*model_, *optimizer_, state);
 }
 
 TrainState LocalExchange::start(const TrainableModel& model, const UpdatePlan& /*plan*/,

@@ -36,11 +36,13 @@ class LocalExchange : public GradientExchange {
   void prepare(const TrainableModel& model);
   // Continues from a checkpoint given as its file's bytes (CheckpointManager::load_bytes).
   TrainState resume_from_bytes(const std::string& bytes);
+  // The model and the optimizer as they are now, at `state`, in a checkpoint's bytes.
+  [[nodiscard]] std::string state_bytes(const TrainState& state) const;
 
  private:
   const TrainConfig& config_;
   CheckpointManager checkpoints_;
-  models::Classifier* model_ = nullptr;
+  std::shared_ptr<models::Classifier> model_;
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   int64_t step_ = 0;
 };

@@ -65,9 +65,9 @@ UpdatePlan plan_updates(const TrainConfig& config, const GradientExchange& excha
   return plan;
 }
 
-TrainableModel trainable(models::Classifier& model) {
-  TrainableModel parts{model, {}, model.buffers()};
-  for (auto& p : model.parameters()) {
+TrainableModel trainable(const std::shared_ptr<models::Classifier>& model) {
+  TrainableModel parts{model, {}, model->buffers()};
+  for (auto& p : model->parameters()) {
     if (p.requires_grad()) parts.parameters.push_back(p);
   }
   return parts;
@@ -171,7 +171,8 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
   model->to(device);
   if (exchange.initializes_model()) model->init_from_data(init_sample(train_set, stats, device));
 
-  TrainState state = exchange.start(trainable(*model), plan, metrics);
+  TrainState state = exchange.start(trainable(model), plan, metrics);
+  exchange.committed(state);
   if (place.chief) fence.record_resumed_step(state.step);
   // A SIGTERM from here on stops at a step boundary with the step saved. Opened before the line
   // below, so that whoever reads that line knows a stop is no longer an immediate exit.
@@ -288,6 +289,7 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
       monitor->raise_if_failed();
       publish_store_health(metrics, checkpoints.store(), checkpoints.saved_step());
     }
+    exchange.committed(state);
     if (!done && exchange.agree_to_stop(stop_requested())) {
       result.stopped = true;
       break;

@@ -20,11 +20,13 @@ using metrics::seconds_since;
 
 AllReduceExchange::AllReduceExchange(const train::TrainConfig& config,
                                      c10::intrusive_ptr<c10d::ProcessGroup> group,
-                                     BucketOptions options, train::Fence fence)
+                                     BucketOptions options, train::Fence fence,
+                                     std::optional<std::string> held)
     : LocalExchange(config, std::move(fence)),
       group_(std::move(group)),
       options_(options),
-      verify_every_(config.distributed.allreduce.verify_replicas_every) {}
+      verify_every_(config.distributed.allreduce.verify_replicas_every),
+      held_(std::move(held)) {}
 
 AllReduceExchange::~AllReduceExchange() = default;
 
@@ -41,24 +43,12 @@ train::TrainState AllReduceExchange::start(const train::TrainableModel& model,
   replica_ = model.parameters;
   replica_.insert(replica_.end(), buffers_.begin(), buffers_.end());
   prepare(model);
-  // A distributed run always resumes, as a PS job does (--resume or not): rank 0 reads the run's
-  // newest readable checkpoint, and every rank restores those same bytes. So ranks that restarted
-  // (a lost pod, a suspend and resume) agree on the step, the weights, the optimizer's state and
-  // the RNG without any of them but rank 0 needing to see the checkpoint volume.
-  std::string newest;
-  std::string source;
-  if (rank() == 0) {
-    if (auto found = checkpoints_of_run().newest_readable()) {
-      source = checkpoints_of_run().location_of(found->first);
-      newest = std::move(found->second);
-    }
-  }
-  newest = broadcast_bytes(*group_, newest, options_.timeout);
+  const auto [newest, source] = newest_state();
   train::TrainState state;
   if (!newest.empty()) {
     state = resume_from_bytes(newest);
-    spdlog::info("rank {}: resumed at step {} (epoch {}) from rank 0's newest checkpoint{}", rank(),
-                 state.step, state.epoch, source.empty() ? "" : " " + source);
+    spdlog::info("rank {}: resumed at step {} (epoch {}) from {}", rank(), state.step, state.epoch,
+                 source);
   }
   // Fresh: rank 0's initial parameters for all. Resumed: already equal; the same call keeps it so.
   broadcast_coalesced(*group_, replica_, options_.timeout);
@@ -68,6 +58,44 @@ train::TrainState AllReduceExchange::start(const train::TrainableModel& model,
                static_cast<double>(options_.first_cap_bytes) / (1 << 20),
                options_.overlap ? "on" : "off");
   return state;
+}
+
+std::pair<std::string, std::string> AllReduceExchange::newest_state() {
+  // The ranks left after a peer was lost hold, in memory, every step they completed: the newest
+  // of those (the ranks may differ by the step in flight) is handed to all, so that nothing
+  // trained is lost and nobody but its holder touches the checkpoints.
+  const int64_t held_step = held_ ? train::CheckpointManager::state_from_bytes(*held_).step : -1;
+  const int holder = holder_of_newest(*group_, held_step, options_.timeout);
+  if (holder >= 0) {
+    auto bytes = broadcast_bytes(*group_, held_.value_or(""), options_.timeout, holder);
+    held_.reset();
+    return {std::move(bytes), "rank " + std::to_string(holder) + "'s memory (no checkpoint read)"};
+  }
+  // Nobody holds a state (the job's start, a suspend and resume): as a PS job does, a distributed
+  // run always resumes (--resume or not): rank 0 reads the run's newest readable checkpoint, and
+  // every rank restores those same bytes. So ranks that restarted agree on the step, the weights,
+  // the optimizer's state and the RNG without any of them but rank 0 needing to see the
+  // checkpoint volume.
+  std::string newest;
+  std::string source;
+  if (rank() == 0) {
+    if (auto found = checkpoints_of_run().newest_readable()) {
+      source = " " + checkpoints_of_run().location_of(found->first);
+      newest = std::move(found->second);
+    }
+  }
+  return {broadcast_bytes(*group_, newest, options_.timeout),
+          "rank 0's newest checkpoint" + source};
+}
+
+void AllReduceExchange::committed(const train::TrainState& state) {
+  committed_ = state;
+  stepping_ = false;
+}
+
+std::optional<std::string> AllReduceExchange::held_state() const {
+  if (!committed_ || stepping_) return std::nullopt;
+  return state_bytes(*committed_);
 }
 
 std::string AllReduceExchange::describe() const {
@@ -84,6 +112,7 @@ train::UpdateResult AllReduceExchange::update(double lr) {
   // rank 0's, as PyTorch DDP's broadcast_buffers does.
   if (!buffers_.empty()) broadcast_coalesced(*group_, buffers_, options_.timeout);
   double communication = seconds_since(start);
+  stepping_ = true;  // the model is a step ahead of the state until committed()
   auto result = LocalExchange::update(lr);
   if (verify_every_ > 0 && result.step % verify_every_ == 0) {
     const auto verify_start = std::chrono::steady_clock::now();

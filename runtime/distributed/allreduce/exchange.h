@@ -1,12 +1,15 @@
 // The all-reduce exchange: every rank trains like a single process (train/local_exchange.h) on
 // its share of each epoch, with the gradients averaged over the ranks by c10d during backward
 // (gradient_buckets.h) before each optimizer step. Rank 0's initial parameters are broadcast,
-// BatchNorm's buffers follow rank 0's after every step, and rank 0 is the chief.
+// BatchNorm's buffers follow rank 0's after every step, and rank 0 is the chief. When its group
+// breaks, a rank keeps what it trained (held_state) for the next group, which continues from the
+// newest state any of its ranks holds rather than from a checkpoint.
 #pragma once
 
 #include <c10/util/intrusive_ptr.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,13 +24,16 @@ namespace cifar::allreduce {
 
 class AllReduceExchange final : public train::LocalExchange {
  public:
-  // `fence`: rank 0's, as the run's chief (none for the others).
+  // `fence`: rank 0's, as the run's chief (none for the others). `held`: what this rank's
+  // exchange of the group before held (held_state()), if anything.
   AllReduceExchange(const train::TrainConfig& config, c10::intrusive_ptr<c10d::ProcessGroup> group,
-                    BucketOptions options, train::Fence fence);
+                    BucketOptions options, train::Fence fence,
+                    std::optional<std::string> held = std::nullopt);
   ~AllReduceExchange() override;
 
   [[nodiscard]] train::TrainerPlace place() const override;
-  // Every rank continues from the same checkpoint (the model dir on a shared volume), or fails.
+  // Every rank continues from the newest state a rank of the group holds in memory (handed over
+  // by that rank), or else from rank 0's newest checkpoint, or from rank 0's initial parameters.
   train::TrainState start(const train::TrainableModel& model, const train::UpdatePlan& plan,
                           metrics::RuntimeMetrics& metrics) override;
   [[nodiscard]] std::string describe() const override;
@@ -39,11 +45,18 @@ class AllReduceExchange final : public train::LocalExchange {
   // One tiny all-reduce (max) of the ranks' stop requests, so that all stop after the same step
   // and rank 0's checkpoint is every rank's state.
   bool agree_to_stop(bool asked) override;
+  void committed(const train::TrainState& state) override;
+  // The model and optimizer at the last step every rank completed, in a checkpoint's bytes: what
+  // this rank hands to the next group. Nothing before start(), or where an update was under way
+  // (this rank's parameters may then be a step ahead of its state).
+  [[nodiscard]] std::optional<std::string> held_state() const;
   // Logs what the all-reduce cost; rank 0 writes the done marker.
   void finish(const train::TrainState& state) override;
 
  private:
   [[nodiscard]] int rank() const;
+  // The group's newest state and where it came from (for the log); empty: nothing to continue.
+  std::pair<std::string, std::string> newest_state();
 
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
   BucketOptions options_;
@@ -53,6 +66,9 @@ class AllReduceExchange final : public train::LocalExchange {
   std::vector<torch::Tensor> replica_;  // what must be equal on every rank: parameters, buffers
   int64_t verified_ = 0;
   double stop_agreement_seconds_ = 0;  // in agree_to_stop, over the run
+  std::optional<std::string> held_;    // from the group before, until start() hands it over
+  std::optional<train::TrainState> committed_;
+  bool stepping_ = false;  // an update changed the model since the last committed()
 };
 
 }  // namespace cifar::allreduce

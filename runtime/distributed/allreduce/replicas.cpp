@@ -3,6 +3,7 @@
 #include <torch/csrc/utils/tensor_flatten.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -39,13 +40,14 @@ void wait_for_peers(const c10d::ProcessGroup& group, const c10::intrusive_ptr<c1
 }  // namespace
 
 void broadcast_coalesced(c10d::ProcessGroup& group, const std::vector<torch::Tensor>& tensors,
-                         std::chrono::milliseconds timeout) {
+                         std::chrono::milliseconds timeout, int root) {
   torch::NoGradGuard no_grad;
   std::map<torch::ScalarType, std::vector<torch::Tensor>> by_dtype;
   for (const auto& t : tensors) by_dtype[t.scalar_type()].push_back(t);
   for (const auto& [dtype, same_dtype] : by_dtype) {
     std::vector<torch::Tensor> flat{torch::utils::flatten_dense_tensors(same_dtype)};
     c10d::BroadcastOptions options;
+    options.rootRank = root;
     options.timeout = timeout;
     wait_for_peers(group, group.broadcast(flat, options), timeout, "broadcast");
     const auto received = torch::utils::unflatten_dense_tensors(flat[0], same_dtype);
@@ -54,14 +56,14 @@ void broadcast_coalesced(c10d::ProcessGroup& group, const std::vector<torch::Ten
 }
 
 std::string broadcast_bytes(c10d::ProcessGroup& group, const std::string& bytes,
-                            std::chrono::milliseconds timeout) {
+                            std::chrono::milliseconds timeout, int root) {
   auto size = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64);
-  broadcast_coalesced(group, {size}, timeout);
+  broadcast_coalesced(group, {size}, timeout, root);
   const auto n = size.item<int64_t>();
   if (n == 0) return {};
   auto buffer = torch::empty({n}, torch::kUInt8);
-  if (group.getRank() == 0) std::memcpy(buffer.data_ptr(), bytes.data(), bytes.size());
-  broadcast_coalesced(group, {buffer}, timeout);
+  if (group.getRank() == root) std::memcpy(buffer.data_ptr(), bytes.data(), bytes.size());
+  broadcast_coalesced(group, {buffer}, timeout, root);
   return {static_cast<const char*>(buffer.data_ptr()), static_cast<size_t>(n)};
 }
 
@@ -75,6 +77,23 @@ uint64_t bitwise_digest(const std::vector<torch::Tensor>& tensors) {
     digest = combine(digest, std::hash<std::string_view>{}(bytes));
   }
   return digest;
+}
+
+int holder_of_newest(c10d::ProcessGroup& group, int64_t step, std::chrono::milliseconds timeout) {
+  // One maximum over (step + 1, then the complement of the rank) packed in an int64: the step
+  // in the high bits, so that the largest step wins, and among equal steps the lowest rank.
+  constexpr int kRankBits = 20;
+  constexpr int64_t kRankMask = (int64_t{1} << kRankBits) - 1;
+  const int64_t packed = ((std::max<int64_t>(step, -1) + 1) << kRankBits) |
+                         (kRankMask - static_cast<int64_t>(group.getRank()));
+  std::vector<torch::Tensor> buffer{torch::tensor({packed}, torch::kInt64)};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::MAX;
+  options.timeout = timeout;
+  wait_for_peers(group, group.allreduce(buffer, options), timeout, "newest-state all-reduce");
+  const auto newest = buffer[0].item<int64_t>();
+  if ((newest >> kRankBits) == 0) return -1;  // every step negative: nobody holds a state
+  return static_cast<int>(kRankMask - (newest & kRankMask));
 }
 
 void verify_replicas(c10d::ProcessGroup& group, const std::vector<torch::Tensor>& tensors,

@@ -19,15 +19,19 @@ class ProcessGroup;
 
 namespace cifar::allreduce {
 
-// Collective: makes every rank's `tensors` equal to rank 0's, one broadcast per dtype (the
+// Collective: makes every rank's `tensors` equal to rank `root`'s, one broadcast per dtype (the
 // tensors flattened into one buffer). Throws std::runtime_error after `timeout`.
 void broadcast_coalesced(c10d::ProcessGroup& group, const std::vector<torch::Tensor>& tensors,
-                         std::chrono::milliseconds timeout);
+                         std::chrono::milliseconds timeout, int root = 0);
 
-// Collective: every rank gets rank 0's `bytes` (of any length, none included); the others' are
-// ignored.
+// Collective: every rank gets rank `root`'s `bytes` (of any length, none included); the others'
+// are ignored.
 std::string broadcast_bytes(c10d::ProcessGroup& group, const std::string& bytes,
-                            std::chrono::milliseconds timeout);
+                            std::chrono::milliseconds timeout, int root = 0);
+
+// Collective: the lowest rank among those whose `step` is the largest, or -1 where every rank's
+// is negative: which rank holds the newest state, to hand it to the others.
+int holder_of_newest(c10d::ProcessGroup& group, int64_t step, std::chrono::milliseconds timeout);
 
 // A 64-bit digest of the tensors' bytes (shape and dtype included), in order. Equal digests for
 // bitwise-equal tensors; any flipped bit changes it (with overwhelming probability).

@@ -5,6 +5,7 @@
 
 #include <exception>
 #include <optional>
+#include <string>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
 #include "distributed/allreduce/exchange.h"
@@ -50,6 +51,8 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
   // stop (its pod drained or deleted): this rank waits for that rank's replacement, and a stop
   // asked of it meanwhile ends the wait with nothing lost.
   std::optional<train::TrainResult> saved_stop;
+  // What this rank trained, kept from a group that broke for the next (AllReduceExchange).
+  std::optional<std::string> held;
   while (true) {
     c10::intrusive_ptr<c10d::ProcessGroup> group;
     try {
@@ -65,11 +68,13 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
       return *saved_stop;
     }
     stop_window.reset();
-    AllReduceExchange exchange(rank_config, std::move(group), options, fence);
+    AllReduceExchange exchange(rank_config, std::move(group), options, fence, std::move(held));
     try {
-      // Every round starts from rank 0's newest checkpoint (AllReduceExchange::start).
+      // Every round starts from the newest state a rank holds, or else rank 0's newest checkpoint
+      // (AllReduceExchange::start).
       const auto result = train::run_training(rank_config, exchange, fence, stop_window);
       if (!result.stopped || train::stop_requested()) return result;
+      held = exchange.held_state();
       spdlog::info(
           "rank {}: the ranks stopped after step {} with it saved; waiting up to {} s "
           "for the group to form again with the stopped rank's replacement",
@@ -84,8 +89,10 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
             ar.rank);
         throw;
       }
-      spdlog::warn("rank {}: {}; waiting up to {} s for the group to form again", ar.rank, e.what(),
-                   ar.rendezvous_timeout_seconds);
+      held = exchange.held_state();
+      spdlog::warn("rank {}: {}; waiting up to {} s for the group to form again{}", ar.rank,
+                   e.what(), ar.rendezvous_timeout_seconds,
+                   held ? ", holding the state of every step it completed" : "");
       saved_stop.reset();
     }
     rendezvous.broken();

@@ -131,7 +131,7 @@ train::TrainState ParameterServerExchange::start(const train::TrainableModel& mo
                                                  metrics::RuntimeMetrics& metrics) {
   const auto& dist = config_.distributed;
   const auto trainer = place();
-  model_ = &model.model;
+  model_ = model.model;
   total_updates_ = plan.total_updates;
   staging_ = std::make_unique<HostStaging>(*model_);
   const int servers = static_cast<int>(dist.job.cluster.ps.size());

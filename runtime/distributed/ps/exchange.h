@@ -56,7 +56,7 @@ class ParameterServerExchange final : public train::GradientExchange {
   const train::TrainConfig& config_;
   Mode mode_;
   train::CheckpointManager checkpoints_;
-  models::Classifier* model_ = nullptr;
+  std::shared_ptr<models::Classifier> model_;
   std::unique_ptr<HostStaging> staging_;
   std::unique_ptr<PsClient> client_;
   int64_t total_updates_ = 0;

@@ -1,8 +1,8 @@
 // Whole all-reduce jobs as real processes on loopback (Gloo): `cifar-train launch -n N` equals
 // single-process training with the global batch, overlap and no-overlap give identical
-// parameters, a killed rank's replacement joins the ranks left inside their processes (and a rank
-// never replaced ends them with a clear error), and a job resumed from its checkpoint ends where
-// an uninterrupted one does.
+// parameters, a killed rank's replacement joins the ranks left inside their processes, which
+// hand it what they trained (and a rank never replaced ends them with a clear error), and a job
+// resumed from its checkpoint ends where an uninterrupted one does.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -453,11 +453,19 @@ TEST(AllReduceJob, ALostRanksReplacementJoinsTheRankLeftInsideItsProcess) {
   EXPECT_EQ(replacement0.wait(), 0) << read_file(work.path() / "replacement0.log");
   EXPECT_EQ(replacement1.wait(), 0) << read_file(work.path() / "replacement1.log");
 
-  // The ranks left waited in their process, and went on from a checkpoint with their peer.
+  // The ranks left waited in their process, and went on with their peer from the steps they had
+  // completed, handed over from memory (a checkpoint would lose the steps since it): rank 0 its
+  // own; after rank 0 was lost, rank 1 handed its state to rank 0's new process.
   const auto log0 = read_file(work.path() / "rank0.log");
   const auto log1 = read_file(work.path() / "replacement1.log");
+  const auto log0_again = read_file(work.path() / "replacement0.log");
   EXPECT_GE(resumed_after_wait(log0), 4) << log0;
+  EXPECT_NE(log0.find("holding the state of every step it completed"), std::string::npos) << log0;
+  EXPECT_NE(log0.find("from rank 0's memory (no checkpoint read)"), std::string::npos) << log0;
   EXPECT_GE(resumed_after_wait(log1), 36) << log1;
+  EXPECT_NE(log1.find("from rank 1's memory (no checkpoint read)"), std::string::npos) << log1;
+  EXPECT_NE(log0_again.find("from rank 1's memory (no checkpoint read)"), std::string::npos)
+      << log0_again;
   EXPECT_NE(log1.find("of round 0 via"), std::string::npos) << log1;  // the new store's first
   expect_same_training(parameters_in(step_checkpoint(dir, 72)),
                        parameters_in(step_checkpoint(work.path() / "whole", 72)));
