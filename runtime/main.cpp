@@ -13,6 +13,7 @@
 #include "cli/certs.h"
 #include "cli/launch.h"
 #include "cli/options.h"
+#include "cli/rendezvous_store.h"
 #include "contract/exit_codes.h"
 #include "contract/flags.h"
 #include "data/dataset.h"
@@ -149,6 +150,9 @@ int run_or_explain(const cifar::cli::ParsedCommandLine& parsed) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "certs") return cifar::cli::make_certificates(argc, argv);
+  if (argc > 1 && std::string(argv[1]) == "rendezvous-store") {
+    return cifar::cli::serve_rendezvous_store(argc, argv);
+  }
   if (argc > 1 && std::string(argv[1]) == "launch") {
     return cifar::cli::launch_local_ranks(argc, argv);  // forwards SIGTERM to its ranks
   }

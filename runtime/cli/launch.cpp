@@ -13,16 +13,13 @@
 #include <thread>
 #include <vector>
 
+#include "cli/stop_signal.h"
 #include "contract/env.h"
 #include "contract/flags.h"
 #include "contract/ports.h"
 
 namespace cifar::cli {
 namespace {
-
-volatile std::sig_atomic_t g_stop_signal = 0;
-
-void remember_signal(int signal) { g_stop_signal = signal; }
 
 // Exit code of a waited-for child as a shell reports it (128 + signal when killed).
 int exit_code_of(int status) {
@@ -75,6 +72,12 @@ int launch_local_ranks(int argc, const char* const argv[]) {
   }
   std::vector<std::string> args{"cifar-train"};
   const auto rest = app.remaining();
+  if (std::find(rest.begin(), rest.end(), "--min-ranks") != rest.end()) {
+    std::cerr << "cifar-train launch: an elastic job (--min-ranks) is not launched here yet: run "
+                 "'cifar-train rendezvous-store --port P' and each rank with MASTER_ADDR, "
+                 "MASTER_PORT=P, WORLD_SIZE (the most ranks) and RANK set\n";
+    return 2;
+  }
   args.insert(args.end(), rest.begin(), rest.end());
   const auto strategy = contract::flag::kStrategy.name;
   if (std::find(rest.begin(), rest.end(), strategy) == rest.end()) {
@@ -82,8 +85,7 @@ int launch_local_ranks(int argc, const char* const argv[]) {
     args.emplace_back("allreduce");
   }
 
-  std::signal(SIGINT, remember_signal);
-  std::signal(SIGTERM, remember_signal);
+  catch_stop_signals();
   std::vector<pid_t> children;
   children.reserve(static_cast<size_t>(ranks));
   for (int rank = 0; rank < ranks; ++rank) {

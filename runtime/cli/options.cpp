@@ -154,6 +154,21 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
       ->check(CLI::PositiveNumber)
       ->group(ar_group)
       ->capture_default_str();
+  app.add_option(
+         "--min-ranks", ar.min_world_size,
+         "An elastic job: trains with any number of ranks from this to WORLD_SIZE, going on "
+         "without a rank that is lost and taking in ranks that come at a step boundary; "
+         "the ranks meet at a store of their own (cifar-train rendezvous-store at "
+         "MASTER_ADDR:MASTER_PORT) and a step covers --global-batch samples (default: "
+         "--batch-size x WORLD_SIZE) whatever their number")
+      ->check(CLI::PositiveNumber)
+      ->group(ar_group);
+  app.add_option("--rendezvous-settle", ar.settle_seconds,
+                 "An elastic job: seconds a round with at least --min-ranks ranks waits for more "
+                 "after the last one joined")
+      ->check(CLI::PositiveNumber)
+      ->group(ar_group)
+      ->capture_default_str();
   app.add_option("--verify-replicas-every", ar.verify_replicas_every,
                  "Check every N steps that all ranks hold bit-identical parameters and buffers "
                  "(one small all-reduce of a digest; 0: never)")
@@ -239,6 +254,16 @@ void resolve_distributed(const CLI::App& app, const DistributedFlags& d, train::
   const char* tf_config = std::getenv(contract::env::kTfConfig);
   if (dist.strategy == train::Strategy::kAllReduce) {
     resolve_allreduce(dist, tf_config);
+    const auto& ar = dist.allreduce;
+    if (!dist.job.is_trainer()) return;  // the evaluator: no rank, no batch
+    if (ar.min_world_size > ar.world_size) {
+      throw std::invalid_argument("--min-ranks " + std::to_string(ar.min_world_size) +
+                                  " is more than the ranks of the job (WORLD_SIZE " +
+                                  std::to_string(ar.world_size) + ")");
+    }
+    // An elastic job's steps do not depend on how many ranks it has: the global batch is that of
+    // the largest world.
+    if (ar.min_world_size > 0 && c.global_batch == 0) c.global_batch = c.batch_size * ar.world_size;
     if (c.global_batch != 0 && c.global_batch < dist.allreduce.world_size) {
       throw std::invalid_argument("--global-batch " + std::to_string(c.global_batch) +
                                   " is smaller than the world (" +
@@ -251,6 +276,9 @@ void resolve_distributed(const CLI::App& app, const DistributedFlags& d, train::
     throw std::invalid_argument(
         "--global-batch needs --strategy allreduce (a parameter-server trainer's batch is "
         "--batch-size)");
+  }
+  if (dist.allreduce.min_world_size != 0) {
+    throw std::invalid_argument("--min-ranks needs --strategy allreduce");
   }
   if (d.distributed) {
     dist.job = cluster::local_job(d.local);

@@ -31,6 +31,12 @@ struct Options {
   // How long a rank waits for every rank to join its group: at the start, and after a peer was
   // lost, for the lost rank's replacement (rendezvous.h).
   double rendezvous_timeout_seconds = 300;
+  // An elastic job (min_world_size > 0): a round closes with any number of ranks from
+  // min_world_size to world_size (its maximum), once no rank joined for `settle_seconds`; each
+  // rank's place in a round is the order it joined in, and the store is a process of its own
+  // (`cifar-train rendezvous-store`), not rank 0's (docs/ARCHITECTURE.md, "Elastic jobs").
+  int min_world_size = 0;
+  double settle_seconds = 3;
   int64_t verify_replicas_every = 0;  // steps between bitwise checks that ranks agree (0: never)
 };
 

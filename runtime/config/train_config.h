@@ -46,7 +46,8 @@ struct DistributedOptions {
   [[nodiscard]] std::string who() const {
     if (!enabled) return "trainer";
     if (strategy == Strategy::kAllReduce && job.is_trainer()) {
-      return "rank " + std::to_string(allreduce.rank);
+      // An elastic job's ranks change places from round to round: its processes are slots.
+      return (allreduce.min_world_size > 0 ? "slot " : "rank ") + std::to_string(allreduce.rank);
     }
     return job.task_name();
   }

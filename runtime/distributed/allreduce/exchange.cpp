@@ -21,12 +21,14 @@ using metrics::seconds_since;
 AllReduceExchange::AllReduceExchange(const train::TrainConfig& config,
                                      c10::intrusive_ptr<c10d::ProcessGroup> group,
                                      BucketOptions options, train::Fence fence,
-                                     std::optional<std::string> held)
+                                     std::optional<std::string> held,
+                                     std::function<bool()> ranks_waiting)
     : LocalExchange(config, std::move(fence)),
       group_(std::move(group)),
       options_(options),
       verify_every_(config.distributed.allreduce.verify_replicas_every),
-      held_(std::move(held)) {}
+      held_(std::move(held)),
+      ranks_waiting_(std::move(ranks_waiting)) {}
 
 AllReduceExchange::~AllReduceExchange() = default;
 
@@ -126,7 +128,8 @@ train::UpdateResult AllReduceExchange::update(double lr) {
 
 bool AllReduceExchange::agree_to_stop(bool asked) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<torch::Tensor> flag{torch::tensor({asked ? 1 : 0}, torch::kInt32)};
+  const bool waiting = rank() == 0 && ranks_waiting_ && ranks_waiting_();
+  std::vector<torch::Tensor> flag{torch::tensor({asked ? 1 : 0, waiting ? 1 : 0}, torch::kInt32)};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
   options.timeout = options_.timeout;
@@ -138,9 +141,14 @@ bool AllReduceExchange::agree_to_stop(bool asked) {
                    std::to_string(group_->getSize()) +
                    "): another rank died or did not answer: " + e.what());
   }
-  const bool stop = flag[0].item<int32_t>() != 0;
+  const bool stop = flag[0][0].item<int32_t>() != 0;
   stop_agreement_seconds_ += seconds_since(start);
   if (stop && !asked) spdlog::info("rank {}: another rank was asked to stop; stopping too", rank());
+  if (!stop && flag[0][1].item<int32_t>() != 0) {
+    throw RanksWaiting("ranks are waiting to join: the group of " +
+                       std::to_string(group_->getSize()) + " forms again after step " +
+                       std::to_string(committed_ ? committed_->step : 0));
+  }
   return stop;
 }
 

@@ -8,6 +8,7 @@
 
 #include <c10/util/intrusive_ptr.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,7 +29,8 @@ class AllReduceExchange final : public train::LocalExchange {
   // exchange of the group before held (held_state()), if anything.
   AllReduceExchange(const train::TrainConfig& config, c10::intrusive_ptr<c10d::ProcessGroup> group,
                     BucketOptions options, train::Fence fence,
-                    std::optional<std::string> held = std::nullopt);
+                    std::optional<std::string> held = std::nullopt,
+                    std::function<bool()> ranks_waiting = {});
   ~AllReduceExchange() override;
 
   [[nodiscard]] train::TrainerPlace place() const override;
@@ -43,7 +45,8 @@ class AllReduceExchange final : public train::LocalExchange {
   // if a rank is gone or the replicas diverged.
   train::UpdateResult update(double lr) override;
   // One tiny all-reduce (max) of the ranks' stop requests, so that all stop after the same step
-  // and rank 0's checkpoint is every rank's state.
+  // and rank 0's checkpoint is every rank's state. In an elastic job it also carries whether
+  // ranks wait to join (`ranks_waiting`, asked by rank 0): all then throw RanksWaiting.
   bool agree_to_stop(bool asked) override;
   void committed(const train::TrainState& state) override;
   // The model and optimizer at the last step every rank completed, in a checkpoint's bytes: what
@@ -67,6 +70,7 @@ class AllReduceExchange final : public train::LocalExchange {
   int64_t verified_ = 0;
   double stop_agreement_seconds_ = 0;  // in agree_to_stop, over the run
   std::optional<std::string> held_;    // from the group before, until start() hands it over
+  std::function<bool()> ranks_waiting_;
   std::optional<train::TrainState> committed_;
   bool stepping_ = false;  // an update changed the model since the last committed()
 };

@@ -24,11 +24,21 @@ constexpr auto kPoll = milliseconds(100);
 // The longest a single try waits on the store (its connection, a key): a try that fails is
 // retried until the rendezvous timeout, against a store that may since have been replaced.
 constexpr auto kTryTimeout = milliseconds(30'000);
+// The most a group's beat waits on the store, once a step.
+constexpr auto kBeatTimeout = milliseconds(1000);
 
 const std::string kStoreIdKey = "rdzv/store";
 const std::string kRoundKey = "rdzv/round";
 
-std::string joined_key(int64_t round) { return "rdzv/" + std::to_string(round) + "/joined"; }
+std::string round_key(int64_t round, const char* what) {
+  return "rdzv/" + std::to_string(round) + "/" + what;
+}
+std::string joined_key(int64_t round) { return round_key(round, "joined"); }
+// How many ranks a round closed with: written once (compare-and-set), read by all.
+std::string closed_key(int64_t round) { return round_key(round, "closed"); }
+// Elastic jobs: ranks that came after the round closed, and its group's beats.
+std::string waiting_key(int64_t round) { return round_key(round, "waiting"); }
+std::string alive_key(int64_t round) { return round_key(round, "alive"); }
 
 std::vector<uint8_t> bytes(const std::string& text) { return {text.begin(), text.end()}; }
 std::string text(const std::vector<uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
@@ -44,7 +54,28 @@ int64_t move_on_from(c10d::Store& store, int64_t round) {
       store.compareSet(kRoundKey, bytes(std::to_string(round)), bytes(std::to_string(round + 1)))));
 }
 
+// A new store's identity (ranks that knew another start its rounds from the first) and round 0.
+void initialise(c10d::Store& store) {
+  store.set(kStoreIdKey, bytes(std::to_string(::getpid()) + "@" +
+                               std::to_string(Clock::now().time_since_epoch().count())));
+  store.compareSet(kRoundKey, {}, bytes("0"));
+}
+
+int64_t number_at(c10d::Store& store, const std::string& key) {
+  return std::stoll(text(store.get(key)));
+}
+
 }  // namespace
+
+c10::intrusive_ptr<c10d::Store> Rendezvous::host_store(const std::string& host, int port) {
+  c10d::TCPStoreOptions store_options;
+  store_options.port = static_cast<uint16_t>(port);
+  store_options.isServer = true;
+  store_options.waitWorkers = false;
+  auto store = c10::make_intrusive<c10d::TCPStore>(host, store_options);
+  initialise(*store);
+  return store;
+}
 
 Rendezvous::Rendezvous(Options options, Backend backend)
     : options_(std::move(options)), backend_(backend) {}
@@ -58,18 +89,16 @@ Rendezvous::~Rendezvous() {
 c10::intrusive_ptr<c10d::Store> Rendezvous::connect(milliseconds timeout) {
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<uint16_t>(options_.master_port);
-  store_options.isServer = options_.rank == 0;
+  // An elastic job's store is a process of its own: no rank hosts it.
+  store_options.isServer = options_.rank == 0 && !elastic();
   store_options.waitWorkers = false;  // the rounds count the ranks
   store_options.timeout = timeout;
-  if (options_.rank != 0) {  // a new connection each try: rank 0 may be a new process now
+  if (!store_options.isServer) {  // a new connection each try: the store may be a new process now
     return c10::make_intrusive<c10d::TCPStore>(options_.master_addr, store_options);
   }
   if (!server_) {
     server_ = c10::make_intrusive<c10d::TCPStore>(options_.master_addr, store_options);
-    // Which store this is: ranks that knew rank 0's last one start its rounds from the first.
-    server_->set(kStoreIdKey, bytes(std::to_string(::getpid()) + "@" +
-                                    std::to_string(Clock::now().time_since_epoch().count())));
-    server_->compareSet(kRoundKey, {}, bytes("0"));
+    initialise(*server_);
   }
   server_->setTimeout(timeout);
   return server_;
@@ -84,38 +113,114 @@ c10::intrusive_ptr<c10d::ProcessGroup> Rendezvous::try_round(
     round = move_on_from(*store, round);
   }
   const auto joined = store->add(joined_key(round), 1);
-  if (joined > options_.world_size) {
-    // Full already: its group formed and broke, and the ranks in it have not all found out yet.
-    move_on_from(*store, round);
+  const auto ranks = close_round(*store, round, joined, deadline, between_tries);
+  if (!ranks) return {};  // moved on: join that one
+  if (joined > *ranks) {
+    if (elastic()) {
+      wait_for_the_next_round(*store, round, deadline, between_tries);
+    } else {
+      // Full already: its group formed and broke, and the ranks in it have not all found out yet.
+      move_on_from(*store, round);
+    }
     return {};
   }
   broken_.reset();
-  for (int64_t count = joined; count < options_.world_size;
-       count = store->add(joined_key(round), 0)) {
-    if (std::stoll(text(store->get(kRoundKey))) != round) return {};  // moved on: join that one
-    if (Clock::now() > deadline) {
-      throw std::runtime_error(std::to_string(count) + " of " +
-                               std::to_string(options_.world_size) + " ranks joined round " +
-                               std::to_string(round));
-    }
-    between_tries();
-    std::this_thread::sleep_for(kPoll);
-  }
   const Round joined_round{seen.store_id, round};
+  auto place = options_;  // a fixed job's ranks keep theirs; an elastic job's join in order
+  if (elastic()) {
+    place.rank = static_cast<int>(joined - 1);
+    place.world_size = static_cast<int>(*ranks);
+  }
   try {
     store->setTimeout(milliseconds(static_cast<int64_t>(options_.timeout_seconds * 1000)));
     auto group = make_process_group(
-        c10::make_intrusive<c10d::PrefixStore>("rdzv/" + std::to_string(round), store), options_,
+        c10::make_intrusive<c10d::PrefixStore>("rdzv/" + std::to_string(round), store), place,
         backend_);
     spdlog::info("rank {} of {}: {} process group of round {} via the c10d store at {}:{}",
-                 options_.rank, options_.world_size, contract::name_of(kBackendNames, backend_),
-                 round, options_.master_addr, options_.master_port);
+                 place.rank, place.world_size, contract::name_of(kBackendNames, backend_), round,
+                 options_.master_addr, options_.master_port);
     current_ = joined_round;
     current_group_ = group;
+    // Beats on a connection of their own with a short timeout: a store that stopped answering
+    // must not hold up a step (nor the group's connection, which NCCL may still use).
+    if (elastic()) current_store_ = connect(kBeatTimeout);
     return group;
   } catch (...) {
     broken_ = joined_round;  // a rank went while the group formed: on to the next round
     throw;
+  }
+}
+
+std::optional<int64_t> Rendezvous::close_round(c10d::Store& store, int64_t round, int64_t joined,
+                                               Clock::time_point deadline,
+                                               const std::function<void()>& between_tries) const {
+  const int64_t most = options_.world_size;
+  const int64_t least = elastic() ? options_.min_world_size : most;
+  const auto settle = milliseconds(static_cast<int64_t>(options_.settle_seconds * 1000));
+  int64_t count = joined;
+  auto last_join = Clock::now();
+  while (true) {
+    if (store.check({closed_key(round)})) return number_at(store, closed_key(round));
+    if (count >= most || (count >= least && Clock::now() - last_join >= settle)) {
+      // The first to decide closes it; every rank reads the same number back.
+      return std::stoll(text(
+          store.compareSet(closed_key(round), {}, bytes(std::to_string(std::min(count, most))))));
+    }
+    if (number_at(store, kRoundKey) != round) return std::nullopt;
+    if (Clock::now() > deadline) {
+      throw std::runtime_error(std::to_string(count) + " of " + std::to_string(least) +
+                               " ranks joined round " + std::to_string(round));
+    }
+    between_tries();
+    std::this_thread::sleep_for(kPoll);
+    if (const auto now = store.add(joined_key(round), 0); now != count) {
+      count = now;
+      last_join = Clock::now();
+    }
+  }
+}
+
+void Rendezvous::wait_for_the_next_round(c10d::Store& store, int64_t round,
+                                         Clock::time_point deadline,
+                                         const std::function<void()>& between_tries) const {
+  store.add(waiting_key(round), 1);
+  spdlog::info(
+      "slot {}: round {} closed before this rank came; waiting for its group to take it in",
+      options_.rank, round);
+  // A group that trains beats every step; one that stopped beating for the collective timeout is
+  // gone (all its ranks lost), and nobody else would move the store on.
+  const auto gone_after = milliseconds(static_cast<int64_t>(options_.timeout_seconds * 1000));
+  int64_t beats = store.add(alive_key(round), 0);
+  auto last_beat = Clock::now();
+  while (number_at(store, kRoundKey) == round) {
+    if (const auto now = store.add(alive_key(round), 0); now != beats) {
+      beats = now;
+      last_beat = Clock::now();
+    } else if (Clock::now() - last_beat > gone_after) {
+      spdlog::warn("slot {}: the group of round {} has not trained for {} s: starting the next",
+                   options_.rank, round, options_.timeout_seconds);
+      move_on_from(store, round);
+      return;
+    }
+    if (Clock::now() > deadline) {
+      throw std::runtime_error("round " + std::to_string(round) +
+                               " closed before this rank came, and its group never took it in");
+    }
+    between_tries();
+    std::this_thread::sleep_for(kPoll);
+  }
+}
+
+bool Rendezvous::ranks_waiting() {
+  if (!current_ || !current_store_) return false;
+  try {
+    current_store_->add(alive_key(current_->number), 1);
+    return current_store_->add(waiting_key(current_->number), 0) > 0;
+  } catch (const std::exception& e) {
+    // The group trains on without its store; ranks waiting join when it answers again.
+    spdlog::debug("slot {}: the rendezvous store did not answer a beat: {}", options_.rank,
+                  e.what());
+    return false;
   }
 }
 
@@ -159,6 +264,7 @@ void Rendezvous::broken() {
   if (current_) broken_ = current_;
   if (current_group_) broken_groups_.push_back(std::move(current_group_));
   current_.reset();
+  current_store_.reset();
 }
 
 }  // namespace cifar::allreduce

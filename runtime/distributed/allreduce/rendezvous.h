@@ -9,6 +9,12 @@
 // restart back-off. A replacement that arrives before its peers found the old group broken joins
 // that round, finds it full, and moves everyone on. When rank 0 itself is replaced, its store is
 // a new one (another id), whose rounds the ranks left join from the start.
+//
+// An elastic job (Options::min_world_size) meets at a store of its own (rendezvous-store): a
+// round closes with the ranks that joined it, at least the minimum, once none joined for the
+// settle time (or at the maximum), and each rank's place in the group is the order it joined in.
+// A rank that comes after a round closed waits (ranks_waiting() tells the group's rank 0, which
+// brings the group to the next round at a step boundary), unless the group stopped beating.
 #pragma once
 
 #include <chrono>
@@ -39,6 +45,14 @@ class Rendezvous {
   // The round of the group form() returned last (-1 before the first).
   [[nodiscard]] int64_t round() const { return current_ ? current_->number : -1; }
 
+  // Elastic jobs, rank 0 of a group after each step: marks the group alive and says whether
+  // ranks are waiting to join it.
+  [[nodiscard]] bool ranks_waiting();
+
+  // Hosts a store for the rounds of an elastic job at host:port (rendezvous-store), for as long as
+  // the returned store lives.
+  static c10::intrusive_ptr<c10d::Store> host_store(const std::string& host, int port);
+
  private:
   struct Round {
     std::string store_id;
@@ -47,13 +61,24 @@ class Rendezvous {
   c10::intrusive_ptr<c10d::Store> connect(std::chrono::milliseconds timeout);
   c10::intrusive_ptr<c10d::ProcessGroup> try_round(std::chrono::steady_clock::time_point deadline,
                                                    const std::function<void()>& between_tries);
+  // The number of ranks of `round`, once it closed (nullopt: the store moved on to another).
+  std::optional<int64_t> close_round(c10d::Store& store, int64_t round, int64_t joined,
+                                     std::chrono::steady_clock::time_point deadline,
+                                     const std::function<void()>& between_tries) const;
+  // A rank that came after `round` closed, in an elastic job: waits until its group moves on (or
+  // stopped beating: then moves the store on itself).
+  void wait_for_the_next_round(c10d::Store& store, int64_t round,
+                               std::chrono::steady_clock::time_point deadline,
+                               const std::function<void()>& between_tries) const;
+  [[nodiscard]] bool elastic() const { return options_.min_world_size > 0; }
 
   Options options_;
   Backend backend_;
   c10::intrusive_ptr<c10d::Store> server_;  // rank 0's store, for as long as the process lives
   std::optional<Round> current_;            // the round of the group form() returned last
   c10::intrusive_ptr<c10d::ProcessGroup> current_group_;
-  std::optional<Round> broken_;  // a round whose group broke: the next is wanted
+  c10::intrusive_ptr<c10d::Store> current_store_;  // the store of the current round
+  std::optional<Round> broken_;                    // a round whose group broke: the next is wanted
   std::vector<c10::intrusive_ptr<c10d::ProcessGroup>> broken_groups_;
 };
 

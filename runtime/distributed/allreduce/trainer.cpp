@@ -4,6 +4,7 @@
 #include <torch/cuda.h>
 
 #include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -28,6 +29,7 @@ struct StoppedWhileWaiting : std::exception {};
 train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
                                          const train::Fence& fence) {
   const auto& ar = config.distributed.allreduce;
+  const auto who = config.distributed.who();
   BucketOptions options;
   options.cap_bytes = static_cast<int64_t>(ar.bucket_cap_mb * (1 << 20));
   options.first_cap_bytes = static_cast<int64_t>(ar.first_bucket_mb * (1 << 20));
@@ -63,12 +65,15 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
         if (saved_stop && train::stop_requested()) throw StoppedWhileWaiting();
       });
     } catch (const StoppedWhileWaiting&) {
-      spdlog::info("rank {}: asked to stop while it waited; the state was saved at step {}",
-                   ar.rank, saved_stop->steps);
+      spdlog::info("{}: asked to stop while it waited; the state was saved at step {}", who,
+                   saved_stop->steps);
       return *saved_stop;
     }
     stop_window.reset();
-    AllReduceExchange exchange(rank_config, std::move(group), options, fence, std::move(held));
+    std::function<bool()> ranks_waiting;
+    if (ar.min_world_size > 0) ranks_waiting = [&rendezvous] { return rendezvous.ranks_waiting(); };
+    AllReduceExchange exchange(rank_config, std::move(group), options, fence, std::move(held),
+                               std::move(ranks_waiting));
     try {
       // Every round starts from the newest state a rank holds, or else rank 0's newest checkpoint
       // (AllReduceExchange::start).
@@ -76,22 +81,27 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
       if (!result.stopped || train::stop_requested()) return result;
       held = exchange.held_state();
       spdlog::info(
-          "rank {}: the ranks stopped after step {} with it saved; waiting up to {} s "
+          "{}: the ranks stopped after step {} with it saved; waiting up to {} s "
           "for the group to form again with the stopped rank's replacement",
-          ar.rank, result.steps, ar.rendezvous_timeout_seconds);
+          who, result.steps, ar.rendezvous_timeout_seconds);
       saved_stop = result;
+    } catch (const RanksWaiting& e) {
+      stop_window.reset();
+      held = exchange.held_state();
+      spdlog::info("{}: {}", who, e.what());
+      saved_stop.reset();
     } catch (const PeerLost& e) {
       stop_window.reset();
       if (train::stop_requested()) {  // no group to wait for: the pod is going
         spdlog::warn(
-            "rank {}: asked to stop, and a peer was lost first: what was trained since "
+            "{}: asked to stop, and a peer was lost first: what was trained since "
             "the newest checkpoint is not saved",
-            ar.rank);
+            who);
         throw;
       }
       held = exchange.held_state();
-      spdlog::warn("rank {}: {}; waiting up to {} s for the group to form again{}", ar.rank,
-                   e.what(), ar.rendezvous_timeout_seconds,
+      spdlog::warn("{}: {}; waiting up to {} s for the group to form again{}", who, e.what(),
+                   ar.rendezvous_timeout_seconds,
                    held ? ", holding the state of every step it completed" : "");
       saved_stop.reset();
     }

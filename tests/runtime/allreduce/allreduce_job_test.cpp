@@ -56,17 +56,19 @@ std::vector<std::string> launch(int ranks) {
           std::to_string(ranks), "--master-port", std::to_string(cifar::testing::free_port())};
 }
 
-// Rank `r` of two started on its own, as a pod is: the PyTorch env, the store on 127.0.0.1:port.
-std::vector<std::string> rank_of_two(int r, int port) {
+// Rank `r` of `world` started on its own, as a pod is: the PyTorch env, the store on
+// 127.0.0.1:port.
+std::vector<std::string> rank_of(int r, int world, int port) {
   return {"/usr/bin/env",
           "MASTER_ADDR=127.0.0.1",
           "MASTER_PORT=" + std::to_string(port),
-          "WORLD_SIZE=2",
+          "WORLD_SIZE=" + std::to_string(world),
           "RANK=" + std::to_string(r),
           CIFAR_TRAIN_BIN,
           "--strategy",
           "allreduce"};
 }
+std::vector<std::string> rank_of_two(int r, int port) { return rank_of(r, 2, port); }
 
 fs::path step_checkpoint(const fs::path& dir, int step) {
   return dir / ("alexnet-step-" + std::string(10 - std::to_string(step).size(), '0') +
@@ -419,8 +421,8 @@ int newest_step(const fs::path& dir) {
 // checkpoint, and its replacement starts; rank 0, whose collective broke, waits for it inside its
 // process (rendezvous.h) instead of exiting. Later rank 0 dies, the store's host, and rank 1 waits
 // for its replacement the same way, at a new store. Each time the ranks continue from the newest
-// checkpoint, the same step on every rank with bit-identical replicas, and the job ends where an
-// uninterrupted one does, training no epoch twice.
+// step one of them holds, the same step on every rank with bit-identical replicas, and the job ends
+// where an uninterrupted one does, training no epoch twice.
 TEST(AllReduceJob, ALostRanksReplacementJoinsTheRankLeftInsideItsProcess) {
   TempDir work;
   const std::vector<std::string> args = {"-b",
@@ -470,6 +472,73 @@ TEST(AllReduceJob, ALostRanksReplacementJoinsTheRankLeftInsideItsProcess) {
   expect_same_training(parameters_in(step_checkpoint(dir, 72)),
                        parameters_in(step_checkpoint(work.path() / "whole", 72)));
   // monitor.jsonl: each epoch once, in order.
+  std::vector<int> epochs;
+  std::istringstream monitor(read_file(dir / "monitor.jsonl"));
+  for (std::string line; std::getline(monitor, line);) {
+    epochs.push_back(nlohmann::json::parse(line)["epoch"].get<int>());
+  }
+  EXPECT_EQ(epochs, (std::vector<int>{1, 2, 3, 4})) << read_file(dir / "monitor.jsonl");
+}
+
+// An elastic job (--min-ranks 2, at most 3 ranks) meeting at a store of its own: rank 2 killed,
+// the two left go on at once (no replacement waited for) from the step they hold; a rank started
+// later joins them at a step boundary. Each world trains its share of the same global batch,
+// every epoch is recorded once, and the job ends at the step a fixed job would.
+TEST(AllReduceJob, AnElasticJobGoesOnWithoutALostRankAndTakesInANewOne) {
+  TempDir work;
+  const int port = cifar::testing::free_port();
+  ChildProcess store({CIFAR_TRAIN_BIN, "rendezvous-store", "--port", std::to_string(port)},
+                     work.path() / "store.log");
+  const std::vector<std::string> args = {"-b",
+                                         "8",
+                                         "-e",
+                                         "4",
+                                         "--min-ranks",
+                                         "2",
+                                         "--rendezvous-settle",
+                                         "1",
+                                         "--verify-replicas-every",
+                                         "1",
+                                         "--dist-timeout",
+                                         "20"};
+  const auto dir = work.path() / "elastic";
+  const auto rank = [&](int r) {
+    return command(work.path(), "elastic", rank_of(r, 3, port), args);
+  };
+  const auto log = [&](const std::string& name) { return work.path() / (name + ".log"); };
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int r = 0; r < 3; ++r)
+    ranks.push_back(std::make_unique<ChildProcess>(rank(r), log(std::to_string(r))));
+  // 576 samples, a global batch of 24: 24 steps an epoch.
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return newest_step(dir) >= 24; }, 120s))
+      << read_file(log("0"));
+  ranks[2]->kill_hard();
+  const auto regrouped = [&](const std::string& name, const std::string& world) {
+    const auto text = read_file(log(name));
+    const auto from = text.find(world);
+    return from != std::string::npos && text.find("resumed at step", from) != std::string::npos;
+  };
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return regrouped("0", " of 2: gloo"); }, 60s))
+      << read_file(log("0"));
+  const int lost_at = newest_step(dir);
+  ChildProcess newcomer(rank(2), log("newcomer"));
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return regrouped("newcomer", " of 3: gloo"); }, 60s))
+      << read_file(log("newcomer"));
+  EXPECT_EQ(ranks[0]->wait(), 0) << read_file(log("0"));
+  EXPECT_EQ(ranks[1]->wait(), 0) << read_file(log("1"));
+  EXPECT_EQ(newcomer.wait(), 0) << read_file(log("newcomer"));
+
+  const auto log0 = read_file(log("0"));
+  EXPECT_NE(log0.find("memory (no checkpoint read)"), std::string::npos) << log0;
+  EXPECT_NE(log0.find("ranks are waiting to join: the group of 2 forms again after step"),
+            std::string::npos)
+      << log0;
+  const auto newcomer_log = read_file(log("newcomer"));
+  EXPECT_NE(newcomer_log.find("closed before this rank came"), std::string::npos) << newcomer_log;
+  EXPECT_NE(newcomer_log.find("memory (no checkpoint read)"), std::string::npos) << newcomer_log;
+  EXPECT_GE(resumed_after_wait(log0), lost_at) << log0;
+  // The job's length does not depend on its world: 4 epochs of 24 steps, each recorded once.
+  EXPECT_EQ(newest_step(dir), 4 * 24);
   std::vector<int> epochs;
   std::istringstream monitor(read_file(dir / "monitor.jsonl"));
   for (std::string line; std::getline(monitor, line);) {

@@ -155,6 +155,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadUsage{{"--metrics-linger", "-1"}, "--metrics-linger"},
         BadUsage{{"--ps-stripes", "5"}, "--ps-stripes"},
         BadUsage{{"--global-batch", "64"}, "--global-batch needs --strategy allreduce"},
+        BadUsage{{"--min-ranks", "2"}, "--min-ranks needs --strategy allreduce"},
         BadUsage{{"-d", "fashion-mnist", "-nc", "7", "-md", "/nonexistent/x"},
                  "10 classes but -nc is 7"},
         BadUsage{{"-d", "cifar100", "-nc", "10", "--data-dir", "/nonexistent"},
