@@ -72,7 +72,8 @@ int launch_local_ranks(int argc, const char* const argv[]) {
   }
   std::vector<std::string> args{"cifar-train"};
   const auto rest = app.remaining();
-  if (std::find(rest.begin(), rest.end(), "--min-ranks") != rest.end()) {
+  if (std::any_of(rest.begin(), rest.end(),
+                  [](const std::string& arg) { return arg.rfind("--min-ranks", 0) == 0; })) {
     std::cerr << "cifar-train launch: an elastic job (--min-ranks) is not launched here yet: run "
                  "'cifar-train rendezvous-store --port P' and each rank with MASTER_ADDR, "
                  "MASTER_PORT=P, WORLD_SIZE (the most ranks) and RANK set\n";

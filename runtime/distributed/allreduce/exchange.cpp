@@ -22,13 +22,13 @@ AllReduceExchange::AllReduceExchange(const train::TrainConfig& config,
                                      c10::intrusive_ptr<c10d::ProcessGroup> group,
                                      BucketOptions options, train::Fence fence,
                                      std::optional<std::string> held,
-                                     std::function<bool()> ranks_waiting)
+                                     std::function<bool()> must_reform)
     : LocalExchange(config, std::move(fence)),
       group_(std::move(group)),
       options_(options),
       verify_every_(config.distributed.allreduce.verify_replicas_every),
       held_(std::move(held)),
-      ranks_waiting_(std::move(ranks_waiting)) {}
+      must_reform_(std::move(must_reform)) {}
 
 AllReduceExchange::~AllReduceExchange() = default;
 
@@ -93,11 +93,24 @@ std::pair<std::string, std::string> AllReduceExchange::newest_state() {
 void AllReduceExchange::committed(const train::TrainState& state) {
   committed_ = state;
   stepping_ = false;
+  // The next forward pass changes BatchNorm's running statistics before anything can fail: what
+  // this rank holds is their value now (they are small).
+  torch::NoGradGuard no_grad;
+  committed_buffers_.clear();
+  for (const auto& buffer : buffers_) committed_buffers_.push_back(buffer.clone());
 }
 
-std::optional<std::string> AllReduceExchange::held_state() const {
+std::optional<std::string> AllReduceExchange::held_state() {
   if (!committed_ || stepping_) return std::nullopt;
-  return state_bytes(*committed_);
+  try {
+    torch::NoGradGuard no_grad;  // the model trains no more in this group: its buffers go back
+    for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].copy_(committed_buffers_[i]);
+    return state_bytes(*committed_);
+  } catch (const std::exception& e) {  // then the group takes another rank's, or a checkpoint
+    spdlog::warn("rank {}: what it trained cannot be kept for the next group: {}", rank(),
+                 e.what());
+    return std::nullopt;
+  }
 }
 
 std::string AllReduceExchange::describe() const {
@@ -128,8 +141,8 @@ train::UpdateResult AllReduceExchange::update(double lr) {
 
 bool AllReduceExchange::agree_to_stop(bool asked) {
   const auto start = std::chrono::steady_clock::now();
-  const bool waiting = rank() == 0 && ranks_waiting_ && ranks_waiting_();
-  std::vector<torch::Tensor> flag{torch::tensor({asked ? 1 : 0, waiting ? 1 : 0}, torch::kInt32)};
+  const bool reform = rank() == 0 && must_reform_ && must_reform_();
+  std::vector<torch::Tensor> flag{torch::tensor({asked ? 1 : 0, reform ? 1 : 0}, torch::kInt32)};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
   options.timeout = options_.timeout;
@@ -145,9 +158,9 @@ bool AllReduceExchange::agree_to_stop(bool asked) {
   stop_agreement_seconds_ += seconds_since(start);
   if (stop && !asked) spdlog::info("rank {}: another rank was asked to stop; stopping too", rank());
   if (!stop && flag[0][1].item<int32_t>() != 0) {
-    throw RanksWaiting("ranks are waiting to join: the group of " +
-                       std::to_string(group_->getSize()) + " forms again after step " +
-                       std::to_string(committed_ ? committed_->step : 0));
+    throw ReformGroup("ranks wait to join, or the store moved on: the group of " +
+                      std::to_string(group_->getSize()) + " forms again after step " +
+                      std::to_string(committed_ ? committed_->step : 0));
   }
   return stop;
 }

@@ -30,7 +30,7 @@ class AllReduceExchange final : public train::LocalExchange {
   AllReduceExchange(const train::TrainConfig& config, c10::intrusive_ptr<c10d::ProcessGroup> group,
                     BucketOptions options, train::Fence fence,
                     std::optional<std::string> held = std::nullopt,
-                    std::function<bool()> ranks_waiting = {});
+                    std::function<bool()> must_reform = {});
   ~AllReduceExchange() override;
 
   [[nodiscard]] train::TrainerPlace place() const override;
@@ -45,14 +45,14 @@ class AllReduceExchange final : public train::LocalExchange {
   // if a rank is gone or the replicas diverged.
   train::UpdateResult update(double lr) override;
   // One tiny all-reduce (max) of the ranks' stop requests, so that all stop after the same step
-  // and rank 0's checkpoint is every rank's state. In an elastic job it also carries whether
-  // ranks wait to join (`ranks_waiting`, asked by rank 0): all then throw RanksWaiting.
+  // and rank 0's checkpoint is every rank's state. In an elastic job it also carries whether the
+  // group must form again (`must_reform`, asked by rank 0): all then throw ReformGroup.
   bool agree_to_stop(bool asked) override;
   void committed(const train::TrainState& state) override;
   // The model and optimizer at the last step every rank completed, in a checkpoint's bytes: what
   // this rank hands to the next group. Nothing before start(), or where an update was under way
   // (this rank's parameters may then be a step ahead of its state).
-  [[nodiscard]] std::optional<std::string> held_state() const;
+  [[nodiscard]] std::optional<std::string> held_state();
   // Logs what the all-reduce cost; rank 0 writes the done marker.
   void finish(const train::TrainState& state) override;
 
@@ -70,8 +70,9 @@ class AllReduceExchange final : public train::LocalExchange {
   int64_t verified_ = 0;
   double stop_agreement_seconds_ = 0;  // in agree_to_stop, over the run
   std::optional<std::string> held_;    // from the group before, until start() hands it over
-  std::function<bool()> ranks_waiting_;
+  std::function<bool()> must_reform_;
   std::optional<train::TrainState> committed_;
+  std::vector<torch::Tensor> committed_buffers_;  // the buffers at committed_
   bool stepping_ = false;  // an update changed the model since the last committed()
 };
 

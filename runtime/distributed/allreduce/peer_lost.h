@@ -12,9 +12,10 @@ class PeerLost : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// An elastic job's ranks agreed at a step boundary to take in ranks waiting to join: the group
-// is left whole, each rank holding that step, for the next round.
-class RanksWaiting : public std::runtime_error {
+// An elastic job's ranks agreed at a step boundary that their group must form again (ranks wait
+// to join it, or its store moved on): the group is left whole, each rank holding that step, for
+// the next round.
+class ReformGroup : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

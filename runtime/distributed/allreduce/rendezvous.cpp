@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "distributed/allreduce/process_group.h"
+#include "distributed/allreduce/rendezvous_keys.h"
 
 namespace cifar::allreduce {
 namespace {
@@ -24,24 +25,15 @@ constexpr auto kPoll = milliseconds(100);
 // The longest a single try waits on the store (its connection, a key): a try that fails is
 // retried until the rendezvous timeout, against a store that may since have been replaced.
 constexpr auto kTryTimeout = milliseconds(30'000);
-// The most a group's beat waits on the store, once a step.
-constexpr auto kBeatTimeout = milliseconds(1000);
-
-const std::string kStoreIdKey = "rdzv/store";
-const std::string kRoundKey = "rdzv/round";
-
-std::string round_key(int64_t round, const char* what) {
-  return "rdzv/" + std::to_string(round) + "/" + what;
-}
-std::string joined_key(int64_t round) { return round_key(round, "joined"); }
-// How many ranks a round closed with: written once (compare-and-set), read by all.
-std::string closed_key(int64_t round) { return round_key(round, "closed"); }
-// Elastic jobs: ranks that came after the round closed, and its group's beats.
-std::string waiting_key(int64_t round) { return round_key(round, "waiting"); }
-std::string alive_key(int64_t round) { return round_key(round, "alive"); }
-
-std::vector<uint8_t> bytes(const std::string& text) { return {text.begin(), text.end()}; }
-std::string text(const std::vector<uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
+using rendezvous_keys::bytes;
+using rendezvous_keys::number_at;
+using rendezvous_keys::text;
+const std::string& kStoreIdKey = rendezvous_keys::kStoreId;
+const std::string& kRoundKey = rendezvous_keys::kRound;
+const auto& joined_key = rendezvous_keys::joined;
+const auto& closed_key = rendezvous_keys::closed;
+const auto& waiting_key = rendezvous_keys::waiting;
+const auto& alive_key = rendezvous_keys::alive;
 
 milliseconds left_until(Clock::time_point deadline) {
   return std::max(milliseconds(1000),
@@ -59,10 +51,6 @@ void initialise(c10d::Store& store) {
   store.set(kStoreIdKey, bytes(std::to_string(::getpid()) + "@" +
                                std::to_string(Clock::now().time_since_epoch().count())));
   store.compareSet(kRoundKey, {}, bytes("0"));
-}
-
-int64_t number_at(c10d::Store& store, const std::string& key) {
-  return std::stoll(text(store.get(key)));
 }
 
 }  // namespace
@@ -141,9 +129,7 @@ c10::intrusive_ptr<c10d::ProcessGroup> Rendezvous::try_round(
                  options_.master_addr, options_.master_port);
     current_ = joined_round;
     current_group_ = group;
-    // Beats on a connection of their own with a short timeout: a store that stopped answering
-    // must not hold up a step (nor the group's connection, which NCCL may still use).
-    if (elastic()) current_store_ = connect(kBeatTimeout);
+    if (elastic()) beat_ = std::make_unique<GroupBeat>(options_, seen.store_id, round);
     return group;
   } catch (...) {
     broken_ = joined_round;  // a rank went while the group formed: on to the next round
@@ -211,18 +197,7 @@ void Rendezvous::wait_for_the_next_round(c10d::Store& store, int64_t round,
   }
 }
 
-bool Rendezvous::ranks_waiting() {
-  if (!current_ || !current_store_) return false;
-  try {
-    current_store_->add(alive_key(current_->number), 1);
-    return current_store_->add(waiting_key(current_->number), 0) > 0;
-  } catch (const std::exception& e) {
-    // The group trains on without its store; ranks waiting join when it answers again.
-    spdlog::debug("slot {}: the rendezvous store did not answer a beat: {}", options_.rank,
-                  e.what());
-    return false;
-  }
-}
+bool Rendezvous::must_reform() const { return beat_ && beat_->must_reform(); }
 
 c10::intrusive_ptr<c10d::ProcessGroup> Rendezvous::form(
     const std::function<void()>& between_tries) {
@@ -264,7 +239,7 @@ void Rendezvous::broken() {
   if (current_) broken_ = current_;
   if (current_group_) broken_groups_.push_back(std::move(current_group_));
   current_.reset();
-  current_store_.reset();
+  beat_.reset();
 }
 
 }  // namespace cifar::allreduce

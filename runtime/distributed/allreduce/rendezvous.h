@@ -13,16 +13,18 @@
 // An elastic job (Options::min_world_size) meets at a store of its own (rendezvous-store): a
 // round closes with the ranks that joined it, at least the minimum, once none joined for the
 // settle time (or at the maximum), and each rank's place in the group is the order it joined in.
-// A rank that comes after a round closed waits (ranks_waiting() tells the group's rank 0, which
+// A rank that comes after a round closed waits (must_reform() tells the group's rank 0, which
 // brings the group to the next round at a step boundary), unless the group stopped beating.
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "distributed/allreduce/group_beat.h"
 #include "distributed/allreduce/process_group.h"  // the groups it forms, c10d's declarations
 
 namespace cifar::allreduce {
@@ -45,9 +47,9 @@ class Rendezvous {
   // The round of the group form() returned last (-1 before the first).
   [[nodiscard]] int64_t round() const { return current_ ? current_->number : -1; }
 
-  // Elastic jobs, rank 0 of a group after each step: marks the group alive and says whether
-  // ranks are waiting to join it.
-  [[nodiscard]] bool ranks_waiting();
+  // Elastic jobs, at a step boundary: whether the group must form again (ranks wait to join it,
+  // the store moved on or is a new one: group_beat.h).
+  [[nodiscard]] bool must_reform() const;
 
   // Hosts a store for the rounds of an elastic job at host:port (rendezvous-store), for as long as
   // the returned store lives.
@@ -77,8 +79,8 @@ class Rendezvous {
   c10::intrusive_ptr<c10d::Store> server_;  // rank 0's store, for as long as the process lives
   std::optional<Round> current_;            // the round of the group form() returned last
   c10::intrusive_ptr<c10d::ProcessGroup> current_group_;
-  c10::intrusive_ptr<c10d::Store> current_store_;  // the store of the current round
-  std::optional<Round> broken_;                    // a round whose group broke: the next is wanted
+  std::unique_ptr<GroupBeat> beat_;  // elastic jobs: while the group of current_ lasts
+  std::optional<Round> broken_;      // a round whose group broke: the next is wanted
   std::vector<c10::intrusive_ptr<c10d::ProcessGroup>> broken_groups_;
 };
 

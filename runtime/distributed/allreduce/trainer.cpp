@@ -14,6 +14,7 @@
 #include "distributed/allreduce/process_group.h"
 #include "distributed/allreduce/rendezvous.h"
 #include "health/heartbeat.h"
+#include "train/checkpoint.h"
 #include "train/fence.h"
 #include "train/graceful_stop.h"
 #include "train/loop.h"
@@ -70,10 +71,10 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
       return *saved_stop;
     }
     stop_window.reset();
-    std::function<bool()> ranks_waiting;
-    if (ar.min_world_size > 0) ranks_waiting = [&rendezvous] { return rendezvous.ranks_waiting(); };
+    std::function<bool()> must_reform;
+    if (ar.min_world_size > 0) must_reform = [&rendezvous] { return rendezvous.must_reform(); };
     AllReduceExchange exchange(rank_config, std::move(group), options, fence, std::move(held),
-                               std::move(ranks_waiting));
+                               std::move(must_reform));
     try {
       // Every round starts from the newest state a rank holds, or else rank 0's newest checkpoint
       // (AllReduceExchange::start).
@@ -85,9 +86,23 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
           "for the group to form again with the stopped rank's replacement",
           who, result.steps, ar.rendezvous_timeout_seconds);
       saved_stop = result;
-    } catch (const RanksWaiting& e) {
+    } catch (const ReformGroup& e) {
       stop_window.reset();
       held = exchange.held_state();
+      if (train::stop_requested()) {
+        // Asked to stop as the group forms again (a scale-down): it leaves, and the ranks left
+        // hold the state without it.
+        train::TrainResult left;
+        left.stopped = true;
+        if (held) {
+          const auto state = train::CheckpointManager::state_from_bytes(*held);
+          left.steps = state.step;
+          left.epochs_completed = state.epoch;
+        }
+        spdlog::info("{}: asked to stop as its group forms again: leaving it after step {}", who,
+                     left.steps);
+        return left;
+      }
       spdlog::info("{}: {}", who, e.what());
       saved_stop.reset();
     } catch (const PeerLost& e) {

@@ -1,0 +1,31 @@
+// The keys of the rendezvous rounds in the c10d store (rendezvous.h, group_beat.h), and reading
+// and writing them as text.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <vector>
+
+namespace cifar::allreduce::rendezvous_keys {
+
+inline const std::string kStoreId = "rdzv/store";  // which store this is: a new one starts over
+inline const std::string kRound = "rdzv/round";    // the round ranks join now
+
+inline std::string of_round(int64_t round, const char* what) {
+  return "rdzv/" + std::to_string(round) + "/" + what;
+}
+inline std::string joined(int64_t round) { return of_round(round, "joined"); }
+// How many ranks a round closed with: written once (compare-and-set), read by all.
+inline std::string closed(int64_t round) { return of_round(round, "closed"); }
+// Elastic jobs: ranks that came after the round closed, and its group's beats.
+inline std::string waiting(int64_t round) { return of_round(round, "waiting"); }
+inline std::string alive(int64_t round) { return of_round(round, "alive"); }
+
+inline std::vector<uint8_t> bytes(const std::string& text) { return {text.begin(), text.end()}; }
+inline std::string text(const std::vector<uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
+inline int64_t number_at(c10d::Store& store, const std::string& key) {
+  return std::stoll(text(store.get(key)));
+}
+
+}  // namespace cifar::allreduce::rendezvous_keys
