@@ -38,7 +38,7 @@ rank() {  # slot, world, port, model dir, log, extra flags...
   stamped "$log" env MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" WORLD_SIZE="$world" RANK="$slot" \
     "$bin" --strategy allreduce -m alexnet -d synthetic --data-dir "$work/data" \
     --synthetic-train-size 576 --synthetic-test-size 64 -md "$dir" -b 8 -e 100 -t 1 --workers 1 \
-    --progress lines --log-every-steps 1 --metrics-port -1 --dist-timeout 20 "$@"
+    --progress lines --log-every 1 --metrics-port -1 --dist-timeout 20 "$@"
 }
 # "time step" of each step line ("epoch E/N step S (") after the time, in the logs whose names
 # start with the prefix (globbed each call: a log appears when its process starts).
@@ -54,7 +54,7 @@ wait_for_step() {  # step, log prefix
     sleep 0.1
   done
   echo "no step $1 in $2*.log" >&2
-  tail -5 "$2"*.log >&2
+  tail -n 5 "$2"*.log >&2
   exit 1
 }
 stop_all() {
@@ -63,19 +63,26 @@ stop_all() {
   wait 2>/dev/null || true
   pids=()
 }
-# After a kill at `killed`: seconds to the first step after the newest one before it, and how many
-# steps before that one were trained again (the first step after minus the newest before, minus 1).
+# After a kill at `killed`: seconds to the first step trained after the group formed again (the
+# first "resumed at step" line after the kill), and the steps trained again (the newest step
+# trained before that line, minus the step it resumed at).
 measure() {  # killed, log prefix
   local killed=$1 prefix=$2
-  local before
-  before=$(steps_after 0 "$prefix" | awk -v t="$killed" '$1 <= t { s = $2 > s ? $2 : s } END { print s + 0 }')
   for _ in $(seq 600); do
-    local first
-    first=$(steps_after "$killed" "$prefix" | awk 'NR == 1 { print; exit }')
-    if [ -n "$first" ]; then
-      echo "$first" | awk -v k="$killed" -v b="$before" \
-        '{ printf "%.2f %d\n", $1 - k, b - ($2 - 1) }'
-      return 0
+    local resumed first
+    resumed=$(cat "$prefix"*.log 2>/dev/null | awk -v t="$killed" '$1 > t && /resumed at step/ {
+      for (i = 1; i < NF; i++) if ($i == "step") { print $1, $(i + 1); break } }' | sort -n |
+      head -1)
+    if [ -n "$resumed" ]; then
+      first=$(steps_after "${resumed%% *}" "$prefix" | head -1)
+      if [ -n "$first" ]; then
+        local before
+        before=$(steps_after 0 "$prefix" | awk -v t="${resumed%% *}" '$1 <= t { s = $2 > s ? $2 : s }
+          END { print s + 0 }')
+        awk -v k="$killed" -v f="${first%% *}" -v b="$before" -v r="${resumed##* }" \
+          'BEGIN { printf "%.2f %d\n", f - k, b - r }'
+        return 0
+      fi
     fi
     sleep 0.1
   done
