@@ -21,3 +21,4 @@ echo; echo "## 15. Checkpoints in object storage against a local volume"; bash "
 echo; echo "## 16. Parameter server: mutual TLS against plaintext"; bash "$here/ps_tls.sh" "$build"
 echo; echo "## 19. A dataset fetched from object storage against curl"; bash "$here/dataset_fetch.sh" "$build" 2>/dev/null
 echo; echo "## 19 (continued). A pod's start to its first step, data in the bucket against a volume"; bash "$here/dataset_pod_start.sh" "$build" 2>/dev/null
+echo; echo "## 20. Elastic all-reduce: a rank lost, a rank added"; bash "$here/elastic_regroup.sh" "$build" 2>/dev/null
