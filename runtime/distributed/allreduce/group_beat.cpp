@@ -18,8 +18,8 @@ constexpr auto kStoreTimeout = std::chrono::milliseconds(1000);
 
 }  // namespace
 
-GroupBeat::GroupBeat(const Options& options, std::string store_id, int64_t round)
-    : options_(options),
+GroupBeat::GroupBeat(Options options, std::string store_id, int64_t round)
+    : options_(std::move(options)),
       store_id_(std::move(store_id)),
       round_(round),
       thread_([this] { run(); }) {}

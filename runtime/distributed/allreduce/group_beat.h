@@ -19,7 +19,7 @@ namespace cifar::allreduce {
 class GroupBeat {
  public:
   // The group of `round` at the store whose id is `store_id` (at options' master address).
-  GroupBeat(const Options& options, std::string store_id, int64_t round);
+  GroupBeat(Options options, std::string store_id, int64_t round);
   ~GroupBeat();
   GroupBeat(const GroupBeat&) = delete;
   GroupBeat& operator=(const GroupBeat&) = delete;

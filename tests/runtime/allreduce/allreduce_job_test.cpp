@@ -492,7 +492,7 @@ TEST(AllReduceJob, AnElasticJobGoesOnWithoutALostRankAndTakesInANewOne) {
   const std::vector<std::string> args = {"-b",
                                          "8",
                                          "-e",
-                                         "4",
+                                         "5",
                                          "--min-ranks",
                                          "2",
                                          "--rendezvous-settle",
@@ -524,8 +524,10 @@ TEST(AllReduceJob, AnElasticJobGoesOnWithoutALostRankAndTakesInANewOne) {
   ChildProcess newcomer(rank(2), log("newcomer"));
   ASSERT_TRUE(cifar::testing::wait_for([&] { return regrouped("newcomer", " of 3: gloo"); }, 60s))
       << read_file(log("newcomer"));
+  // A scale-down: slot 1 asked to stop leaves at a step boundary, and the others go on without it.
+  ranks[1]->send(SIGTERM);
+  EXPECT_EQ(ranks[1]->wait(), 3) << read_file(log("1"));  // contract::kExitStopped
   EXPECT_EQ(ranks[0]->wait(), 0) << read_file(log("0"));
-  EXPECT_EQ(ranks[1]->wait(), 0) << read_file(log("1"));
   EXPECT_EQ(newcomer.wait(), 0) << read_file(log("newcomer"));
 
   const auto log0 = read_file(log("0"));
@@ -538,14 +540,17 @@ TEST(AllReduceJob, AnElasticJobGoesOnWithoutALostRankAndTakesInANewOne) {
   EXPECT_NE(newcomer_log.find("closed before this rank came"), std::string::npos) << newcomer_log;
   EXPECT_NE(newcomer_log.find("memory (no checkpoint read)"), std::string::npos) << newcomer_log;
   EXPECT_GE(resumed_after_wait(log0), lost_at) << log0;
-  // The job's length does not depend on its world: 4 epochs of 24 steps, each recorded once.
-  EXPECT_EQ(newest_step(dir), 4 * 24);
+  const auto after_stop = log0.find("another rank was asked to stop");
+  ASSERT_NE(after_stop, std::string::npos) << log0;
+  EXPECT_NE(log0.find(" of 2: gloo", after_stop), std::string::npos) << log0;
+  // The job's length does not depend on its world: 5 epochs of 24 steps, each recorded once.
+  EXPECT_EQ(newest_step(dir), 5 * 24);
   std::vector<int> epochs;
   std::istringstream monitor(read_file(dir / "monitor.jsonl"));
   for (std::string line; std::getline(monitor, line);) {
     epochs.push_back(nlohmann::json::parse(line)["epoch"].get<int>());
   }
-  EXPECT_EQ(epochs, (std::vector<int>{1, 2, 3, 4})) << read_file(dir / "monitor.jsonl");
+  EXPECT_EQ(epochs, (std::vector<int>{1, 2, 3, 4, 5})) << read_file(dir / "monitor.jsonl");
 }
 
 // An all-reduce job of two ranks checkpointing every 4 steps into a bucket of a store of the
