@@ -256,6 +256,9 @@ void resolve_distributed(const CLI::App& app, const DistributedFlags& d, train::
     resolve_allreduce(dist, tf_config);
     const auto& ar = dist.allreduce;
     if (!dist.job.is_trainer()) return;  // the evaluator: no rank, no batch
+    if (app.count("--rendezvous-settle") > 0 && ar.min_world_size == 0) {
+      throw std::invalid_argument("--rendezvous-settle needs --min-ranks (an elastic job)");
+    }
     if (ar.min_world_size > ar.world_size) {
       throw std::invalid_argument("--min-ranks " + std::to_string(ar.min_world_size) +
                                   " is more than the ranks of the job (WORLD_SIZE " +

@@ -56,6 +56,28 @@ TEST(CommandLine, TheChiefOfAnAllReduceJobIsRankZero) {
   EXPECT_TRUE(parse({}).config->distributed.chief());  // training alone
 }
 
+// An elastic all-reduce job's flags: --min-ranks within the world, the settle time only with it,
+// and a global batch of the largest world by default.
+TEST(CommandLine, ElasticFlagsAreCheckedAgainstTheWorld) {
+  ScopedEnv env;
+  env.set("MASTER_ADDR", "127.0.0.1");
+  env.set("MASTER_PORT", "29500");
+  env.set("WORLD_SIZE", "4");
+  env.set("RANK", "1");
+  const auto elastic = parse({"--strategy", "allreduce", "--min-ranks", "2", "-b", "16"});
+  ASSERT_TRUE(elastic.config);
+  EXPECT_EQ(elastic.config->distributed.allreduce.min_world_size, 2);
+  EXPECT_EQ(elastic.config->global_batch, 64);
+  EXPECT_EQ(elastic.config->distributed.who(), "slot 1");
+  EXPECT_EQ(parse({"--strategy", "allreduce", "--min-ranks", "5"}).exit_code, 2);
+  EXPECT_EQ(parse({"--strategy", "allreduce", "--rendezvous-settle", "2"}).exit_code, 2);
+  EXPECT_EQ(parse({"--strategy", "allreduce", "--global-batch", "3"}).exit_code, 2);  // < 4 ranks
+  const auto fixed = parse({"--strategy", "allreduce", "-b", "16"});
+  ASSERT_TRUE(fixed.config);
+  EXPECT_EQ(fixed.config->global_batch, 0);  // batch x world, as before
+  EXPECT_EQ(fixed.config->distributed.who(), "rank 1");
+}
+
 TEST(CommandLine, AcceptsTheSeedFlags) {
   const auto p = parse({"-m", "simplecnn", "-md", "model/simplecnn", "-nc", "10", "-e", "100", "-c",
                         "cpu", "-b", "64", "-n", "cifar10-simplecnn"});
