@@ -26,12 +26,20 @@ TEST_F(ObjectStorage, JobsResumeFromTheBucketAndARunContinuesInAnotherNamespace)
   checkpoint_every_steps_ = 4;
   submit("s3ps", kPsSync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt);
   submit("s3ar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", kLongEnoughToInterrupt);
-  // The parameter server restores its shard from the bucket; all-reduce rank 0 reads the newest
-  // checkpoint there and every rank continues from it.
+  // The parameter server restores its shard from the bucket. All-reduce rank 0's replacement
+  // takes the state rank 1 holds in memory (the two stopped after the same step): a run that no
+  // rank holds, read from the bucket, is this test's second half.
   delete_mid_run("s3ps", "s3ps-ps-0");
   delete_mid_run("s3ar", "s3ar-worker-0");
   expect_restored("s3ps", "s3ps-ps-0", "stripe(s) from");
-  expect_restored("s3ar", "s3ar-worker-0", "newest checkpoint");
+  std::string rank0_log;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        rank0_log = kubectl({"logs", "s3ar-worker-0", "-n", ns_}).output;
+        return rank0_log.find("from rank 1's memory (no checkpoint read)") != std::string::npos;
+      },
+      seconds(180)))
+      << rank0_log << diagnose("s3ar");
   EXPECT_TRUE(wait_for_state("s3ps", "Succeeded", seconds(600))) << diagnose("s3ps");
   EXPECT_TRUE(wait_for_state("s3ar", "Succeeded", seconds(600))) << diagnose("s3ar");
   const auto ps_run = status_of("s3ps").value("modelDir", "");
