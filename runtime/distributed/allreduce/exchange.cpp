@@ -21,7 +21,7 @@ using metrics::seconds_since;
 AllReduceExchange::AllReduceExchange(const train::TrainConfig& config,
                                      c10::intrusive_ptr<c10d::ProcessGroup> group,
                                      BucketOptions options, train::Fence fence,
-                                     std::optional<std::string> held,
+                                     std::optional<HeldState> held,
                                      std::function<bool()> must_reform)
     : LocalExchange(config, std::move(fence)),
       group_(std::move(group)),
@@ -66,10 +66,9 @@ std::pair<std::string, std::string> AllReduceExchange::newest_state() {
   // The ranks left after a peer was lost hold, in memory, every step they completed: the newest
   // of those (the ranks may differ by the step in flight) is handed to all, so that nothing
   // trained is lost and nobody but its holder touches the checkpoints.
-  const int64_t held_step = held_ ? train::CheckpointManager::state_from_bytes(*held_).step : -1;
-  const int holder = holder_of_newest(*group_, held_step, options_.timeout);
+  const int holder = holder_of_newest(*group_, held_ ? held_->step : -1, options_.timeout);
   if (holder >= 0) {
-    auto bytes = broadcast_bytes(*group_, held_.value_or(""), options_.timeout, holder);
+    auto bytes = broadcast_bytes(*group_, held_ ? held_->bytes : "", options_.timeout, holder);
     held_.reset();
     return {std::move(bytes), "rank " + std::to_string(holder) + "'s memory (no checkpoint read)"};
   }
@@ -100,12 +99,12 @@ void AllReduceExchange::committed(const train::TrainState& state) {
   for (const auto& buffer : buffers_) committed_buffers_.push_back(buffer.clone());
 }
 
-std::optional<std::string> AllReduceExchange::held_state() {
+std::optional<HeldState> AllReduceExchange::held_state() {
   if (!committed_ || stepping_) return std::nullopt;
   try {
     torch::NoGradGuard no_grad;  // the model trains no more in this group: its buffers go back
     for (size_t i = 0; i < buffers_.size(); ++i) buffers_[i].copy_(committed_buffers_[i]);
-    return state_bytes(*committed_);
+    return HeldState{committed_->step, committed_->epoch, state_bytes(*committed_)};
   } catch (const std::exception& e) {  // then the group takes another rank's, or a checkpoint
     spdlog::warn("rank {}: what it trained cannot be kept for the next group: {}", rank(),
                  e.what());

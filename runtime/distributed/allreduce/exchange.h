@@ -23,13 +23,20 @@ class ProcessGroup;
 
 namespace cifar::allreduce {
 
+// What a rank trained, kept for the next group: a checkpoint's bytes and the counters they hold.
+struct HeldState {
+  int64_t step = 0;
+  int64_t epochs_completed = 0;
+  std::string bytes;
+};
+
 class AllReduceExchange final : public train::LocalExchange {
  public:
   // `fence`: rank 0's, as the run's chief (none for the others). `held`: what this rank's
   // exchange of the group before held (held_state()), if anything.
   AllReduceExchange(const train::TrainConfig& config, c10::intrusive_ptr<c10d::ProcessGroup> group,
                     BucketOptions options, train::Fence fence,
-                    std::optional<std::string> held = std::nullopt,
+                    std::optional<HeldState> held = std::nullopt,
                     std::function<bool()> must_reform = {});
   ~AllReduceExchange() override;
 
@@ -52,7 +59,7 @@ class AllReduceExchange final : public train::LocalExchange {
   // The model and optimizer at the last step every rank completed, in a checkpoint's bytes: what
   // this rank hands to the next group. Nothing before start(), or where an update was under way
   // (this rank's parameters may then be a step ahead of its state).
-  [[nodiscard]] std::optional<std::string> held_state();
+  [[nodiscard]] std::optional<HeldState> held_state();
   // Logs what the all-reduce cost; rank 0 writes the done marker.
   void finish(const train::TrainState& state) override;
 
@@ -69,7 +76,7 @@ class AllReduceExchange final : public train::LocalExchange {
   std::vector<torch::Tensor> replica_;  // what must be equal on every rank: parameters, buffers
   int64_t verified_ = 0;
   double stop_agreement_seconds_ = 0;  // in agree_to_stop, over the run
-  std::optional<std::string> held_;    // from the group before, until start() hands it over
+  std::optional<HeldState> held_;      // from the group before, until start() hands it over
   std::function<bool()> must_reform_;
   std::optional<train::TrainState> committed_;
   std::vector<torch::Tensor> committed_buffers_;  // the buffers at committed_

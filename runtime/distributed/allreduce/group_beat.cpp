@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <exception>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <utility>
 
 #include "distributed/allreduce/rendezvous_keys.h"
@@ -40,12 +39,8 @@ void GroupBeat::run() {
     lock.unlock();
     try {
       if (!store) {
-        c10d::TCPStoreOptions store_options;
-        store_options.port = static_cast<uint16_t>(options_.master_port);
-        store_options.isServer = false;
-        store_options.waitWorkers = false;
-        store_options.timeout = kStoreTimeout;
-        store = c10::make_intrusive<c10d::TCPStore>(options_.master_addr, store_options);
+        store = rendezvous_keys::connect_client(options_.master_addr, options_.master_port,
+                                                kStoreTimeout);
       }
       store->add(rendezvous_keys::alive(round_), 1);
       const bool waiting = store->add(rendezvous_keys::waiting(round_), 0) > 0;

@@ -28,12 +28,6 @@ constexpr auto kTryTimeout = milliseconds(30'000);
 using rendezvous_keys::bytes;
 using rendezvous_keys::number_at;
 using rendezvous_keys::text;
-const std::string& kStoreIdKey = rendezvous_keys::kStoreId;
-const std::string& kRoundKey = rendezvous_keys::kRound;
-const auto& joined_key = rendezvous_keys::joined;
-const auto& closed_key = rendezvous_keys::closed;
-const auto& waiting_key = rendezvous_keys::waiting;
-const auto& alive_key = rendezvous_keys::alive;
 
 milliseconds left_until(Clock::time_point deadline) {
   return std::max(milliseconds(1000),
@@ -42,15 +36,16 @@ milliseconds left_until(Clock::time_point deadline) {
 
 // The round after `round`, unless another rank moved on already; returns the store's round.
 int64_t move_on_from(c10d::Store& store, int64_t round) {
-  return std::stoll(text(
-      store.compareSet(kRoundKey, bytes(std::to_string(round)), bytes(std::to_string(round + 1)))));
+  return std::stoll(text(store.compareSet(rendezvous_keys::kRound, bytes(std::to_string(round)),
+                                          bytes(std::to_string(round + 1)))));
 }
 
 // A new store's identity (ranks that knew another start its rounds from the first) and round 0.
 void initialise(c10d::Store& store) {
-  store.set(kStoreIdKey, bytes(std::to_string(::getpid()) + "@" +
-                               std::to_string(Clock::now().time_since_epoch().count())));
-  store.compareSet(kRoundKey, {}, bytes("0"));
+  store.set(rendezvous_keys::kStoreId,
+            bytes(std::to_string(::getpid()) + "@" +
+                  std::to_string(Clock::now().time_since_epoch().count())));
+  store.compareSet(rendezvous_keys::kRound, {}, bytes("0"));
 }
 
 }  // namespace
@@ -59,7 +54,7 @@ c10::intrusive_ptr<c10d::Store> Rendezvous::host_store(const std::string& host, 
   c10d::TCPStoreOptions store_options;
   store_options.port = static_cast<uint16_t>(port);
   store_options.isServer = true;
-  store_options.waitWorkers = false;
+  store_options.waitWorkers = false;  // the rounds count the ranks
   auto store = c10::make_intrusive<c10d::TCPStore>(host, store_options);
   initialise(*store);
   return store;
@@ -75,19 +70,11 @@ Rendezvous::~Rendezvous() {
 }
 
 c10::intrusive_ptr<c10d::Store> Rendezvous::connect(milliseconds timeout) {
-  c10d::TCPStoreOptions store_options;
-  store_options.port = static_cast<uint16_t>(options_.master_port);
   // An elastic job's store is a process of its own: no rank hosts it.
-  store_options.isServer = options_.rank == 0 && !elastic();
-  store_options.waitWorkers = false;  // the rounds count the ranks
-  store_options.timeout = timeout;
-  if (!store_options.isServer) {  // a new connection each try: the store may be a new process now
-    return c10::make_intrusive<c10d::TCPStore>(options_.master_addr, store_options);
+  if (options_.rank != 0 || elastic()) {  // a new connection each try: it may be a new process now
+    return rendezvous_keys::connect_client(options_.master_addr, options_.master_port, timeout);
   }
-  if (!server_) {
-    server_ = c10::make_intrusive<c10d::TCPStore>(options_.master_addr, store_options);
-    initialise(*server_);
-  }
+  if (!server_) server_ = host_store(options_.master_addr, options_.master_port);
   server_->setTimeout(timeout);
   return server_;
 }
@@ -95,12 +82,13 @@ c10::intrusive_ptr<c10d::Store> Rendezvous::connect(milliseconds timeout) {
 c10::intrusive_ptr<c10d::ProcessGroup> Rendezvous::try_round(
     Clock::time_point deadline, const std::function<void()>& between_tries) {
   const auto store = connect(std::min(kTryTimeout, left_until(deadline)));
-  const Round seen{text(store->get(kStoreIdKey)), std::stoll(text(store->get(kRoundKey)))};
+  const Round seen{text(store->get(rendezvous_keys::kStoreId)),
+                   std::stoll(text(store->get(rendezvous_keys::kRound)))};
   int64_t round = seen.number;
   if (broken_ && broken_->store_id == seen.store_id && broken_->number == round) {
     round = move_on_from(*store, round);
   }
-  const auto joined = store->add(joined_key(round), 1);
+  const auto joined = store->add(rendezvous_keys::joined(round), 1);
   const auto ranks = close_round(*store, round, joined, deadline, between_tries);
   if (!ranks) return {};  // moved on: join that one
   if (joined > *ranks) {
@@ -146,20 +134,21 @@ std::optional<int64_t> Rendezvous::close_round(c10d::Store& store, int64_t round
   int64_t count = joined;
   auto last_join = Clock::now();
   while (true) {
-    if (store.check({closed_key(round)})) return number_at(store, closed_key(round));
+    if (store.check({rendezvous_keys::closed(round)}))
+      return number_at(store, rendezvous_keys::closed(round));
     if (count >= most || (count >= least && Clock::now() - last_join >= settle)) {
       // The first to decide closes it; every rank reads the same number back.
-      return std::stoll(text(
-          store.compareSet(closed_key(round), {}, bytes(std::to_string(std::min(count, most))))));
+      return std::stoll(text(store.compareSet(rendezvous_keys::closed(round), {},
+                                              bytes(std::to_string(std::min(count, most))))));
     }
-    if (number_at(store, kRoundKey) != round) return std::nullopt;
+    if (number_at(store, rendezvous_keys::kRound) != round) return std::nullopt;
     if (Clock::now() > deadline) {
       throw std::runtime_error(std::to_string(count) + " of " + std::to_string(least) +
                                " ranks joined round " + std::to_string(round));
     }
     between_tries();
     std::this_thread::sleep_for(kPoll);
-    if (const auto now = store.add(joined_key(round), 0); now != count) {
+    if (const auto now = store.add(rendezvous_keys::joined(round), 0); now != count) {
       count = now;
       last_join = Clock::now();
     }
@@ -169,17 +158,17 @@ std::optional<int64_t> Rendezvous::close_round(c10d::Store& store, int64_t round
 void Rendezvous::wait_for_the_next_round(c10d::Store& store, int64_t round,
                                          Clock::time_point deadline,
                                          const std::function<void()>& between_tries) const {
-  store.add(waiting_key(round), 1);
+  store.add(rendezvous_keys::waiting(round), 1);
   spdlog::info(
       "slot {}: round {} closed before this rank came; waiting for its group to take it in",
       options_.rank, round);
   // A group that trains beats every step; one that stopped beating for the collective timeout is
   // gone (all its ranks lost), and nobody else would move the store on.
   const auto gone_after = milliseconds(static_cast<int64_t>(options_.timeout_seconds * 1000));
-  int64_t beats = store.add(alive_key(round), 0);
+  int64_t beats = store.add(rendezvous_keys::alive(round), 0);
   auto last_beat = Clock::now();
-  while (number_at(store, kRoundKey) == round) {
-    if (const auto now = store.add(alive_key(round), 0); now != beats) {
+  while (number_at(store, rendezvous_keys::kRound) == round) {
+    if (const auto now = store.add(rendezvous_keys::alive(round), 0); now != beats) {
       beats = now;
       last_beat = Clock::now();
     } else if (Clock::now() - last_beat > gone_after) {

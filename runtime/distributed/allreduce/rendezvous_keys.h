@@ -1,10 +1,11 @@
-// The keys of the rendezvous rounds in the c10d store (rendezvous.h, group_beat.h), and reading
-// and writing them as text.
+// The keys of the rendezvous rounds in the c10d store (rendezvous.h, group_beat.h), reading and
+// writing them as text, and a client's connection to the store.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
-#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <vector>
 
 namespace cifar::allreduce::rendezvous_keys {
@@ -26,6 +27,18 @@ inline std::vector<uint8_t> bytes(const std::string& text) { return {text.begin(
 inline std::string text(const std::vector<uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }
 inline int64_t number_at(c10d::Store& store, const std::string& key) {
   return std::stoll(text(store.get(key)));
+}
+
+// A new connection to the store at host:port (no rank hosts an elastic job's), each call on it
+// waiting at most `timeout`.
+inline c10::intrusive_ptr<c10d::Store> connect_client(const std::string& host, int port,
+                                                      std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<uint16_t>(port);
+  options.isServer = false;
+  options.waitWorkers = false;  // the rounds count the ranks
+  options.timeout = timeout;
+  return c10::make_intrusive<c10d::TCPStore>(host, options);
 }
 
 }  // namespace cifar::allreduce::rendezvous_keys

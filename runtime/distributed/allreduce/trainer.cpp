@@ -14,7 +14,6 @@
 #include "distributed/allreduce/process_group.h"
 #include "distributed/allreduce/rendezvous.h"
 #include "health/heartbeat.h"
-#include "train/checkpoint.h"
 #include "train/fence.h"
 #include "train/graceful_stop.h"
 #include "train/loop.h"
@@ -55,7 +54,7 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
   // asked of it meanwhile ends the wait with nothing lost.
   std::optional<train::TrainResult> saved_stop;
   // What this rank trained, kept from a group that broke for the next (AllReduceExchange).
-  std::optional<std::string> held;
+  std::optional<HeldState> held;
   while (true) {
     c10::intrusive_ptr<c10d::ProcessGroup> group;
     try {
@@ -95,9 +94,8 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
         train::TrainResult left;
         left.stopped = true;
         if (held) {
-          const auto state = train::CheckpointManager::state_from_bytes(*held);
-          left.steps = state.step;
-          left.epochs_completed = state.epoch;
+          left.steps = held->step;
+          left.epochs_completed = held->epochs_completed;
         }
         spdlog::info("{}: asked to stop as its group forms again: leaving it after step {}", who,
                      left.steps);
