@@ -5,8 +5,9 @@
 #            case: on Kubernetes a new pod takes seconds more);
 #   elastic  --min-ranks 2 at a rendezvous store of its own, no replacement;
 # then, elastic, a new rank started: seconds from its start to the first step the group trains
-# with it. alexnet, synthetic data, a global batch of 24, one thread per rank; ROUNDS rounds
-# (default 3), medians.
+# with it; then, elastic, a rank frozen (SIGSTOP: its connections stay open, so Gloo alone waits
+# out --dist-timeout, 60 s): seconds from the freeze to the next step the others train. alexnet,
+# synthetic data, a global batch of 24, one thread per rank; ROUNDS rounds (default 3), medians.
 #   bench/elastic_regroup.sh [build-dir]
 set -euo pipefail
 build=${1:-build}
@@ -38,7 +39,7 @@ rank() {  # slot, world, port, model dir, log, extra flags...
   stamped "$log" env MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" WORLD_SIZE="$world" RANK="$slot" \
     "$bin" --strategy allreduce -m alexnet -d synthetic --data-dir "$work/data" \
     --synthetic-train-size 576 --synthetic-test-size 64 -md "$dir" -b 8 -e 100 -t 1 --workers 1 \
-    --progress lines --log-every 1 --metrics-port -1 --dist-timeout 20 "$@"
+    --progress lines --log-every 1 --metrics-port -1 --dist-timeout 60 "$@"
 }
 # "time step" of each step line ("epoch E/N step S (") after the time, in the logs whose names
 # start with the prefix (globbed each call: a log appears when its process starts).
@@ -130,12 +131,19 @@ for r in $(seq "$rounds"); do
     first=$(steps_after "$joined" "$work/e$r-" | awk 'NR == 1 { print $1 }')
   done
   echo "newcomer $(awk -v s="$started" -v f="$first" 'BEGIN { printf "%.2f 0\n", f - s }')" >>"$results"
+  # The newcomer frozen: the others go on once it stopped beating at the store.
+  wait_for_step $(($(newest_step "$work/e$r-") + 5)) "$work/e$r-"
+  pn=$(pgrep -f -- "-md $d" | while read -r p; do
+    tr '\0' ' ' </proc/"$p"/environ 2>/dev/null | grep -q 'RANK=2 ' && echo "$p"; done | tail -1)
+  frozen=$(now)
+  kill -STOP "$pn"
+  echo "frozen $(measure "$frozen" "$work/e$r-")" >>"$results"
   stop_all
 done
 
 echo "| case | seconds to the next step (median of $rounds) | steps trained again |"
 echo "| --- | --- | --- |"
-for c in fixed elastic newcomer; do
+for c in fixed elastic newcomer frozen; do
   grep "^$c " "$results" | sort -k2 -n | awk -v c="$c" '{ s[NR] = $2; a[NR] = $3 }
     END { m = int((NR + 1) / 2); printf "| %s | %.2f (%s) | %d |\n", c, s[m], s[1] "-" s[NR], a[m] }'
 done

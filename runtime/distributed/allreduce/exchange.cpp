@@ -9,9 +9,8 @@
 #include <utility>
 
 #include "distributed/allreduce/peer_lost.h"
-#include "distributed/allreduce/process_group.h"
+#include "distributed/allreduce/peer_wait.h"
 #include "distributed/allreduce/replicas.h"
-#include "health/waits.h"
 #include "metrics/seconds_since.h"
 #include "train/done_marker.h"
 
@@ -25,7 +24,7 @@ AllReduceExchange::AllReduceExchange(const train::TrainConfig& config,
                                      std::function<bool()> must_reform)
     : LocalExchange(config, std::move(fence)),
       group_(std::move(group)),
-      options_(options),
+      options_(std::move(options)),
       verify_every_(config.distributed.allreduce.verify_replicas_every),
       held_(std::move(held)),
       must_reform_(std::move(must_reform)) {}
@@ -53,7 +52,7 @@ train::TrainState AllReduceExchange::start(const train::TrainableModel& model,
                  source);
   }
   // Fresh: rank 0's initial parameters for all. Resumed: already equal; the same call keeps it so.
-  broadcast_coalesced(*group_, replica_, options_.timeout);
+  broadcast_coalesced(*group_, replica_, options_.wait);
   buckets_ = std::make_unique<GradientBuckets>(model.parameters, group_, options_, &metrics);
   spdlog::info("rank {}: {} gradient buckets ({} MB cap, first {} MB), overlap {}", rank(),
                buckets_->bucket_count(), options_.cap_bytes >> 20,
@@ -66,9 +65,9 @@ std::pair<std::string, std::string> AllReduceExchange::newest_state() {
   // The ranks left after a peer was lost hold, in memory, every step they completed: the newest
   // of those (the ranks may differ by the step in flight) is handed to all, so that nothing
   // trained is lost and nobody but its holder touches the checkpoints.
-  const int holder = holder_of_newest(*group_, held_ ? held_->step : -1, options_.timeout);
+  const int holder = holder_of_newest(*group_, held_ ? held_->step : -1, options_.wait);
   if (holder >= 0) {
-    auto bytes = broadcast_bytes(*group_, held_ ? held_->bytes : "", options_.timeout, holder);
+    auto bytes = broadcast_bytes(*group_, held_ ? held_->bytes : "", options_.wait, holder);
     held_.reset();
     return {std::move(bytes), "rank " + std::to_string(holder) + "'s memory (no checkpoint read)"};
   }
@@ -85,8 +84,7 @@ std::pair<std::string, std::string> AllReduceExchange::newest_state() {
       newest = std::move(found->second);
     }
   }
-  return {broadcast_bytes(*group_, newest, options_.timeout),
-          "rank 0's newest checkpoint" + source};
+  return {broadcast_bytes(*group_, newest, options_.wait), "rank 0's newest checkpoint" + source};
 }
 
 void AllReduceExchange::committed(const train::TrainState& state) {
@@ -124,13 +122,13 @@ train::UpdateResult AllReduceExchange::update(double lr) {
   buckets_->end_backward();
   // Each rank's forward updated BatchNorm's running statistics from its own batch: all take
   // rank 0's, as PyTorch DDP's broadcast_buffers does.
-  if (!buffers_.empty()) broadcast_coalesced(*group_, buffers_, options_.timeout);
+  if (!buffers_.empty()) broadcast_coalesced(*group_, buffers_, options_.wait);
   double communication = seconds_since(start);
   stepping_ = true;  // the model is a step ahead of the state until committed()
   auto result = LocalExchange::update(lr);
   if (verify_every_ > 0 && result.step % verify_every_ == 0) {
     const auto verify_start = std::chrono::steady_clock::now();
-    verify_replicas(*group_, replica_, result.step, options_.timeout);
+    verify_replicas(*group_, replica_, result.step, options_.wait);
     ++verified_;
     communication += seconds_since(verify_start);
   }
@@ -144,15 +142,9 @@ bool AllReduceExchange::agree_to_stop(bool asked) {
   std::vector<torch::Tensor> flag{torch::tensor({asked ? 1 : 0, reform ? 1 : 0}, torch::kInt32)};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
-  options.timeout = options_.timeout;
-  const health::Wait in_flight("stop-request all-reduce", describe_peers(*group_));
-  try {
-    group_->allreduce(flag, options)->wait(options_.timeout);
-  } catch (const std::exception& e) {
-    throw PeerLost("stop-request all-reduce failed (rank " + std::to_string(rank()) + " of " +
-                   std::to_string(group_->getSize()) +
-                   "): another rank died or did not answer: " + e.what());
-  }
+  options.timeout = options_.wait.timeout;
+  wait_for_peers(*group_, group_->allreduce(flag, options), options_.wait,
+                 "stop-request all-reduce");
   const bool stop = flag[0][0].item<int32_t>() != 0;
   stop_agreement_seconds_ += seconds_since(start);
   if (stop && !asked) spdlog::info("rank {}: another rank was asked to stop; stopping too", rank());

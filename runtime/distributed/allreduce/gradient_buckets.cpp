@@ -9,9 +9,6 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <utility>
 
-#include "distributed/allreduce/peer_lost.h"
-#include "distributed/allreduce/process_group.h"
-#include "health/waits.h"
 #include "metrics/runtime_metrics.h"
 #include "metrics/seconds_since.h"
 
@@ -45,8 +42,7 @@ GradientBuckets::GradientBuckets(const std::vector<torch::Tensor>& parameters,
     : parameters_(parameters),
       grad_views_(parameters.size()),
       group_(std::move(group)),
-      peers_(describe_peers(*group_)),
-      options_(options),
+      options_(std::move(options)),
       metrics_(metrics),
       bucket_of_(parameters.size()),
       ready_(parameters.size(), false) {
@@ -148,18 +144,8 @@ void GradientBuckets::end_backward() {
   const auto backward_done = Clock::now();
   torch::NoGradGuard no_grad;
   for (size_t b = next_to_start_; b < buckets_.size(); ++b) start(b);
-  for (auto& bucket : buckets_) {
-    // Outside the try: only the collective's failure means a lost peer.
-    const health::Wait in_flight(bucket.description, peers_);
-    try {
-      bucket.work->wait(options_.timeout);
-    } catch (const std::exception& e) {
-      throw PeerLost("gradient all-reduce failed (rank " + std::to_string(group_->getRank()) +
-                     " of " + std::to_string(group_->getSize()) +
-                     "): another rank died or did not answer within " +
-                     std::to_string(options_.timeout.count() / 1000.0) + " s: " + e.what());
-    }
-  }
+  for (auto& bucket : buckets_)
+    wait_for_peers(*group_, bucket.work, options_.wait, bucket.description);
   const double wait = seconds_since(backward_done);
   const double span = seconds_since(first_started_);
   totals_.steps += 1;

@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "distributed/allreduce/peer_wait.h"
+
 namespace c10d {
 class ProcessGroup;
 class Work;
@@ -38,7 +40,7 @@ struct BucketOptions {
   int64_t cap_bytes = int64_t{25} << 20;
   int64_t first_cap_bytes = int64_t{1} << 20;
   bool overlap = true;
-  std::chrono::milliseconds timeout{60000};
+  PeerWait wait;  // for each bucket's all-reduce
 };
 
 // Which parameters (indices into the registration order) go into which bucket: reverse order,
@@ -95,7 +97,6 @@ class GradientBuckets {
   // of the post hook on it, removed on destruction.
   std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>> hooks_;
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
-  std::string peers_;  // whom a bucket's all-reduce waits for (describe_peers), made once
   BucketOptions options_;
   metrics::RuntimeMetrics* metrics_;
   std::vector<Bucket> buckets_;

@@ -17,10 +17,12 @@ constexpr auto kStoreTimeout = std::chrono::milliseconds(1000);
 
 }  // namespace
 
-GroupBeat::GroupBeat(Options options, std::string store_id, int64_t round)
-    : options_(std::move(options)),
+GroupBeat::GroupBeat(Options place, std::string store_id, int64_t round)
+    : place_(std::move(place)),
       store_id_(std::move(store_id)),
       round_(round),
+      beats_(static_cast<size_t>(place_.world_size), -1),
+      last_changed_(static_cast<size_t>(place_.world_size), Clock::now()),
       thread_([this] { run(); }) {}
 
 GroupBeat::~GroupBeat() {
@@ -39,10 +41,17 @@ void GroupBeat::run() {
     lock.unlock();
     try {
       if (!store) {
-        store = rendezvous_keys::connect_client(options_.master_addr, options_.master_port,
-                                                kStoreTimeout);
+        store =
+            rendezvous_keys::connect_client(place_.master_addr, place_.master_port, kStoreTimeout);
       }
       store->add(rendezvous_keys::alive(round_), 1);
+      store->add(rendezvous_keys::beat(round_, place_.rank), 1);
+      std::vector<int64_t> counts;
+      counts.reserve(static_cast<size_t>(place_.world_size));
+      for (int rank = 0; rank < place_.world_size; ++rank) {
+        counts.push_back(store->add(rendezvous_keys::beat(round_, rank), 0));
+      }
+      heard(counts, Clock::now());
       const bool waiting = store->add(rendezvous_keys::waiting(round_), 0) > 0;
       const bool moved_on = rendezvous_keys::number_at(*store, rendezvous_keys::kRound) != round_;
       const bool new_store =
@@ -57,6 +66,34 @@ void GroupBeat::run() {
     lock.lock();
     wake_.wait_for(lock, kBeatEvery, [this] { return stopping_; });
   }
+}
+
+void GroupBeat::heard(const std::vector<int64_t>& counts, Clock::time_point now) {
+  const std::lock_guard lock(mutex_);
+  for (size_t rank = 0; rank < counts.size(); ++rank) {
+    if (counts[rank] != beats_[rank]) {
+      beats_[rank] = counts[rank];
+      last_changed_[rank] = now;
+    }
+  }
+  last_read_ = now;
+}
+
+std::optional<std::string> GroupBeat::silent_peer() const {
+  const std::lock_guard lock(mutex_);
+  const auto now = Clock::now();
+  // This rank's own reads must be fresh: a store it cannot reach says nothing of the peers.
+  if (now - last_read_ > 3 * kBeatEvery) return std::nullopt;
+  for (size_t rank = 0; rank < last_changed_.size(); ++rank) {
+    const auto silent = now - last_changed_[rank];
+    if (static_cast<int>(rank) != place_.rank && silent > kSilence) {
+      return "rank " + std::to_string(rank) + " of " + std::to_string(place_.world_size) +
+             " has not beaten at the rendezvous store for " +
+             std::to_string(std::chrono::duration_cast<std::chrono::seconds>(silent).count()) +
+             " s (frozen, or cut off)";
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace cifar::allreduce

@@ -2,15 +2,20 @@
 // its ranks, once a second, while the group lasts: a rank waiting to join takes a group that
 // stopped beating for gone, however long a step, an evaluation or a data load takes. The same
 // thread reads what calls for the group to form again (ranks waiting to join, the store moved on
-// to a later round, or a new store), so that the training loop asks a flag, not the store.
+// to a later round, or a new store), so that the training loop asks a flag, not the store, and
+// each peer's own beats, so that a collective's wait (peer_wait.h) learns in seconds that a peer
+// stopped: frozen, or cut off with its connections still open.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "config/allreduce_options.h"
 
@@ -18,8 +23,9 @@ namespace cifar::allreduce {
 
 class GroupBeat {
  public:
-  // The group of `round` at the store whose id is `store_id` (at options' master address).
-  GroupBeat(Options options, std::string store_id, int64_t round);
+  // The group of `round` at the store whose id is `store_id` (at options' master address), this
+  // rank at `place` (its rank and world size in the group).
+  GroupBeat(Options place, std::string store_id, int64_t round);
   ~GroupBeat();
   GroupBeat(const GroupBeat&) = delete;
   GroupBeat& operator=(const GroupBeat&) = delete;
@@ -27,14 +33,29 @@ class GroupBeat {
   // Whether the group must form again (read at a step boundary).
   [[nodiscard]] bool must_reform() const { return must_reform_.load(); }
 
- private:
-  void run();
+  // A peer whose beats stopped for kSilence while this rank read the store, said for an error
+  // ("rank 2 of 3 has not beaten ..."); nullopt while all beat, or while the store does not
+  // answer this rank either (then nothing is known of the peers: the collective's timeout rules).
+  [[nodiscard]] std::optional<std::string> silent_peer() const;
 
-  Options options_;
+  // How long a peer may not beat before it counts as gone: ten beats, room for a rank starved of
+  // CPU for a few seconds.
+  static constexpr std::chrono::seconds kSilence{10};
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void run();
+  // Records the peers' beat counts read at `now`.
+  void heard(const std::vector<int64_t>& counts, Clock::time_point now);
+
+  Options place_;
   std::string store_id_;
   int64_t round_;
   std::atomic<bool> must_reform_{false};
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
+  std::vector<int64_t> beats_;                   // each rank's count, as last read
+  std::vector<Clock::time_point> last_changed_;  // when each rank's count last moved
+  Clock::time_point last_read_{};                // when this rank last read the store
   std::condition_variable wake_;
   bool stopping_ = false;
   std::thread thread_;  // last: started once the rest is set

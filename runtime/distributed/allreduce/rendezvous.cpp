@@ -117,7 +117,7 @@ c10::intrusive_ptr<c10d::ProcessGroup> Rendezvous::try_round(
                  options_.master_addr, options_.master_port);
     current_ = joined_round;
     current_group_ = group;
-    if (elastic()) beat_ = std::make_unique<GroupBeat>(options_, seen.store_id, round);
+    if (elastic()) beat_ = std::make_unique<GroupBeat>(place, seen.store_id, round);
     return group;
   } catch (...) {
     broken_ = joined_round;  // a rank went while the group formed: on to the next round
@@ -187,6 +187,10 @@ void Rendezvous::wait_for_the_next_round(c10d::Store& store, int64_t round,
 }
 
 bool Rendezvous::must_reform() const { return beat_ && beat_->must_reform(); }
+
+std::optional<std::string> Rendezvous::silent_peer() const {
+  return beat_ ? beat_->silent_peer() : std::nullopt;
+}
 
 c10::intrusive_ptr<c10d::ProcessGroup> Rendezvous::form(
     const std::function<void()>& between_tries) {

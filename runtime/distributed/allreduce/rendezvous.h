@@ -51,6 +51,10 @@ class Rendezvous {
   // the store moved on or is a new one: group_beat.h).
   [[nodiscard]] bool must_reform() const;
 
+  // Elastic jobs, while a collective waits: a peer of the group that stopped beating at the store
+  // (group_beat.h), said for an error; nullopt otherwise.
+  [[nodiscard]] std::optional<std::string> silent_peer() const;
+
   // Hosts a store for the rounds of an elastic job at host:port (rendezvous-store), for as long as
   // the returned store lives.
   static c10::intrusive_ptr<c10d::Store> host_store(const std::string& host, int port);

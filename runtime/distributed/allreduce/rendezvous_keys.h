@@ -22,6 +22,10 @@ inline std::string closed(int64_t round) { return of_round(round, "closed"); }
 // Elastic jobs: ranks that came after the round closed, and its group's beats.
 inline std::string waiting(int64_t round) { return of_round(round, "waiting"); }
 inline std::string alive(int64_t round) { return of_round(round, "alive"); }
+// One rank's beats in the group of `round` (its place in the group).
+inline std::string beat(int64_t round, int rank) {
+  return of_round(round, "beat/") + std::to_string(rank);
+}
 
 inline std::vector<uint8_t> bytes(const std::string& text) { return {text.begin(), text.end()}; }
 inline std::string text(const std::vector<uint8_t>& bytes) { return {bytes.begin(), bytes.end()}; }

@@ -12,10 +12,6 @@
 #include <string_view>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
-#include "distributed/allreduce/peer_lost.h"
-#include "distributed/allreduce/process_group.h"
-#include "health/waits.h"
-
 namespace cifar::allreduce {
 namespace {
 
@@ -24,23 +20,10 @@ uint64_t combine(uint64_t seed, uint64_t value) {
   return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6U) + (seed >> 2U));
 }
 
-// Waits for a collective; its failure means a peer was lost.
-void wait_for_peers(const c10d::ProcessGroup& group, const c10::intrusive_ptr<c10d::Work>& work,
-                    std::chrono::milliseconds timeout, const char* what) {
-  const health::Wait in_flight(what, describe_peers(group));
-  try {
-    work->wait(timeout);
-  } catch (const std::exception& e) {
-    throw PeerLost(std::string(what) + " failed (rank " + std::to_string(group.getRank()) + " of " +
-                   std::to_string(group.getSize()) +
-                   "): another rank died or did not answer: " + e.what());
-  }
-}
-
 }  // namespace
 
 void broadcast_coalesced(c10d::ProcessGroup& group, const std::vector<torch::Tensor>& tensors,
-                         std::chrono::milliseconds timeout, int root) {
+                         const PeerWait& wait, int root) {
   torch::NoGradGuard no_grad;
   std::map<torch::ScalarType, std::vector<torch::Tensor>> by_dtype;
   for (const auto& t : tensors) by_dtype[t.scalar_type()].push_back(t);
@@ -48,22 +31,22 @@ void broadcast_coalesced(c10d::ProcessGroup& group, const std::vector<torch::Ten
     std::vector<torch::Tensor> flat{torch::utils::flatten_dense_tensors(same_dtype)};
     c10d::BroadcastOptions options;
     options.rootRank = root;
-    options.timeout = timeout;
-    wait_for_peers(group, group.broadcast(flat, options), timeout, "broadcast");
+    options.timeout = wait.timeout;
+    wait_for_peers(group, group.broadcast(flat, options), wait, "broadcast");
     const auto received = torch::utils::unflatten_dense_tensors(flat[0], same_dtype);
     for (size_t i = 0; i < same_dtype.size(); ++i) same_dtype[i].copy_(received[i]);
   }
 }
 
 std::string broadcast_bytes(c10d::ProcessGroup& group, const std::string& bytes,
-                            std::chrono::milliseconds timeout, int root) {
+                            const PeerWait& wait, int root) {
   auto size = torch::tensor({static_cast<int64_t>(bytes.size())}, torch::kInt64);
-  broadcast_coalesced(group, {size}, timeout, root);
+  broadcast_coalesced(group, {size}, wait, root);
   const auto n = size.item<int64_t>();
   if (n == 0) return {};
   auto buffer = torch::empty({n}, torch::kUInt8);
   if (group.getRank() == root) std::memcpy(buffer.data_ptr(), bytes.data(), bytes.size());
-  broadcast_coalesced(group, {buffer}, timeout, root);
+  broadcast_coalesced(group, {buffer}, wait, root);
   return {static_cast<const char*>(buffer.data_ptr()), static_cast<size_t>(n)};
 }
 
@@ -79,7 +62,7 @@ uint64_t bitwise_digest(const std::vector<torch::Tensor>& tensors) {
   return digest;
 }
 
-int holder_of_newest(c10d::ProcessGroup& group, int64_t step, std::chrono::milliseconds timeout) {
+int holder_of_newest(c10d::ProcessGroup& group, int64_t step, const PeerWait& wait) {
   // One maximum over (step + 1, then the complement of the rank) packed in an int64: the step
   // in the high bits, so that the largest step wins, and among equal steps the lowest rank.
   constexpr int kRankBits = 20;
@@ -89,15 +72,15 @@ int holder_of_newest(c10d::ProcessGroup& group, int64_t step, std::chrono::milli
   std::vector<torch::Tensor> buffer{torch::tensor({packed}, torch::kInt64)};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
-  options.timeout = timeout;
-  wait_for_peers(group, group.allreduce(buffer, options), timeout, "newest-state all-reduce");
+  options.timeout = wait.timeout;
+  wait_for_peers(group, group.allreduce(buffer, options), wait, "newest-state all-reduce");
   const auto newest = buffer[0].item<int64_t>();
   if ((newest >> kRankBits) == 0) return -1;  // every step negative: nobody holds a state
   return static_cast<int>(kRankMask - (newest & kRankMask));
 }
 
 void verify_replicas(c10d::ProcessGroup& group, const std::vector<torch::Tensor>& tensors,
-                     int64_t step, std::chrono::milliseconds timeout) {
+                     int64_t step, const PeerWait& wait) {
   const auto digest = static_cast<int64_t>(bitwise_digest(tensors));
   // max(d) and max(~d) = ~min(d) (~ reverses the order, without overflow): equal extremes
   // mean every rank has the same digest.
@@ -105,8 +88,8 @@ void verify_replicas(c10d::ProcessGroup& group, const std::vector<torch::Tensor>
   std::vector<torch::Tensor> buffer{extremes};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
-  options.timeout = timeout;
-  wait_for_peers(group, group.allreduce(buffer, options), timeout, "replica check");
+  options.timeout = wait.timeout;
+  wait_for_peers(group, group.allreduce(buffer, options), wait, "replica check");
   const auto highest = extremes[0].item<int64_t>();
   const auto lowest = ~extremes[1].item<int64_t>();
   if (highest != lowest) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "distributed/allreduce/peer_wait.h"
+
 namespace c10d {
 class ProcessGroup;
 }
@@ -20,18 +22,18 @@ class ProcessGroup;
 namespace cifar::allreduce {
 
 // Collective: makes every rank's `tensors` equal to rank `root`'s, one broadcast per dtype (the
-// tensors flattened into one buffer). Throws std::runtime_error after `timeout`.
+// tensors flattened into one buffer). Throws PeerLost as `wait` says (peer_wait.h).
 void broadcast_coalesced(c10d::ProcessGroup& group, const std::vector<torch::Tensor>& tensors,
-                         std::chrono::milliseconds timeout, int root = 0);
+                         const PeerWait& wait, int root = 0);
 
 // Collective: every rank gets rank `root`'s `bytes` (of any length, none included); the others'
 // are ignored.
 std::string broadcast_bytes(c10d::ProcessGroup& group, const std::string& bytes,
-                            std::chrono::milliseconds timeout, int root = 0);
+                            const PeerWait& wait, int root = 0);
 
 // Collective: the lowest rank among those whose `step` is the largest, or -1 where every rank's
 // is negative: which rank holds the newest state, to hand it to the others.
-int holder_of_newest(c10d::ProcessGroup& group, int64_t step, std::chrono::milliseconds timeout);
+int holder_of_newest(c10d::ProcessGroup& group, int64_t step, const PeerWait& wait);
 
 // A 64-bit digest of the tensors' bytes (shape and dtype included), in order. Equal digests for
 // bitwise-equal tensors; any flipped bit changes it (with overwhelming probability).
@@ -41,6 +43,6 @@ uint64_t bitwise_digest(const std::vector<torch::Tensor>& tensors);
 // the digests agree (one all-reduce of max and -min), so all of them throw together, a
 // std::runtime_error naming the step, instead of some hanging in the next collective.
 void verify_replicas(c10d::ProcessGroup& group, const std::vector<torch::Tensor>& tensors,
-                     int64_t step, std::chrono::milliseconds timeout);
+                     int64_t step, const PeerWait& wait);
 
 }  // namespace cifar::allreduce

@@ -34,7 +34,7 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
   options.cap_bytes = static_cast<int64_t>(ar.bucket_cap_mb * (1 << 20));
   options.first_cap_bytes = static_cast<int64_t>(ar.first_bucket_mb * (1 << 20));
   options.overlap = ar.overlap;
-  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(ar.timeout_seconds * 1000));
+  options.wait.timeout = std::chrono::milliseconds(static_cast<int64_t>(ar.timeout_seconds * 1000));
   auto rank_config = config;
   if (config.device == "cuda") {
     // Each local rank trains on its own GPU (more ranks than GPUs share them round-robin).
@@ -49,6 +49,10 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
   // rendezvous so that it closes after the group and the c10d store are.
   std::optional<train::StopWindow> stop_window;
   Rendezvous rendezvous(ar, resolve_backend(ar.backend, config.device));
+  // An elastic job's ranks go on without a peer that stopped beating at the store (frozen, cut
+  // off) as soon as they see it, not at the collective timeout.
+  if (ar.min_world_size > 0)
+    options.wait.silent_peer = [&rendezvous] { return rendezvous.silent_peer(); };
   // Set once the ranks stopped together with the state saved because another rank was asked to
   // stop (its pod drained or deleted): this rank waits for that rank's replacement, and a stop
   // asked of it meanwhile ends the wait with nothing lost.

@@ -61,8 +61,8 @@ TEST(BroadcastCoalesced, EveryRankEndsWithRankZerosTensorsOfEveryDtype) {
   const int world = 3;
   std::vector<std::vector<torch::Tensor>> after(world);
   cifar::testing::on_gloo_ranks(world, [&](int r, const cifar::testing::RankGroup& group) {
-    auto tensors = random_tensors(static_cast<uint64_t>(r));         // each rank its own values
-    broadcast_coalesced(*group, tensors, std::chrono::seconds(30));  // writes into `tensors`
+    auto tensors = random_tensors(static_cast<uint64_t>(r));  // each rank its own values
+    broadcast_coalesced(*group, tensors, PeerWait{std::chrono::seconds(30), {}});  // into `tensors`
     for (const auto& t : tensors) after[static_cast<size_t>(r)].push_back(t.clone());
   });
   const auto rank0 = random_tensors(0);
@@ -80,7 +80,7 @@ std::vector<std::string> verify_on_ranks(int world, int odd_rank) {
     auto tensors = replica();
     if (r == odd_rank) flip_lowest_bit(tensors[1], 7);
     try {
-      verify_replicas(*group, tensors, 7, std::chrono::seconds(30));
+      verify_replicas(*group, tensors, 7, PeerWait{std::chrono::seconds(30), {}});
     } catch (const std::runtime_error& e) {
       errors[static_cast<size_t>(r)] = e.what();
     }
