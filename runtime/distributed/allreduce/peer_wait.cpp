@@ -22,9 +22,10 @@ constexpr milliseconds kSlice{500};
 
 [[noreturn]] void lost(const c10d::ProcessGroup& group, const PeerWait& wait,
                        const std::string& what, const std::string& why) {
-  throw PeerLost(what + " failed (rank " + std::to_string(group.getRank()) + " of " +
-                 std::to_string(group.getSize()) + "): " + why + " (--dist-timeout " +
-                 std::to_string(wait.timeout.count() / 1000.0) + " s)");
+  throw PeerLost(
+      what + " failed (rank " + std::to_string(group.getRank()) + " of " +
+      std::to_string(group.getSize()) + "): " + why +
+      fmt::format(" (--dist-timeout {:g} s)", static_cast<double>(wait.timeout.count()) / 1000));
 }
 
 }  // namespace
@@ -56,6 +57,7 @@ void wait_for_peers(const c10d::ProcessGroup& group, const c10::intrusive_ptr<c1
         lost(group, wait, what, std::string("another rank did not answer: ") + e.what());
       }
     }
+    if (!wait.silent_peer) continue;  // the timeout's slice ended a little early
     if (const auto silent = wait.silent_peer()) lost(group, wait, what, *silent);
   }
 }

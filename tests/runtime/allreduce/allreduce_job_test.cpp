@@ -209,6 +209,7 @@ TEST(AllReduceJob, AKilledRankNeverReplacedEndsTheOthersWithAClearErrorAtTheRend
   EXPECT_NE(log.find(" failed (rank 0 of 2): another rank died or did not answer"),
             std::string::npos)
       << log;
+  EXPECT_NE(log.find("(--dist-timeout 20 s); waiting up to 5 s"), std::string::npos) << log;
   EXPECT_NE(log.find("waiting up to 5 s for the group to form again"), std::string::npos) << log;
   EXPECT_NE(log.find("no group formed"), std::string::npos) << log;
   EXPECT_NE(log.find("1 of 2 ranks joined round 1"), std::string::npos) << log;
