@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <utility>
@@ -70,6 +71,11 @@ void GroupBeat::run() {
 
 void GroupBeat::heard(const std::vector<int64_t>& counts, Clock::time_point now) {
   const std::lock_guard lock(mutex_);
+  if (now - last_read_ > 2 * kBeatEvery) {
+    // This rank could not read the store for a while (nor, likely, could the others write it):
+    // silence counts only across reads without a gap.
+    std::fill(last_changed_.begin(), last_changed_.end(), now);
+  }
   for (size_t rank = 0; rank < counts.size(); ++rank) {
     if (counts[rank] != beats_[rank]) {
       beats_[rank] = counts[rank];

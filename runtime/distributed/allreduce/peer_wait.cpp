@@ -1,5 +1,6 @@
 #include "distributed/allreduce/peer_wait.h"
 
+#include <c10/util/Exception.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,6 +21,13 @@ using std::chrono::milliseconds;
 // completes, so a slice costs a step nothing.
 constexpr milliseconds kSlice{500};
 
+// c10::Error's what() carries a C++ backtrace: the message alone.
+std::string without_trace(const std::exception& e) {
+  if (const auto* error = dynamic_cast<const c10::Error*>(&e))
+    return error->what_without_backtrace();
+  return e.what();
+}
+
 [[noreturn]] void lost(const c10d::ProcessGroup& group, const PeerWait& wait,
                        const std::string& what, const std::string& why) {
   throw PeerLost(
@@ -37,11 +45,12 @@ void wait_for_peers(const c10d::ProcessGroup& group, const c10::intrusive_ptr<c1
   const auto deadline = Clock::now() + wait.timeout;
   while (true) {
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    const auto slice = std::clamp(left, milliseconds(1), wait.silent_peer ? kSlice : wait.timeout);
+    const auto longest = wait.silent_peer ? kSlice : std::max(wait.timeout, milliseconds(1));
+    const auto slice = std::clamp(left, milliseconds(1), longest);
     try {
       work->wait(slice);
       return;
-    } catch (const std::exception& e) {
+    } catch (const std::exception&) {
       // A slice that ran out leaves the work as it was (c10d's Work::wait only throws); one that
       // completed meanwhile, or failed, is waited for once more for its outcome.
       if (work->isCompleted()) {
@@ -49,12 +58,11 @@ void wait_for_peers(const c10d::ProcessGroup& group, const c10::intrusive_ptr<c1
           work->wait(slice);
           return;
         } catch (const std::exception& failed) {
-          lost(group, wait, what,
-               std::string("another rank died or did not answer: ") + failed.what());
+          lost(group, wait, what, "another rank died or did not answer: " + without_trace(failed));
         }
       }
       if (Clock::now() >= deadline) {
-        lost(group, wait, what, std::string("another rank did not answer: ") + e.what());
+        lost(group, wait, what, "another rank died or did not answer within the timeout");
       }
     }
     if (!wait.silent_peer) continue;  // the timeout's slice ended a little early
