@@ -535,6 +535,19 @@ TEST(AllReduceJob, AnElasticJobGoesOnWithoutALostRankAndTakesInANewOne) {
   ASSERT_TRUE(cifar::testing::wait_for([&] { return regrouped("newcomer", " of 3: gloo"); }, 60s))
       << read_file(log("newcomer"));
   // A scale-down: slot 1 asked to stop leaves at a step boundary, and the others go on without it.
+  // Asked once its round of 3 trains (the model line): a round's start is outside the stop window,
+  // where a SIGTERM exits at once as a starting process's does (train/graceful_stop.h).
+  const auto trains_in_a_round_of_3 = [&](const std::string& name) {
+    const auto text = read_file(log(name));
+    const auto newest_round = text.rfind("gloo process group of round");
+    if (newest_round == std::string::npos) return false;
+    const auto line_start = text.rfind('\n', newest_round) + 1;  // npos + 1 is 0
+    return text.substr(line_start, newest_round - line_start).find(" of 3: ") !=
+               std::string::npos &&
+           text.find("trainable parameters", newest_round) != std::string::npos;
+  };
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return trains_in_a_round_of_3("1"); }, 60s))
+      << read_file(log("1"));
   ranks[1]->send(SIGTERM);
   EXPECT_EQ(ranks[1]->wait(), 3) << read_file(log("1"));  // contract::kExitStopped
   EXPECT_EQ(ranks[0]->wait(), 0) << read_file(log("0"));
