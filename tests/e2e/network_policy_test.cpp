@@ -143,11 +143,20 @@ TEST_F(EnforcedNetworkPolicy, NoPodOutsideTheJobOpensItsTrainingPortsOnEitherNod
   }
 
   // Both jobs trained on through it, across both nodes, and the operator's progress scrape of
-  // the metrics port kept working.
+  // the metrics port kept working: each job's step, as the operator scraped it, moves past where
+  // it was once the attempts ended. (Their runs to Succeeded under the enforced policy are every
+  // other case's; here the rest of the run would only be CI time.)
   EXPECT_GT(status_of("ps")["progress"].value("imagesPerSecond", 0.0), 0.0) << diagnose("ps");
-  ASSERT_TRUE(wait_for_state("ps", "Succeeded", seconds(400))) << diagnose("ps");
-  ASSERT_TRUE(wait_for_state("ar", "Succeeded", seconds(400))) << diagnose("ar");
-  EXPECT_EQ(status_of("ar")["progress"].value("progressPercentage", 0), 100);
+  for (const auto* job : {"ps", "ar"}) {
+    const int step = status_of(job)["progress"].value("step", 0);
+    EXPECT_TRUE(wait_for(
+        [&] {
+          return status_of(job)["progress"].value("step", 0) > step || state(job) == "Succeeded";
+        },
+        seconds(120)))
+        << job << " stayed at step " << step << diagnose(job);
+    EXPECT_NE(state(job), "Failed") << diagnose(job);
+  }
 }
 
 // A rule the job's own NetworkPolicy cannot override: the cluster administrator's
