@@ -93,6 +93,10 @@ inline const std::string kPsReplicas =
 // before the job ends. (A deleted pod used to take its whole 30 s grace period to go, until
 // cifar-train, PID 1 in its container, handled SIGTERM; a fresh-clone CI run caught it.)
 constexpr int kLongEnoughToInterrupt = 4;
+// Epochs of a job whose fault stops its training until the replacement runs (a sync PS or
+// all-reduce job's lost pod, a frozen process, a dead node) and lands after its first checkpoint:
+// it is mid-run when the fault lands, and a shorter rest of the run costs CI less.
+constexpr int kLongEnoughToHalt = 3;
 
 // For async PS jobs that train more than an epoch: async PS applies each of its trainers' pushes as
 // a step of its own, on stale gradients, so 0.02 (the default of submit()) leaves simplecnn with

@@ -262,7 +262,7 @@ TEST_F(AcrossNodes, JobsSurviveTheDeathOfANodeAndGoOnFromWhereTheyWere) {
   // A rank notices its silent peer at the collective timeout: 20 s rather than the default 60.
   // Submitted once the PS job trains, so that it has not ended before the node dies.
   spread_and_training("psdeath");
-  constexpr int kAllReduceEpochs = kLongEnoughToInterrupt;
+  constexpr int kAllReduceEpochs = kLongEnoughToHalt;
   submit("ardeath", every_default() ? kAllReduce : kAllReduceTimeout20,
          "    Worker: {replicas: 2}\n", run_policy, "cifar10", kAllReduceEpochs);
 
@@ -317,7 +317,7 @@ TEST_F(AcrossNodes, AGpuJobWaitsForItsOnlyGpuNodeAndResumesThereWhenItIsBack) {
   submit("gpudeath", kAllReduceTimeout20, gpu_workers(2, 1),
          "  runPolicy:\n    restartPolicy: OnFailure\n    backoffLimit: 10\n"
          "    nodeFailureGraceSeconds: 5\n    cleanPodPolicy: None\n",
-         "cifar10", kLongEnoughToInterrupt);
+         "cifar10", kLongEnoughToHalt);
   std::map<std::string, std::string> before;
   ASSERT_TRUE(wait_for(
       [&] {

@@ -24,8 +24,8 @@ namespace {
 TEST_F(ObjectStorage, JobsResumeFromTheBucketAndARunContinuesInAnotherNamespace) {
   host_volume("cifar10", e2e_dir() / "cifar10-slice", true);  // the data; no checkpoint volume
   checkpoint_every_steps_ = 4;
-  submit("s3ps", kPsSync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt);
-  submit("s3ar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", kLongEnoughToInterrupt);
+  submit("s3ps", kPsSync, kPsReplicas, "", "cifar10", kLongEnoughToHalt);
+  submit("s3ar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", kLongEnoughToHalt);
   // The parameter server restores its shard from the bucket. All-reduce rank 0's replacement
   // takes the state rank 1 holds in memory (the two stopped after the same step): a run that no
   // rank holds, read from the bucket, is this test's second half.
@@ -65,7 +65,7 @@ TEST_F(ObjectStorage, JobsResumeFromTheBucketAndARunContinuesInAnotherNamespace)
                                  "\n  model: {name: simplecnn}\n"
                                  "  dataset: {name: cifar10, volume: {claimName: cifar10}}\n"
                                  "  training: {epochs: " +
-                                 std::to_string(kLongEnoughToInterrupt + 1) +
+                                 std::to_string(kLongEnoughToHalt + 1) +
                                  ", batchSize: 32}\n  checkpoint: {" +
                                  store_fields("s3://checkpoints/e2e", "store-keys") +
                                  ", resumeFrom: '" + run + "'}\n" + kAllReduce +
@@ -288,7 +288,7 @@ TEST_F(ObjectStorage, KeysTheStoreRefusesFailTheJobAtOnceAndAreNeverShown) {
 TEST_F(ObjectStorage, AJobWithNoVolumeReadsItsDataFromTheBucketAndAReplacedPodFetchesItAgain) {
   put_slice("data/cifar10");
   dataset_source_ = "uri: s3://checkpoints/data/cifar10";
-  submit("novol", kPsSync, kPsReplicas, "", "cifar10", kLongEnoughToInterrupt);
+  submit("novol", kPsSync, kPsReplicas, "", "cifar10", kLongEnoughToHalt);
   ASSERT_TRUE(wait_until_training("novol")) << diagnose("novol");
   const std::string fetched = "dataset s3://checkpoints/data/cifar10: 6 file(s) fetched";
   EXPECT_NE(kubectl({"logs", "novol-master-0", "-n", ns_}).output.find(fetched), std::string::npos)

@@ -255,8 +255,8 @@ class GpuQueues : public Queues {
 TEST_F(GpuQueues, TwoJobsOfTwoGpusForAQuotaOfTwoRunOneAfterTheOtherWhole) {
   data_and_checkpoint_volumes();
   device_ = "cpu";  // GPUs held, not there
-  // Long enough (~30 s) to be running while the second is looked at (2 epochs took 8 s).
-  submit("gpufirst", kAllReduce, gpu_workers(2, 1), in_queue(), "cifar10", 8);
+  // Long enough to be running while the second is looked at (seconds after it is applied).
+  submit("gpufirst", kAllReduce, gpu_workers(2, 1), in_queue(), "cifar10", kLongEnoughToInterrupt);
   std::cerr << "job gpufirst: admitted " << ungated_after("gpufirst", Steady::now())
             << " s after it was applied\n";
   submit("gpusecond", kAllReduce, gpu_workers(2, 1), in_queue());

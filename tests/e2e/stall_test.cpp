@@ -53,7 +53,7 @@ class Stalls : public Cluster {
     submit(job, strategy, replicas,
            "  runPolicy: {stallTimeoutSeconds: " + std::to_string(kStallSeconds) +
                ", onStall: Restart" + run_policy + "}\n",
-           "cifar10", kLongEnoughToInterrupt);
+           "cifar10", kLongEnoughToHalt);
     if (!wait_until_training(job) || !wait_for_checkpoint(run_dir(job))) {
       ADD_FAILURE() << "no checkpoint before the fault" << diagnose(job);
       return {};

@@ -108,11 +108,12 @@ TEST(Training, Fp16OnTheCpuIsABadUsageThatNamesBf16) {
 TEST(Training, ResumeAfterKillMatchesAnUninterruptedRun) {
   TempDir work;
   const std::vector<std::string> schedule = {
-      "-e", "3", "--checkpoint-every", "10", "--keep-checkpoints", "50"};
+      "-e", "2", "--checkpoint-every", "10", "--keep-checkpoints", "50"};
   const auto straight = run_process(train_command(work.path(), "straight", schedule));
   ASSERT_EQ(straight.exit_code, 0) << straight.output;
 
-  // Kill -9 the second run as soon as it has checkpointed inside epoch 2 (62 steps an epoch).
+  // Kill -9 the second run as soon as it has checkpointed inside its last epoch (62 steps an
+  // epoch): epoch 1's record is kept, epoch 2's is written again by the resumed run.
   const auto interrupted_dir = work.path() / "interrupted";
   {
     ChildProcess child(train_command(work.path(), "interrupted", schedule), work.path() / "log");
@@ -146,8 +147,8 @@ TEST(Training, ResumeAfterKillMatchesAnUninterruptedRun) {
   }
   const auto ra = monitor_records(work.path() / "straight");
   const auto rb = monitor_records(interrupted_dir);
-  ASSERT_EQ(ra.size(), 3U);
-  ASSERT_EQ(rb.size(), 3U);
+  ASSERT_EQ(ra.size(), 2U);
+  ASSERT_EQ(rb.size(), 2U);
   for (size_t e = 0; e < ra.size(); ++e) {
     for (const char* key : {"step", "train_loss", "train_accuracy", "test_loss", "test_accuracy"}) {
       EXPECT_EQ(ra[e][key], rb[e][key]) << "epoch " << e + 1 << " " << key;
