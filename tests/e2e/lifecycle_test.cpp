@@ -335,7 +335,7 @@ TEST_F(WhenAJobGoesWrong, AGracePeriodTooShortToSaveIsReportedAndTheJobGoesOnFro
   submit("short", kAllReduce,
          "    Worker:\n      replicas: 1\n"
          "      template: {spec: {terminationGracePeriodSeconds: 1}}\n",
-         "", "cifar10", kLongEnoughToInterrupt);
+         "", "cifar10", kLongEnoughToHalt);
   ASSERT_TRUE(wait_until_training("short"));
   const auto dir = run_dir("short");
   ASSERT_TRUE(wait_for_checkpoint(dir)) << dir;

@@ -243,7 +243,7 @@ TEST_F(ObjectStorage, InANamespaceThatDeniesAllTrafficJobsReachTheirPeersDnsAndT
       ns_);
   host_volume("cifar10", e2e_dir() / "cifar10-slice", true);
   submit("hardps", kPsAsync, kPsReplicas, "", "cifar10", 4, kAsyncPsLearningRate);
-  submit("hardar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", 4);
+  submit("hardar", kAllReduce, "    Worker: {replicas: 2}\n", "", "cifar10", 2);  // no fault
   ASSERT_TRUE(wait_until_training("hardps")) << diagnose("hardps");
   const auto node = placement("hardps").begin()->second;
   idle_pod("outsider", ns_, node, "{app: outsider}");
