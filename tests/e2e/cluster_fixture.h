@@ -173,6 +173,15 @@ class Cluster : public ::testing::Test {
               "}\nspec:\n  accessModes: [" + mode + "]\n  storageClassName: ''\n  volumeName: " +
               pv + "\n  resources: {requests: {storage: 1Gi}}\n",
           ns);
+    // Bound before a pod names it: else the scheduler's first word on the pod is the unbound
+    // claim, not what the case is about.
+    EXPECT_TRUE(wait_for(
+        [&] {
+          return kubectl({"get", "pvc", name, "-n", ns, "-o", "jsonpath={.status.phase}"}).output ==
+                 "Bound";
+        },
+        seconds(30)))
+        << "claim " << name << " in " << ns << " not bound";
   }
 
   // The slice of CIFAR-10 (read-only; at `data`, a view of it) and a fresh shared checkpoint

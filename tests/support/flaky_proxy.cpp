@@ -60,12 +60,12 @@ void FlakyProxy::serve() {
     if (::poll(&ready, 1, 20) <= 0) continue;  // wakes up to see stop_
     const int connection = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
     if (connection < 0) continue;
+    // Counted before the answer goes out: a client that has read it may look at once.
     if (failed_ < failures_) {
       fail(connection);
-      ++failed_;
     } else {
-      relay(connection);
       ++relayed_;
+      relay(connection);
     }
     ::close(connection);
   }
@@ -82,6 +82,7 @@ void FlakyProxy::fail(int connection) {
     if (n <= 0) return;
     head.append(buffer.data(), static_cast<size_t>(n));
   }
+  ++failed_;
   const std::string body = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>" + s3_code_ +
                            "</Code><Message>injected by the test</Message></Error>";
   send_all(connection, "HTTP/1.1 " + status_line_ +
