@@ -68,7 +68,7 @@ int run(const cifar::train::TrainConfig& config) {
   cifar::train::Fence fence;
   if (dist.enabled && dist.job.role == Role::kEvaluator) {
     fence = cifar::train::Fence::claim(config, cifar::train::FenceSlot::kEvaluator);
-  } else if (dist.chief()) {
+  } else if (dist.chief() && !dist.elastic()) {  // an elastic job's: each round's rank 0 claims it
     fence = cifar::train::Fence::claim(config, cifar::train::FenceSlot::kChief);
   }
   // Reports a trainer that stops making progress (alive, not training): where it waits.

@@ -535,12 +535,6 @@ ParsedCommandLine parse_command_line(int argc, const char* const argv[]) {
   try {
     resolve_distributed(app, distributed, config);
     config.incarnation = incarnation_from_env(contract::env::kIncarnation);
-    if (config.distributed.allreduce.min_world_size > 0 && config.incarnation != 0) {
-      // The chief moves with rank 0 in an elastic job, and the fence of its writes does not yet.
-      throw std::invalid_argument(std::string("--min-ranks: an elastic job does not run under an "
-                                              "operator's incarnations yet (") +
-                                  contract::env::kIncarnation + " is set)");
-    }
     if (const char* uid = std::getenv(contract::env::kJobUid)) config.job_uid = uid;
     config.chief_incarnation = incarnation_from_env(contract::env::kChiefIncarnation);
     config.ps_incarnations = incarnations_from_env(contract::env::kPsIncarnations);

@@ -33,12 +33,19 @@ struct DistributedOptions {
   ps::Options ps;
   allreduce::Options allreduce;
 
+  // An elastic all-reduce job (--min-ranks): its world, and so its rank 0, changes from round to
+  // round.
+  [[nodiscard]] bool elastic() const {
+    return enabled && strategy == Strategy::kAllReduce && allreduce.min_world_size > 0;
+  }
   // Whether this process is the job's chief, which alone writes the run: rank 0 of an all-reduce
   // job (whatever TF_CONFIG calls it: in a job of workers only, rank 1 is "worker 0" there), the
-  // master of a parameter-server job (or worker 0 without one), a process training alone.
+  // master of a parameter-server job (or worker 0 without one), a process training alone. In an
+  // elastic job every trainer may be: the chief is each round's rank 0.
   [[nodiscard]] bool chief() const {
     if (!enabled) return true;
-    if (strategy == Strategy::kAllReduce) return job.is_trainer() && allreduce.rank == 0;
+    if (strategy == Strategy::kAllReduce)
+      return job.is_trainer() && (elastic() || allreduce.rank == 0);
     return job.is_chief();
   }
   // Who this process is in a job's logs and reports: "rank 1" for an all-reduce trainer,
@@ -47,7 +54,7 @@ struct DistributedOptions {
     if (!enabled) return "trainer";
     if (strategy == Strategy::kAllReduce && job.is_trainer()) {
       // An elastic job's ranks change places from round to round: its processes are slots.
-      return (allreduce.min_world_size > 0 ? "slot " : "rank ") + std::to_string(allreduce.rank);
+      return (elastic() ? "slot " : "rank ") + std::to_string(allreduce.rank);
     }
     return job.task_name();
   }

@@ -51,9 +51,9 @@ bool same_job(const FenceRecord& record, const std::string& job_uid) {
 }
 
 [[noreturn]] void throw_taken_over(const FenceRecord& record) {
-  throw Replaced("job " + record.job_uid +
-                 " continues this run now (checkpoint.resumeFrom); stopping (this pod's job "
-                 "writes nothing more into the run)");
+  throw RunTakenOver("job " + record.job_uid +
+                     " continues this run now (checkpoint.resumeFrom); stopping (this pod's job "
+                     "writes nothing more into the run)");
 }
 
 // Writes what `next` makes of the slot's record as one compare-and-swap (Store::put_if), again
@@ -114,18 +114,22 @@ Fence::Fence(std::shared_ptr<storage::Store> store, std::string name, int64_t in
       job_uid_(std::move(job_uid)) {}
 
 Fence Fence::claim(const TrainConfig& config, FenceSlot slot) {
+  return claim(config, slot, config.incarnation);
+}
+
+Fence Fence::claim(const TrainConfig& config, FenceSlot slot, int64_t number) {
   if (config.incarnation <= 0) return {};
   std::shared_ptr<storage::Store> store = open_run_store(config);
   auto name = fence_name(config, slot);
   update_record(*store, name, [&](const std::optional<FenceRecord>& record) {
-    check_record(record, config.incarnation, config.job_uid, false);
+    check_record(record, number, config.job_uid, false);
     const bool held_already =
-        record && record->incarnation == config.incarnation && record->job_uid == config.job_uid;
-    return held_already ? std::nullopt
-                        : std::optional<FenceRecord>(
-                              FenceRecord{config.incarnation, std::nullopt, config.job_uid});
+        record && record->incarnation == number && record->job_uid == config.job_uid;
+    return held_already
+               ? std::nullopt
+               : std::optional<FenceRecord>(FenceRecord{number, std::nullopt, config.job_uid});
   });
-  return {std::move(store), std::move(name), config.incarnation, config.job_uid};
+  return {std::move(store), std::move(name), number, config.job_uid};
 }
 
 void Fence::record_resumed_step(int64_t step) const {

@@ -15,6 +15,10 @@
 // is_stale_checkpoint); the guarantee needs read-after-write consistency (local disks, NFS, and S3
 // since 2020; most S3-compatible stores).
 //
+// An elastic all-reduce job's chief moves: each round's rank 0 claims the chief's slot with the
+// round's generation instead, so that a rank 0 of an older round (frozen, cut off from its peers)
+// stops at its next commit once the group went on without it.
+//
 // A process holds the fence of the slot it writes (main claims it) and hands it to its writers;
 // without an incarnation (0: run by hand, or by an operator that gives none) there is none and
 // every check passes.
@@ -47,6 +51,12 @@ class Replaced : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Another job continues this run now (checkpoint.resumeFrom): every writer of this job stops.
+class RunTakenOver : public Replaced {
+ public:
+  using Replaced::Replaced;
+};
+
 enum class FenceSlot { kChief, kEvaluator };
 
 // What a slot's fence record says: who holds it (the job, and its pod's incarnation), and (the
@@ -71,6 +81,10 @@ class Fence {
   // Claims `slot` of the run for config.incarnation (none without one). Throws Replaced if a newer
   // incarnation holds it already.
   [[nodiscard]] static Fence claim(const TrainConfig& config, FenceSlot slot);
+  // The same for `number` in place of the pod's incarnation, under an operator (config.incarnation
+  // set; none otherwise): an elastic job's chief, its group's rank 0, claims with its round's
+  // generation (allreduce/rendezvous_keys.h), above every pod incarnation and every older round's.
+  [[nodiscard]] static Fence claim(const TrainConfig& config, FenceSlot slot, int64_t number);
 
   // Throws Replaced once a newer incarnation has claimed the slot.
   void check() const;

@@ -42,9 +42,10 @@ int64_t move_on_from(c10d::Store& store, int64_t round) {
 
 // A new store's identity (ranks that knew another start its rounds from the first) and round 0.
 void initialise(c10d::Store& store) {
+  const auto started =
+      std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch());
   store.set(rendezvous_keys::kStoreId,
-            bytes(std::to_string(::getpid()) + "@" +
-                  std::to_string(Clock::now().time_since_epoch().count())));
+            bytes(rendezvous_keys::new_store_id(started.count(), ::getpid())));
   store.compareSet(rendezvous_keys::kRound, {}, bytes("0"));
 }
 
@@ -58,6 +59,10 @@ c10::intrusive_ptr<c10d::Store> Rendezvous::host_store(const std::string& host, 
   auto store = c10::make_intrusive<c10d::TCPStore>(host, store_options);
   initialise(*store);
   return store;
+}
+
+int64_t Rendezvous::generation() const {
+  return current_ ? rendezvous_keys::generation(current_->store_id, current_->number) : -1;
 }
 
 Rendezvous::Rendezvous(Options options, Backend backend)

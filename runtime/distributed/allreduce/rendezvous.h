@@ -46,6 +46,9 @@ class Rendezvous {
 
   // The round of the group form() returned last (-1 before the first).
   [[nodiscard]] int64_t round() const { return current_ ? current_->number : -1; }
+  // The same as one number that only grows, over every store the job met at
+  // (rendezvous_keys::generation; -1 before the first group).
+  [[nodiscard]] int64_t generation() const;
 
   // Elastic jobs, at a step boundary: whether the group must form again (ranks wait to join it,
   // the store moved on or is a new one: group_beat.h).

@@ -24,6 +24,21 @@ namespace {
 // Asked to stop while it waited for a group, with the state saved before the wait.
 struct StoppedWhileWaiting : std::exception {};
 
+// The fence this rank writes the run under in the round of `group`: a fixed job's chief holds the
+// one main claimed; an elastic job's chief is the group's rank 0, which claims the chief's slot
+// with the round's generation (train/fence.h), and its other ranks write nothing.
+train::Fence chief_fence_of_round(const train::TrainConfig& config, const train::Fence& fence,
+                                  const Rendezvous& rendezvous, c10d::ProcessGroup& group) {
+  if (config.distributed.allreduce.min_world_size == 0) return fence;
+  if (group.getRank() != 0) return {};
+  auto claimed = train::Fence::claim(config, train::FenceSlot::kChief, rendezvous.generation());
+  if (claimed.incarnation() > 0) {
+    spdlog::info("{}: rank 0 of round {}, the chief: holds the run's fence as generation {}",
+                 config.distributed.who(), rendezvous.round(), claimed.incarnation());
+  }
+  return claimed;
+}
+
 }  // namespace
 
 train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
@@ -76,12 +91,13 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
     stop_window.reset();
     std::function<bool()> must_reform;
     if (ar.min_world_size > 0) must_reform = [&rendezvous] { return rendezvous.must_reform(); };
-    AllReduceExchange exchange(rank_config, std::move(group), options, fence, std::move(held),
+    const auto round_fence = chief_fence_of_round(config, fence, rendezvous, *group);
+    AllReduceExchange exchange(rank_config, std::move(group), options, round_fence, std::move(held),
                                std::move(must_reform));
     try {
       // Every round starts from the newest state a rank holds, or else rank 0's newest checkpoint
       // (AllReduceExchange::start).
-      const auto result = train::run_training(rank_config, exchange, fence, stop_window);
+      const auto result = train::run_training(rank_config, exchange, round_fence, stop_window);
       if (!result.stopped || train::stop_requested()) return result;
       held = exchange.held_state();
       spdlog::info(
@@ -106,6 +122,20 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
         return left;
       }
       spdlog::info("{}: {}", who, e.what());
+      saved_stop.reset();
+    } catch (const train::RunTakenOver&) {
+      throw;
+    } catch (const train::Replaced& e) {
+      // An elastic job's rank 0 whose group went on without it (it was frozen, or cut off from
+      // its peers): a newer round's rank 0 holds the run. Its pod is still one of the job's: it
+      // joins the next round, as any rank that came late, and is handed the group's state.
+      if (!config.distributed.elastic()) throw;
+      stop_window.reset();
+      spdlog::warn(
+          "{}: no longer the chief ({}): its group went on without it; it writes nothing "
+          "more and joins the next round",
+          who, e.what());
+      held.reset();  // older than what the group holds now
       saved_stop.reset();
     } catch (const PeerLost& e) {
       stop_window.reset();

@@ -13,11 +13,13 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "contract/env.h"
 #include "storage/store.h"
 #include "tests/support/object_store.h"
 #include "tests/support/parameters.h"
@@ -483,12 +485,26 @@ TEST(AllReduceJob, ALostRanksReplacementJoinsTheRankLeftInsideItsProcess) {
   EXPECT_EQ(epochs, (std::vector<int>{1, 2, 3, 4})) << read_file(dir / "monitor.jsonl");
 }
 
-// An elastic job (--min-ranks 2, at most 3 ranks) meeting at a store of its own: rank 2 frozen
-// (SIGSTOP: its connections stay open, so Gloo alone would wait out the 120 s collective
-// timeout), the two left go on once it stopped beating at the store, from the step they hold; a
-// rank started later joins them at a step boundary. Each world trains its share of the same global
-// batch, every epoch is recorded once, and the job ends at the step a fixed job would.
-TEST(AllReduceJob, AnElasticJobGoesOnWithoutALostRankAndTakesInANewOne) {
+// The generations an elastic job's chiefs claimed the run's fence with, in a rank's log.
+std::vector<int64_t> fence_generations_in(const std::string& log) {
+  std::vector<int64_t> generations;
+  const std::string said = "holds the run's fence as generation ";
+  for (auto at = log.find(said); at != std::string::npos; at = log.find(said, at + 1)) {
+    generations.push_back(std::stoll(log.substr(at + said.size())));
+  }
+  return generations;
+}
+
+// An elastic job (--min-ranks 2, at most 3 ranks) meeting at a store of its own, its processes
+// numbered as an operator's pods are (CIFAR_INCARNATION): its chief, rank 0 of the first round,
+// frozen (SIGSTOP: its connections stay open, so Gloo alone would wait out the 120 s collective
+// timeout); the two left go on once it stopped beating at the store, from the step they hold,
+// their new rank 0 the chief, which takes the run's fence from the frozen one. The frozen one,
+// continued, writes nothing as the chief and joins them at a step boundary, as a rank started
+// later does; then one rank is asked to stop (a scale-down) and the others go on. Each world
+// trains its share of the same global batch, every epoch is recorded once, and the job ends at
+// the step a fixed job would.
+TEST(AllReduceJob, AnElasticJobGoesOnWithoutItsFrozenChiefAndTakesItBackAsARank) {
   TempDir work;
   const int port = cifar::testing::free_port();
   ChildProcess store({CIFAR_TRAIN_BIN, "rendezvous-store", "--port", std::to_string(port)},
@@ -507,65 +523,94 @@ TEST(AllReduceJob, AnElasticJobGoesOnWithoutALostRankAndTakesInANewOne) {
                                          "120"};
   const auto dir = work.path() / "elastic";
   const auto rank = [&](int r) {
-    return command(work.path(), "elastic", rank_of(r, 3, port), args);
+    auto pod = rank_of(r, 3, port);
+    pod.insert(pod.begin() + 1, std::string(cifar::contract::env::kIncarnation) + "=1");
+    return command(work.path(), "elastic", pod, args);
   };
-  const auto log = [&](const std::string& name) { return work.path() / (name + ".log"); };
+  const auto log = [&](int slot) { return work.path() / (std::to_string(slot) + ".log"); };
   std::vector<std::unique_ptr<ChildProcess>> ranks;
-  for (int r = 0; r < 3; ++r)
-    ranks.push_back(std::make_unique<ChildProcess>(rank(r), log(std::to_string(r))));
+  for (int r = 0; r < 3; ++r) ranks.push_back(std::make_unique<ChildProcess>(rank(r), log(r)));
   // 576 samples, a global batch of 24: 24 steps an epoch.
   ASSERT_TRUE(cifar::testing::wait_for([&] { return newest_step(dir) >= 24; }, 120s))
-      << read_file(log("0"));
-  ranks[2]->send(SIGSTOP);
-  const auto regrouped = [&](const std::string& name, const std::string& world) {
-    const auto text = read_file(log(name));
+      << read_file(log(0));
+  // The chief is rank 0 of the first round, the first slot to join it.
+  int chief = 0;
+  while (chief < 3 && read_file(log(chief)).find("rank 0 of 3: gloo") == std::string::npos) ++chief;
+  ASSERT_LT(chief, 3) << read_file(log(0));
+  const int staying = chief == 0 ? 1 : 0;
+  const int leaving = 3 - chief - staying;
+  ranks[chief]->send(SIGSTOP);
+  const auto regrouped = [&](const std::filesystem::path& file, const std::string& world) {
+    const auto text = read_file(file);
     const auto from = text.find(world);
     return from != std::string::npos && text.find("resumed at step", from) != std::string::npos;
   };
   // Well within the collective timeout: found by its silence.
-  ASSERT_TRUE(cifar::testing::wait_for([&] { return regrouped("0", " of 2: gloo"); }, 60s))
-      << read_file(log("0"));
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return regrouped(log(staying), " of 2: gloo"); }, 60s))
+      << read_file(log(staying));
   // (Its rank is the order it joined in, whichever slot it is.)
-  EXPECT_NE(read_file(log("0")).find(" of 3 has not beaten at the rendezvous store for 1"),
+  EXPECT_NE(read_file(log(staying)).find(" of 3 has not beaten at the rendezvous store for 1"),
             std::string::npos)
-      << read_file(log("0"));
-  ranks[2]->kill_hard();
-  const int lost_at = newest_step(dir);
-  ChildProcess newcomer(rank(2), log("newcomer"));
-  ASSERT_TRUE(cifar::testing::wait_for([&] { return regrouped("newcomer", " of 3: gloo"); }, 60s))
-      << read_file(log("newcomer"));
-  // A scale-down: slot 1 asked to stop leaves at a step boundary, and the others go on without it.
-  // Asked once its round of 3 trains (the model line): a round's start is outside the stop window,
-  // where a SIGTERM exits at once as a starting process's does (train/graceful_stop.h).
-  const auto trains_in_a_round_of_3 = [&](const std::string& name) {
-    const auto text = read_file(log(name));
-    const auto newest_round = text.rfind("gloo process group of round");
+      << read_file(log(staying));
+  // Whether `slot`'s newest group is one of 3 after the first round, and trains (its model line).
+  const auto trains_in_a_later_round_of_3 = [&](int slot) {
+    const auto text = read_file(log(slot));
+    const std::string said = "gloo process group of round ";
+    const auto newest_round = text.rfind(said);
     if (newest_round == std::string::npos) return false;
     const auto line_start = text.rfind('\n', newest_round) + 1;  // npos + 1 is 0
     return text.substr(line_start, newest_round - line_start).find(" of 3: ") !=
                std::string::npos &&
+           std::stoll(text.substr(newest_round + said.size())) > 0 &&
            text.find("trainable parameters", newest_round) != std::string::npos;
   };
-  ASSERT_TRUE(cifar::testing::wait_for([&] { return trains_in_a_round_of_3("1"); }, 60s))
-      << read_file(log("1"));
-  ranks[1]->send(SIGTERM);
-  EXPECT_EQ(ranks[1]->wait(), 3) << read_file(log("1"));  // contract::kExitStopped
-  EXPECT_EQ(ranks[0]->wait(), 0) << read_file(log("0"));
-  EXPECT_EQ(newcomer.wait(), 0) << read_file(log("newcomer"));
+  // The frozen chief comes back. Its group went on without it, and a newer round's rank 0 holds
+  // the run's fence: it writes nothing more as the chief, and joins the group as a rank that came
+  // late does, at a step boundary (a rank started later, a replacement, joins the same way).
+  const int lost_at = newest_step(dir);
+  ranks[chief]->send(SIGCONT);
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return trains_in_a_later_round_of_3(chief); }, 90s))
+      << read_file(log(chief));
+  // A scale-down: one slot asked to stop leaves at a step boundary, and the others go on without
+  // it. Asked once its round of 3 trains (the model line): a round's start is outside the stop
+  // window, where a SIGTERM exits at once as a starting process's does (train/graceful_stop.h).
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return trains_in_a_later_round_of_3(leaving); }, 60s))
+      << read_file(log(leaving));
+  ranks[leaving]->send(SIGTERM);
+  EXPECT_EQ(ranks[leaving]->wait(), 3) << read_file(log(leaving));  // contract::kExitStopped
+  EXPECT_EQ(ranks[staying]->wait(), 0) << read_file(log(staying));
+  EXPECT_EQ(ranks[chief]->wait(), 0) << read_file(log(chief));
 
-  const auto log0 = read_file(log("0"));
-  EXPECT_NE(log0.find("memory (no checkpoint read)"), std::string::npos) << log0;
-  EXPECT_NE(
-      log0.find("ranks wait to join, or the store moved on: the group of 2 forms again after step"),
-      std::string::npos)
-      << log0;
-  const auto newcomer_log = read_file(log("newcomer"));
-  EXPECT_NE(newcomer_log.find("closed before this rank came"), std::string::npos) << newcomer_log;
-  EXPECT_NE(newcomer_log.find("memory (no checkpoint read)"), std::string::npos) << newcomer_log;
-  EXPECT_GE(resumed_after_wait(log0), lost_at) << log0;
-  const auto after_stop = log0.find("another rank was asked to stop");
-  ASSERT_NE(after_stop, std::string::npos) << log0;
-  EXPECT_NE(log0.find(" of 2: gloo", after_stop), std::string::npos) << log0;
+  const auto stayed = read_file(log(staying));
+  EXPECT_NE(stayed.find("memory (no checkpoint read)"), std::string::npos) << stayed;
+  EXPECT_NE(stayed.find(
+                "ranks wait to join, or the store moved on: the group of 2 forms again after step"),
+            std::string::npos)
+      << stayed;
+  const auto came = read_file(log(chief));
+  EXPECT_NE(came.find("closed before this rank came"), std::string::npos) << came;
+  EXPECT_NE(came.find("memory (no checkpoint read)"), std::string::npos) << came;
+  EXPECT_GE(resumed_after_wait(stayed), lost_at) << stayed;
+  const auto after_stop = stayed.find("another rank was asked to stop");
+  ASSERT_NE(after_stop, std::string::npos) << stayed;
+  EXPECT_NE(stayed.find(" of 2: gloo", after_stop), std::string::npos) << stayed;
+  // The chief moved with rank 0: the frozen one's claim, the first round's, is the lowest; each
+  // later round's rank 0 claimed above every claim before (the frozen one too, if it was rank 0
+  // again), and the newest claim holds the run's fence.
+  const auto first_claims = fence_generations_in(read_file(log(chief)));
+  ASSERT_FALSE(first_claims.empty()) << read_file(log(chief));
+  std::vector<int64_t> claims;
+  for (int slot = 0; slot < 3; ++slot) {
+    const auto more = fence_generations_in(read_file(log(slot)));
+    claims.insert(claims.end(), more.begin(), more.end());
+  }
+  EXPECT_GT(claims.size(), first_claims.size());
+  EXPECT_EQ(*std::min_element(claims.begin(), claims.end()), first_claims.front());
+  EXPECT_EQ(std::set<int64_t>(claims.begin(), claims.end()).size(), claims.size());
+  const auto record = nlohmann::json::parse(read_file(dir / "alexnet.chief.fence"));
+  EXPECT_EQ(record.at("incarnation").get<int64_t>(),
+            *std::max_element(claims.begin(), claims.end()))
+      << record.dump();
   // The job's length does not depend on its world: 5 epochs of 24 steps, each recorded once.
   EXPECT_EQ(newest_step(dir), 5 * 24);
   std::vector<int> epochs;

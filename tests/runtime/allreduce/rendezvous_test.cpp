@@ -11,6 +11,7 @@
 #include <string>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 
+#include "distributed/allreduce/rendezvous_keys.h"
 #include "tests/support/process.h"
 
 namespace cifar::allreduce {
@@ -58,6 +59,17 @@ void form_and_lose_rank1(Rendezvous& rank0, int port) {
   group0.get();
 }
 
+// The generation an elastic job's chief claims the run's fence with: a store's rounds in order,
+// every round of a store started later above them, whatever its round.
+TEST(RendezvousGeneration, OrdersTheRoundsOfAStoreAndEveryStoreStartedLaterAboveThem) {
+  const auto store = rendezvous_keys::new_store_id(1'795'000'000'000, 41);
+  const auto later_store = rendezvous_keys::new_store_id(1'795'000'000'001, 7);
+  EXPECT_LT(rendezvous_keys::generation(store, 0), rendezvous_keys::generation(store, 1));
+  EXPECT_LT(rendezvous_keys::generation(store, 1000), rendezvous_keys::generation(later_store, 0));
+  EXPECT_GT(rendezvous_keys::generation(store, 0), int64_t{1} << 50);  // above any pod's number
+  EXPECT_EQ(rendezvous_keys::generation("no start time", 5), 5);
+}
+
 TEST(Rendezvous, TwoRanksFormTheFirstRoundsGroup) {
   const int port = cifar::testing::free_port();
   Rendezvous rank0(rank_of_two(0, port), Backend::kGloo);
@@ -73,11 +85,14 @@ TEST(Rendezvous, TheRankLeftWaitsInTheNextRoundForTheReplacement) {
   const int port = cifar::testing::free_port();
   Rendezvous rank0(rank_of_two(0, port), Backend::kGloo);
   form_and_lose_rank1(rank0, port);
+  const auto first_generation = rank0.generation();
   rank0.broken();
   auto again = form_async(rank0);
   Rendezvous replacement(rank_of_two(1, port), Backend::kGloo);
   const auto b = replacement.form([] {});
   expect_one_group(rank0, again.get(), replacement, b, 1);
+  EXPECT_EQ(rank0.generation(), first_generation + 1);
+  EXPECT_EQ(replacement.generation(), rank0.generation());
 }
 
 // The replacement comes before rank 0 has found its group broken: it joins the old round, finds

@@ -97,6 +97,22 @@ TEST_F(RunFence, AnOlderIncarnationCannotClaimAndTheSameOneClaimsAgain) {
   EXPECT_EQ(read_fence(run_in(dir_.path(), 6), FenceSlot::kEvaluator)->incarnation, 6);
 }
 
+// An elastic job's chief, each round's rank 0, claims with its round's generation: the rank 0 of a
+// newer round takes the slot from an older one (which stops at its next write, though its pod is
+// no older), and a claim of an older round, late, cannot take it back.
+TEST_F(RunFence, AnElasticJobsChiefClaimsWithItsRoundsGenerationAndANewerRoundsTakesOver) {
+  const auto pod = run_in(dir_.path(), 1);  // every pod of the job may be incarnation 1
+  const auto round_3 = Fence::claim(pod, FenceSlot::kChief, (int64_t{1} << 40) + 3);
+  const auto round_4 = Fence::claim(pod, FenceSlot::kChief, (int64_t{1} << 40) + 4);
+  EXPECT_EQ(read_fence(pod, FenceSlot::kChief)->incarnation, (int64_t{1} << 40) + 4);
+  EXPECT_NO_THROW(round_4.check());
+  EXPECT_THROW(round_3.check(), Replaced);
+  EXPECT_THROW(static_cast<void>(Fence::claim(pod, FenceSlot::kChief, (int64_t{1} << 40) + 2)),
+               Replaced);
+  // By hand (no incarnation): no fence, as for a fixed job.
+  EXPECT_EQ(Fence::claim(run_in(dir_.path(), 0), FenceSlot::kChief, 99).incarnation(), 0);
+}
+
 // Incarnations are numbered per job: a job that continues another's run (checkpoint.resumeFrom)
 // starts at 1, below the other's numbers, and still takes the run over; the other job's writer,
 // if it still runs, stops at its next write.
