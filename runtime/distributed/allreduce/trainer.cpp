@@ -29,7 +29,7 @@ struct StoppedWhileWaiting : std::exception {};
 // with the round's generation (train/fence.h), and its other ranks write nothing.
 train::Fence chief_fence_of_round(const train::TrainConfig& config, const train::Fence& fence,
                                   const Rendezvous& rendezvous, c10d::ProcessGroup& group) {
-  if (config.distributed.allreduce.min_world_size == 0) return fence;
+  if (!config.distributed.elastic()) return fence;
   if (group.getRank() != 0) return {};
   auto claimed = train::Fence::claim(config, train::FenceSlot::kChief, rendezvous.generation());
   if (claimed.incarnation() > 0) {
