@@ -11,6 +11,9 @@ namespace cifar::contract::label {
 inline constexpr char kJobName[] = "cifartrain.io/job-name";            // <job>
 inline constexpr char kReplicaType[] = "cifartrain.io/replica-type";    // role_name (roles.h)
 inline constexpr char kReplicaIndex[] = "cifartrain.io/replica-index";  // 0, 1, ...
+// A pod of the job that is no replica: an elastic job's rendezvous store (kRendezvousStore).
+inline constexpr char kComponent[] = "cifartrain.io/component";
+inline constexpr char kRendezvousStore[] = "rendezvous-store";
 // An annotation, not a label: the pod's incarnation (env.h, kIncarnation), for people and tools.
 inline constexpr char kIncarnationAnnotation[] = "cifartrain.io/incarnation";
 

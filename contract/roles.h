@@ -46,10 +46,11 @@ constexpr bool is_chief(Role role, int index, bool job_has_master) {
 }
 
 // Whether a member reads or writes the run's store: the chief, the evaluator, and a parameter
-// server (which restores its shard from the checkpoints). The other trainers do not, and on
-// Kubernetes they get no store credentials.
-constexpr bool uses_store(Role role, int index, bool job_has_master) {
-  return is_trainer(role) ? is_chief(role, index, job_has_master) : true;
+// server (which restores its shard from the checkpoints); in an elastic job every trainer, since
+// each round's rank 0 is the chief. The other trainers do not, and on Kubernetes they get no store
+// credentials.
+constexpr bool uses_store(Role role, int index, bool job_has_master, bool elastic) {
+  return is_trainer(role) ? elastic || is_chief(role, index, job_has_master) : true;
 }
 
 }  // namespace cifar::contract

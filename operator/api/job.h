@@ -25,7 +25,12 @@ using contract::role_name;
 std::string_view replica_type(Role role);
 
 struct ReplicaSpec {
-  int replicas = 0;
+  int replicas = 0;  // an elastic role's desired size
+  // Workers only: an elastic job trains with any number from min_replicas to max_replicas (both 0:
+  // a fixed size).
+  int min_replicas = 0;
+  int max_replicas = 0;
+  [[nodiscard]] bool elastic() const { return max_replicas > 0; }
   nlohmann::json resources = nlohmann::json::object();     // a core/v1 ResourceRequirements
   nlohmann::json pod_template = nlohmann::json::object();  // fields merged into the pods
   [[nodiscard]] int64_t gpus() const;                      // limits["nvidia.com/gpu"], 0 if none
@@ -184,6 +189,11 @@ struct JobSpec {
   std::string queue;
   NodeSpread spread_across_nodes = NodeSpread::kPreferred;
 
+  // Whether the job's workers are elastic (replicaSpecs.Worker.minReplicas/maxReplicas).
+  [[nodiscard]] bool elastic() const {
+    const auto found = replicas.find(Role::kWorker);
+    return found != replicas.end() && found->second.elastic();
+  }
   [[nodiscard]] int count(Role role) const {
     const auto found = replicas.find(role);
     return found == replicas.end() ? 0 : found->second.replicas;

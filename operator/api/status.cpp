@@ -54,10 +54,10 @@ JobCondition condition_from(const json& c) {
   return out;
 }
 
-const std::array<const char*, 15> kKnownFields = {
-    "state",    "conditions",  "replicaStatuses", "startTime",    "completionTime",
-    "restarts", "podRestarts", "progress",        "reason",       "message",
-    "modelDir", "incarnation", "nodeLoss",        "stallsByNode", "suspectNodes"};
+const std::array<const char*, 16> kKnownFields = {
+    "state",       "conditions",   "replicaStatuses", "startTime", "completionTime", "restarts",
+    "podRestarts", "progress",     "reason",          "message",   "modelDir",       "incarnation",
+    "nodeLoss",    "stallsByNode", "suspectNodes",    "workers"};
 
 }  // namespace
 
@@ -209,6 +209,13 @@ void from_json(const json& j, JobStatus& status) {
   if (const auto s = j.find("suspectNodes"); s != j.end() && s->is_array()) {
     status.suspect_nodes = s->get<std::vector<std::string>>();
   }
+  if (const auto w = j.find("workers"); w != j.end() && w->is_object()) {
+    auto& workers = status.workers.emplace();
+    workers.training = w->value("training", 0);
+    workers.desired = w->value("desired", 0);
+    workers.selector = w->value("selector", "");
+    workers.reason = w->value("reason", "");
+  }
   if (const auto r = j.find("reason"); r != j.end()) status.summary_reason = r->get<std::string>();
   if (const auto m = j.find("message"); m != j.end()) {
     status.summary_message = m->get<std::string>();
@@ -250,6 +257,14 @@ void to_json(json& j, const JobStatus& status) {
   }
   if (status.stalls_by_node) j["stallsByNode"] = *status.stalls_by_node;
   if (status.suspect_nodes) j["suspectNodes"] = *status.suspect_nodes;
+  if (status.workers) {
+    const auto& w = *status.workers;
+    j["workers"] = {{"training", w.training},
+                    {"desired", w.desired},
+                    {"summary", std::to_string(w.training) + "/" + std::to_string(w.desired)},
+                    {"selector", w.selector}};
+    if (!w.reason.empty()) j["workers"]["reason"] = w.reason;
+  }
   if (status.summary_reason) j["reason"] = *status.summary_reason;
   if (status.summary_message) j["message"] = *status.summary_message;
 }

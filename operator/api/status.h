@@ -69,6 +69,8 @@ inline constexpr std::string_view kFinalEvaluation = "FinalEvaluation";  // the 
 inline constexpr std::string_view kPodRestarting = "PodRestarting";
 // A pod stopped on request with the job's state saved (contract::kExitStopped): replaced.
 inline constexpr std::string_view kPodStopped = "PodStopped";
+// An elastic job's workers: one beyond the desired size asked to leave (kubectl scale down).
+inline constexpr std::string_view kWorkerLeaving = "WorkerLeaving";
 // A pod deleted on purpose whose grace period ran out before its graceful stop had saved the
 // job's state (unsaved_stop.h): an Event only; the job goes on from its last checkpoint.
 inline constexpr std::string_view kStopNotSaved = "StopNotSaved";
@@ -158,6 +160,18 @@ struct NodeLoss {
   }
 };
 
+// The workers as the scale subresource and the Workers column show them (status.workers).
+struct WorkerCount {
+  int training = 0;      // ready workers
+  int desired = 0;       // replicaSpecs.Worker.replicas
+  std::string selector;  // the label selector of the job's workers, for an autoscaler
+  std::string reason;    // why training differs from desired ("" when they agree)
+  bool operator==(const WorkerCount& other) const {
+    return training == other.training && desired == other.desired && selector == other.selector &&
+           reason == other.reason;
+  }
+};
+
 struct JobStatus {
   std::optional<ConditionType> state;
   std::optional<std::vector<JobCondition>> conditions;
@@ -181,6 +195,7 @@ struct JobStatus {
   // nodes with two, which the job's pods made from then on avoid, as status.suspectNodes.
   std::optional<std::map<std::string, int64_t>> stalls_by_node;
   std::optional<std::vector<std::string>> suspect_nodes;
+  std::optional<WorkerCount> workers;
   // Why the job is where it is, in a word and a sentence (`kubectl get ctj` shows the reason,
   // `-o wide` the message): the state's condition when the job ended, is suspended or queued,
   // else what its pods wait for (PodsNotReady), else the trainers it trains without

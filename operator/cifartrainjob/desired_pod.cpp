@@ -4,11 +4,13 @@
 // pod gets unless the template says otherwise, and where it may be placed.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/kueue_integration.h"
 #include "cifartrainjob/object_parts.h"
 #include "contract/env.h"
+#include "contract/labels.h"
 #include "contract/ports.h"
 #include "contract/roles.h"
 #include "security/tls_dir.h"
@@ -60,15 +62,28 @@ json identity_env(const Job& job, Role role, int index) {
          {"valueFrom", {{"secretKeyRef", {{"name", token_secret_name(job)}, {"key", "token"}}}}}});
   }
   if (!s.parameter_server && contract::is_trainer(role)) {
+    // A fixed job meets at rank 0's store, its world the whole job; an elastic one at its own
+    // store pod, its world the most workers it may have and RANK the pod's slot (the rank of each
+    // round is the order the slots joined it in).
     const auto first = s.count(Role::kMaster) > 0 ? Role::kMaster : Role::kWorker;
-    env.push_back(env_var(contract::env::kMasterAddr, pod_host(job, first, 0)));
+    env.push_back(env_var(contract::env::kMasterAddr,
+                          s.elastic() ? rendezvous_store_host(job) : pod_host(job, first, 0)));
     env.push_back(env_var(contract::env::kMasterPort, std::to_string(kC10dStorePort.number)));
     env.push_back(env_var(contract::env::kWorldSize,
-                          std::to_string(s.count(Role::kMaster) + s.count(Role::kWorker))));
+                          std::to_string(slots(s, Role::kMaster) + slots(s, Role::kWorker))));
     env.push_back(env_var(contract::env::kRank, std::to_string(rank_of(s, role, index))));
     env.push_back(env_var(contract::env::kLocalRank, "0"));  // one rank per pod
   }
   return env;
+}
+
+// The restricted Pod Security Standard for a container, with a read-only root filesystem.
+json restricted_container() {
+  return {{"allowPrivilegeEscalation", false},
+          {"readOnlyRootFilesystem", true},
+          {"runAsNonRoot", true},
+          {"capabilities", {{"drop", json::array({"ALL"})}}},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}};
 }
 
 // The runtime's container: the image, its arguments, ports, resources, readiness and the
@@ -95,12 +110,7 @@ json runtime_container(const Job& job, Role role, int index) {
             {"failureThreshold", 3}}},
           // The root filesystem is read-only; the volumes (data, checkpoints, /tmp) are where the
           // runtime writes.
-          {"securityContext",
-           {{"allowPrivilegeEscalation", false},
-            {"readOnlyRootFilesystem", true},
-            {"runAsNonRoot", true},
-            {"capabilities", {{"drop", json::array({"ALL"})}}},
-            {"seccompProfile", {{"type", "RuntimeDefault"}}}}}};
+          {"securityContext", restricted_container()}};
 }
 
 // The emptyDir the dataset lands in: fetched from dataset.uri, at most the official CIFAR binary
@@ -252,6 +262,53 @@ void apply_placement(const Job& job, Role role, json& spec) {
 }
 
 }  // namespace
+
+json desired_rendezvous_store(const Job& job) {
+  const auto& s = job.spec;
+  const auto name = rendezvous_store_name(job);
+  auto labels = job_labels(job);
+  labels[contract::label::kComponent] = contract::label::kRendezvousStore;
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata",
+               {{"name", name},
+                {"namespace", job.namespace_},
+                {"labels", labels},
+                {"ownerReferences", json::array({owner_reference(job)})}}}};
+  // The workers' template's placement and pull secrets, not their resources: the store is small.
+  const auto& worker = s.replicas.at(Role::kWorker).pod_template.value("spec", json::object());
+  json spec = json::object();
+  for (const char* key : {"imagePullSecrets", "nodeSelector", "tolerations", "affinity"}) {
+    if (worker.contains(key)) spec[key] = worker[key];
+  }
+  spec["hostname"] = name;
+  spec["subdomain"] = job.name;
+  apply_pod_defaults(s, spec);
+  // A server: the kubelet restarts it whatever it ended with (the workers ride out its absence,
+  // and a restarted store's rounds outrank the old one's: rendezvous_keys.h); deleted with the job.
+  spec["restartPolicy"] = "Always";
+  if (!s.scheduler_name.empty()) spec["schedulerName"] = s.scheduler_name;
+  if (!s.priority_class.empty()) spec["priorityClassName"] = s.priority_class;
+  spec["containers"] = json::array(
+      {{{"name", "rendezvous-store"},
+        {"image", s.image},
+        {"command", json::array({"cifar-train"})},
+        {"args",
+         json::array({"rendezvous-store", "--port", std::to_string(kC10dStorePort.number)})},
+        {"ports", json::array({container_port(kC10dStorePort)})},
+        {"resources", {{"requests", {{"cpu", "50m"}, {"memory", "128Mi"}}}}},
+        // No readiness probe: the job's NetworkPolicy admits only its own pods to this port, not
+        // the kubelet; the workers retry until the store answers.
+        {"securityContext", restricted_container()}}});
+  pod["spec"] = std::move(spec);
+  return pod;
+}
+
+bool is_rendezvous_store(const json& pod) {
+  return pod.value("metadata", json::object())
+             .value("labels", json::object())
+             .value(contract::label::kComponent, "") == contract::label::kRendezvousStore;
+}
 
 json desired_pod(const Job& job, Role role, int index) {
   auto container = runtime_container(job, role, index);

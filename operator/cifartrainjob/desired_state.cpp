@@ -80,7 +80,7 @@ std::string model_dir(const Job& job) {
 
 bool uses_store(const JobSpec& spec, Role role, int index) {
   // A dataset in the store is read by every pod that reads data: all but a parameter server.
-  return contract::uses_store(role, index, spec.count(Role::kMaster) > 0) ||
+  return contract::uses_store(role, index, spec.count(Role::kMaster) > 0, spec.elastic()) ||
          (!spec.dataset_uri.empty() && role != Role::kPs);
 }
 
@@ -99,10 +99,21 @@ std::string pod_host(const Job& job, Role role, int index) {
   return pod_name(job, role, index) + "." + job.name + "." + job.namespace_ + ".svc";
 }
 
+int slots(const JobSpec& spec, Role role) {
+  return role == Role::kWorker && spec.elastic() ? spec.replicas.at(role).max_replicas
+                                                 : spec.count(role);
+}
+
+std::string rendezvous_store_name(const Job& job) { return job.name + "-rendezvous"; }
+
+std::string rendezvous_store_host(const Job& job) {
+  return rendezvous_store_name(job) + "." + job.name + "." + job.namespace_ + ".svc";
+}
+
 std::string tf_config(const Job& job, Role role, int index) {
   json cluster = json::object();
   for (const auto r : kRoles) {
-    const int n = job.spec.count(r);
+    const int n = slots(job.spec, r);
     if (n == 0) continue;
     auto& addresses = cluster[std::string(role_name(r))] = json::array();
     for (int i = 0; i < n; ++i) {
@@ -173,6 +184,9 @@ std::vector<std::string> container_args(const Job& job, Role role) {
     if (!s.overlap) a.emplace_back(flag::kNoOverlap.name);
     if (s.collective_timeout_seconds) {
       add(flag::kDistTimeout, std::to_string(*s.collective_timeout_seconds));
+    }
+    if (s.elastic() && is_trainer(role)) {
+      add(flag::kMinRanks, std::to_string(s.replicas.at(Role::kWorker).min_replicas));
     }
   }
   return a;

@@ -23,6 +23,18 @@ std::string chief_name(const Job& job);
 // "<job>-<role>-<index>.<job>.<namespace>.svc": a peer's DNS name through the headless Service.
 std::string pod_host(const Job& job, Role role, int index);
 
+// The replicas of `role` a pod may be: its count, but an elastic job's workers maxReplicas (the
+// world its pods are told of, whatever the desired size now).
+int slots(const JobSpec& spec, Role role);
+// An elastic job's rendezvous store (docs/ARCHITECTURE.md, "Elastic jobs"): "<job>-rendezvous", a
+// pod of its own that no worker's loss takes with it, where the workers meet in rounds; and its
+// DNS name under the job's headless Service, the workers' MASTER_ADDR.
+std::string rendezvous_store_name(const Job& job);
+std::string rendezvous_store_host(const Job& job);
+nlohmann::json desired_rendezvous_store(const Job& job);
+// Whether `pod` (one of the job's) is its rendezvous store.
+bool is_rendezvous_store(const nlohmann::json& pod);
+
 // The TF_CONFIG of replica (role, index): every role's addresses (grpc port), then this task.
 std::string tf_config(const Job& job, Role role, int index);
 

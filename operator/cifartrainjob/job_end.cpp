@@ -9,11 +9,16 @@
 namespace cifar::op {
 namespace {
 
-// Pods a finished job deletes under its cleanPodPolicy.
+// Pods a finished job deletes under its cleanPodPolicy; an elastic job's rendezvous store under
+// any (it never ends by itself, and has no log worth keeping).
 void clean_up(const JobSpec& spec, const PodsByName& pods, Plan& plan) {
-  if (spec.clean_pod_policy == CleanPodPolicy::kNone) return;
   for (const auto& [name, pod] : pods) {
     if (pod_terminating(pod)) continue;
+    if (is_rendezvous_store(pod)) {
+      plan.delete_pods.push_back(name);
+      continue;
+    }
+    if (spec.clean_pod_policy == CleanPodPolicy::kNone) continue;
     const auto phase = pod_phase(pod);
     if (spec.clean_pod_policy == CleanPodPolicy::kAll || phase == PodPhase::kRunning ||
         phase == PodPhase::kPending) {

@@ -10,9 +10,12 @@ namespace {
 using std::chrono::seconds;
 
 // When a pod on a node in trouble is replaced: at once on a node out of service, else once the
-// node has been not Ready for the run policy's grace.
+// node has been not Ready for the run policy's grace; an elastic job's pods as soon as the node is
+// not Ready (its workers go on without a lost one and meet at a store that must be back for them,
+// and a pod replaced wrongly is outranked by the rounds after it: docs/ARCHITECTURE.md).
 Time replace_at(const NodeTrouble& trouble, const JobSpec& spec) {
-  return trouble.out_of_service ? Time{} : trouble.since + seconds(spec.node_failure_grace_seconds);
+  if (trouble.out_of_service) return Time{};
+  return spec.elastic() ? trouble.since : trouble.since + seconds(spec.node_failure_grace_seconds);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "cifartrainjob/chief_success.h"
 #include "cifartrainjob/desired_state.h"
+#include "cifartrainjob/elastic.h"
 #include "cifartrainjob/failure_wording.h"
 #include "cifartrainjob/holdups.h"
 #include "cifartrainjob/job_end.h"
@@ -123,7 +124,10 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
                   status.suspect_nodes.value_or(std::vector<std::string>{}));
     }
     number_new_pods(job, pods, plan);
+    keep_rendezvous_store(job, pods, plan);
   }
+  retire_surplus_workers(job, pods, plan);
+  count_workers(job, pods, status);
   for (const auto& name : tally.stopped) {
     plan.delete_pods.push_back(name);
     plan.events.push_back({"Normal", std::string(reason::kPodStopped),

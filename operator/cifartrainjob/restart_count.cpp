@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "cifartrainjob/desired_state.h"
 #include "contract/exit_codes.h"
 #include "framework/pod_status.h"
 
@@ -56,6 +57,8 @@ int64_t chargeable_restarts(const nlohmann::json& pod) {
 
 int64_t count_restarts(const PodsByName& pods, JobStatus& status) {
   for (const auto& [name, pod] : pods) {
+    // An elastic job's rendezvous store restarts as a server does: the job's trainers ride it out.
+    if (is_rendezvous_store(pod)) continue;
     raise_charge(pod, chargeable_restarts(pod), status);
   }
   return settle(status);

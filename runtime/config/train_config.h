@@ -62,8 +62,9 @@ struct DistributedOptions {
   // (chief()), the members that train nothing by the contract's (contract::uses_store: the
   // evaluator, a parameter server).
   [[nodiscard]] bool uses_store() const {
-    return chief() || (enabled && !job.is_trainer() &&
-                       contract::uses_store(job.role, job.index, !job.cluster.master.empty()));
+    return chief() ||
+           (enabled && !job.is_trainer() &&
+            contract::uses_store(job.role, job.index, !job.cluster.master.empty(), elastic()));
   }
 };
 

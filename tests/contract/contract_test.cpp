@@ -79,6 +79,14 @@ Job job_without_volumes() {
                    "credentialsSecret": "keys"}}})");
 }
 
+// An elastic job: workers from 2 to 4, 3 wanted now.
+Job elastic_job() {
+  return make_job(R"({
+    "strategy": {"type": "AllReduce"},
+    "replicaSpecs": {"Worker": {"replicas": 3, "minReplicas": 2, "maxReplicas": 4}},
+    "checkpoint": {"volume": {"claimName": "ckpt"}}})");
+}
+
 std::vector<std::string> args_of(const json& pod) {
   return pod["spec"]["containers"][0]["args"].get<std::vector<std::string>>();
 }
@@ -106,7 +114,7 @@ cli::ParsedCommandLine parse_as_the_container(const json& pod) {
 TEST(Contract, EveryFlagOfTheContractIsWrittenByTheOperatorAndAcceptedByTheRuntime) {
   std::set<std::string> written;
   for (const auto& job :
-       {ps_job_with_everything(), allreduce_job_on_gpus(), job_without_volumes()}) {
+       {ps_job_with_everything(), allreduce_job_on_gpus(), job_without_volumes(), elastic_job()}) {
     for (const auto& pod : op::desired_pods(job)) {
       for (const auto& arg : args_of(pod)) written.insert(arg);
       const auto parsed = parse_as_the_container(pod);
@@ -240,6 +248,35 @@ TEST(Contract, AllReducePodsGetRanksAndTheRuntimeReadsThem) {
   const auto evaluator = op::desired_pod(job, contract::Role::kEvaluator, 0);
   EXPECT_EQ(env_of(evaluator, contract::env::kRank), "");  // not a rank: it follows checkpoints
   EXPECT_EQ(runtime_config(evaluator).distributed.job.role, cluster::Role::kEvaluator);
+}
+
+// An elastic job's workers meet at its rendezvous store pod, told of a world of maxReplicas with
+// their slot as RANK; the runtime reads them as an elastic job whose every trainer may be the chief
+// (and so gets the store's credentials). The store pod runs the same image's rendezvous-store on
+// the port the workers are told.
+TEST(Contract, AnElasticJobsWorkersMeetAtItsRendezvousStorePod) {
+  const auto job = elastic_job();
+  for (int i = 0; i < 3; ++i) {
+    const auto pod = op::desired_pod(job, contract::Role::kWorker, i);
+    EXPECT_EQ(env_of(pod, contract::env::kMasterAddr), "mnist-rendezvous.mnist.team.svc");
+    EXPECT_EQ(env_of(pod, contract::env::kWorldSize), "4");
+    const auto config = runtime_config(pod);
+    EXPECT_TRUE(config.distributed.elastic());
+    EXPECT_EQ(config.distributed.allreduce.min_world_size, 2);
+    EXPECT_EQ(config.distributed.allreduce.world_size, 4);
+    EXPECT_EQ(config.distributed.allreduce.rank, i);
+    EXPECT_TRUE(config.distributed.uses_store());
+    EXPECT_TRUE(op::uses_store(job.spec, contract::Role::kWorker, i));
+  }
+  const auto store = op::desired_rendezvous_store(job);
+  EXPECT_TRUE(op::is_rendezvous_store(store));
+  EXPECT_EQ(store["metadata"]["name"], "mnist-rendezvous");
+  EXPECT_EQ(store["spec"]["hostname"], "mnist-rendezvous");
+  EXPECT_EQ(store["spec"]["subdomain"], "mnist");
+  const auto& container = store["spec"]["containers"][0];
+  EXPECT_EQ(container["args"], json({"rendezvous-store", "--port", "29500"}));
+  EXPECT_EQ(container["ports"][0]["containerPort"], contract::kC10dStorePort.number);
+  EXPECT_FALSE(op::pod_role(store));  // no replica: the reconcile's tallies leave it out
 }
 
 TEST(Contract, ThePodsPortsAreTheOnesTheRuntimeListensOnByDefault) {

@@ -233,10 +233,12 @@ class AcrossNodes : public SecondNode {
 // Enough epochs of async PS on the CIFAR-10 slice for the last epoch's loss to end clearly below
 // chance's (~2.0-2.1 after six to eight epochs here), with the death early in the run.
 constexpr int kEpochsToLearnAcrossTheDeath = 8;
+// An elastic job of 3 workers (16 steps an epoch): still training when the node dies and after.
+constexpr int kElasticEpochs = 8;
 
-// One death under two jobs: a parameter-server job whose PS is on the node that dies (the harder
-// half: a PS restored from the run's checkpoint under trainers that went on), and an all-reduce
-// job whose rank there is lost (nothing trains until it is replaced).
+// One death under three jobs: a parameter-server job whose PS is on the node that dies (the harder
+// half: a PS restored from the run's checkpoint under trainers that went on), an all-reduce job
+// whose rank there is lost (nothing trains until it is replaced), and an elastic all-reduce job.
 TEST_F(AcrossNodes, JobsSurviveTheDeathOfANodeAndGoOnFromWhereTheyWere) {
   data_and_checkpoint_volumes();
   const std::string run_policy =
@@ -266,7 +268,12 @@ TEST_F(AcrossNodes, JobsSurviveTheDeathOfANodeAndGoOnFromWhereTheyWere) {
   submit("ardeath", every_default() ? kAllReduce : kAllReduceTimeout20,
          "    Worker: {replicas: 2}\n", run_policy, "cifar10", kAllReduceEpochs);
 
-  const auto replaced = kill_the_second_node_under({"psdeath", "ardeath"});
+  // An elastic all-reduce job (3 workers, at least 2; every default but the spread): the workers
+  // left go on without waiting out a timeout or the grace, and those lost are replaced at once.
+  submit("eldeath", kAllReduce, "    Worker: {replicas: 3, minReplicas: 2, maxReplicas: 3}\n",
+         run_policy, "cifar10", kElasticEpochs);
+
+  const auto replaced = kill_the_second_node_under({"psdeath", "ardeath", "eldeath"});
 
   // The PS job learned across the death: the last epoch's loss below chance's (ln 10 = 2.30), so
   // the restored PS went on with trained weights, neither reset nor diverged.
@@ -300,6 +307,20 @@ TEST_F(AcrossNodes, JobsSurviveTheDeathOfANodeAndGoOnFromWhereTheyWere) {
   ASSERT_EQ(replaced.count("ardeath"), 1U);
   EXPECT_EQ(replaced.at("ardeath").size(), 1U);
   EXPECT_EQ(recorded_epochs(run_dir("ardeath")), every_epoch_once(kAllReduceEpochs));
+
+  // The elastic job's workers left held the group's state: whichever formed a round after the
+  // death resumed from memory, and every epoch is recorded once.
+  ASSERT_EQ(replaced.count("eldeath"), 1U);
+  EXPECT_EQ(recorded_epochs(run_dir("eldeath")), every_epoch_once(kElasticEpochs));
+  bool resumed_from_memory = false;
+  for (int i = 0; i < 3; ++i) {
+    const auto name = "eldeath-worker-" + std::to_string(i);
+    if (replaced.at("eldeath").count(name) != 0) continue;
+    const auto logs = kubectl({"logs", name, "-n", ns_}).output;
+    resumed_from_memory =
+        resumed_from_memory || logs.find("memory (no checkpoint read)") != std::string::npos;
+  }
+  EXPECT_TRUE(resumed_from_memory) << diagnose("eldeath");
 }
 
 // A GPU job on the cluster's one GPU node (start.sh --gpus: node 2), which dies: its pods are

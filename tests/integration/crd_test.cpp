@@ -131,6 +131,13 @@ struct InvalidCase {
   const char* message;  // kubectl's error must contain it
 };
 
+// An all-reduce job whose Worker spec is `worker` (its fields, without braces).
+std::string elastic_spec(const std::string& worker) {
+  return "  model: {name: resnet20}\n  dataset: {name: synthetic}\n  strategy: {type: AllReduce}\n"
+         "  replicaSpecs:\n    Worker: {" +
+         worker + "}\n";
+}
+
 TEST_F(CifarTrainJobCrd, InvalidSpecsAreRefusedWithAMessageNamingTheProblem) {
   const std::vector<InvalidCase> cases = {
       {"two masters",
@@ -218,6 +225,30 @@ TEST_F(CifarTrainJobCrd, InvalidSpecsAreRefusedWithAMessageNamingTheProblem) {
       {"no strategy",
        "  model: {name: resnet20}\n  dataset: {name: synthetic}\n  replicaSpecs: {}\n",
        "spec.strategy: Required value"},
+      {"elastic workers without a maximum", elastic_spec("replicas: 2, minReplicas: 1"),
+       "give minReplicas and maxReplicas together"},
+      {"elastic workers whose minimum is above their maximum",
+       elastic_spec("replicas: 2, minReplicas: 3, maxReplicas: 2"),
+       "minReplicas must be at most maxReplicas"},
+      {"elastic workers asked for more than their maximum",
+       elastic_spec("replicas: 5, minReplicas: 1, maxReplicas: 4"),
+       "replicas must be within [minReplicas, maxReplicas]"},
+      {"elastic workers with a minimum of 0",
+       elastic_spec("replicas: 2, minReplicas: 0, maxReplicas: 4"),
+       "spec.replicaSpecs.Worker.minReplicas: Invalid value: 0"},
+      {"an elastic evaluator",
+       elastic_spec("replicas: 2, minReplicas: 1, maxReplicas: 4") +
+           "    Evaluator: {replicas: 1, minReplicas: 1, maxReplicas: 1}\n"
+           "  checkpoint: {volume: {claimName: c}}\n",
+       "minReplicas and maxReplicas are for replicaSpecs.Worker only"},
+      {"an elastic job with a Master",
+       elastic_spec("replicas: 2, minReplicas: 1, maxReplicas: 4") + "    Master: {replicas: 1}\n",
+       "an elastic job's trainers are its Workers"},
+      {"an elastic parameter-server job",
+       "  model: {name: resnet20}\n  dataset: {name: synthetic}\n"
+       "  strategy: {type: ParameterServer}\n  replicaSpecs:\n    PS: {replicas: 1}\n"
+       "    Worker: {replicas: 2, minReplicas: 1, maxReplicas: 4}\n",
+       "an elastic job (replicaSpecs.Worker.minReplicas) needs strategy.type AllReduce"},
   };
   int n = 0;
   for (const auto& c : cases) {
@@ -267,6 +298,39 @@ TEST_F(CifarTrainJobCrd, AJobsSizeCannotChangeButOtherFieldsCan) {
   const auto suspended = apply(job("sized", kValidSpec + "  runPolicy: {suspend: true}\n"));
   EXPECT_EQ(suspended.exit_code, 0) << suspended.output;
   EXPECT_EQ(get("sized")["spec"]["runPolicy"]["suspend"], true);
+}
+
+// An elastic job's workers (minReplicas/maxReplicas) are resized by `kubectl scale`, through the
+// CRD's scale subresource, within their bounds; the bounds themselves, and a fixed job's size,
+// cannot change.
+TEST_F(CifarTrainJobCrd, AnElasticJobsWorkersAreScaledWithinTheirBoundsAndAFixedJobsAreNot) {
+  ASSERT_EQ(
+      apply(job("elastic", elastic_spec("replicas: 2, minReplicas: 1, maxReplicas: 4"))).exit_code,
+      0);
+  const auto scaled = kubectl({"scale", "ctj/elastic", "-n", namespace_, "--replicas=4"});
+  EXPECT_EQ(scaled.exit_code, 0) << scaled.output;
+  EXPECT_EQ(get("elastic")["spec"]["replicaSpecs"]["Worker"]["replicas"], 4);
+  const auto down = kubectl({"scale", "ctj/elastic", "-n", namespace_, "--replicas=1"});
+  EXPECT_EQ(down.exit_code, 0) << down.output;
+  EXPECT_EQ(get("elastic")["spec"]["replicaSpecs"]["Worker"]["replicas"], 1);
+  const auto beyond = kubectl({"scale", "ctj/elastic", "-n", namespace_, "--replicas=5"});
+  EXPECT_NE(beyond.exit_code, 0);
+  EXPECT_NE(beyond.output.find("replicas must be within [minReplicas, maxReplicas]"),
+            std::string::npos)
+      << beyond.output;
+  const auto bounds = kubectl({"patch", "ctj", "elastic", "-n", namespace_, "--type=merge", "-p",
+                               R"({"spec":{"replicaSpecs":{"Worker":{"maxReplicas":8}}}})"});
+  EXPECT_NE(bounds.exit_code, 0);
+  EXPECT_NE(bounds.output.find("spec.replicaSpecs cannot change"), std::string::npos)
+      << bounds.output;
+  EXPECT_EQ(get("elastic")["spec"]["replicaSpecs"]["Worker"]["maxReplicas"], 4);
+
+  ASSERT_EQ(apply(job("fixed", kValidSpec)).exit_code, 0);
+  const auto fixed = kubectl({"scale", "ctj/fixed", "-n", namespace_, "--replicas=3"});
+  EXPECT_NE(fixed.exit_code, 0);
+  EXPECT_NE(fixed.output.find("replicas cannot change after the job is created"), std::string::npos)
+      << fixed.output;
+  EXPECT_EQ(get("fixed")["spec"]["replicaSpecs"]["Worker"]["replicas"], 2);
 }
 
 // An edit of what the pods were made from would be accepted and silently ignored (epochs 2 -> 6,

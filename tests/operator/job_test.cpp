@@ -111,6 +111,65 @@ void expect_invalid(const std::function<void(json&)>& edit, const std::string& f
   }
 }
 
+// An elastic job's bounds, as the CRD's CEL rules check them, for a server that did not; and what
+// only the operator knows: an elastic job shares its run, and is not queued (not built yet).
+TEST(ParseSpec, AnElasticJobsBoundsAndNeedsAreInvalidSpecNamingTheField) {
+  const auto elastic = [](json& s, int replicas, int min, int max) {
+    s["replicaSpecs"]["Worker"] = {
+        {"replicas", replicas}, {"minReplicas", min}, {"maxReplicas", max}};
+    s["checkpoint"] = {{"volume", {{"claimName", "c"}}}};
+  };
+  auto ok = minimal_spec();
+  elastic(ok, 3, 2, 4);
+  const auto parsed = parse_spec(ok);
+  EXPECT_TRUE(parsed.elastic());
+  EXPECT_EQ(parsed.replicas.at(Role::kWorker).min_replicas, 2);
+  EXPECT_EQ(parsed.replicas.at(Role::kWorker).max_replicas, 4);
+  EXPECT_FALSE(parse_spec(minimal_spec()).elastic());
+
+  expect_invalid([&](json& s) { elastic(s, 3, 4, 2); }, "replicaSpecs.Worker.minReplicas",
+                 "at most maxReplicas");
+  expect_invalid([&](json& s) { elastic(s, 5, 2, 4); }, "replicaSpecs.Worker.replicas",
+                 "within [minReplicas, maxReplicas]");
+  expect_invalid(
+      [&](json& s) {
+        elastic(s, 3, 2, 4);
+        s["replicaSpecs"]["Worker"].erase("maxReplicas");
+      },
+      "replicaSpecs.Worker", "together");
+  expect_invalid(
+      [&](json& s) {
+        elastic(s, 3, 2, 4);
+        s["replicaSpecs"]["Evaluator"] = {{"replicas", 1}, {"minReplicas", 1}, {"maxReplicas", 1}};
+      },
+      "replicaSpecs.Evaluator.minReplicas", "Worker only");
+  expect_invalid(
+      [&](json& s) {
+        elastic(s, 3, 2, 4);
+        s["replicaSpecs"]["Master"] = {{"replicas", 1}};
+      },
+      "replicaSpecs.Master", "no Master");
+  expect_invalid(
+      [&](json& s) {
+        elastic(s, 3, 2, 4);
+        s["strategy"]["type"] = "ParameterServer";
+        s["replicaSpecs"]["PS"] = {{"replicas", 1}};
+      },
+      "replicaSpecs.Worker.minReplicas", "AllReduce");
+  expect_invalid(
+      [&](json& s) {
+        elastic(s, 3, 2, 4);
+        s.erase("checkpoint");
+      },
+      "checkpoint.volume", "chief, which writes the run, moves among them");
+  expect_invalid(
+      [&](json& s) {
+        elastic(s, 3, 2, 4);
+        s["runPolicy"] = {{"schedulingPolicy", {{"queue", "team"}}}};
+      },
+      "runPolicy.schedulingPolicy.queue", "cannot be queued in Kueue yet");
+}
+
 TEST(ParseSpec, WhatTheSchemaCannotCheckIsInvalidSpecNamingTheField) {
   expect_invalid(
       [](json& s) {

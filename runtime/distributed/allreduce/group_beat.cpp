@@ -57,6 +57,7 @@ void GroupBeat::run() {
       const bool moved_on = rendezvous_keys::number_at(*store, rendezvous_keys::kRound) != round_;
       const bool new_store =
           rendezvous_keys::text(store->get(rendezvous_keys::kStoreId)) != store_id_;
+      if (new_store) store_replaced_ = true;
       if (waiting || moved_on || new_store) must_reform_ = true;
     } catch (const std::exception& e) {
       // The group trains on without its store; a reply that came late must not be read as the
@@ -86,6 +87,11 @@ void GroupBeat::heard(const std::vector<int64_t>& counts, Clock::time_point now)
 }
 
 std::optional<std::string> GroupBeat::silent_peer() const {
+  if (store_replaced_) {
+    return "the rendezvous store at " + place_.master_addr + ":" +
+           std::to_string(place_.master_port) +
+           " is a new one (restarted), which the group did not form at";
+  }
   const std::lock_guard lock(mutex_);
   const auto now = Clock::now();
   // This rank's own reads must be fresh: a store it cannot reach says nothing of the peers.

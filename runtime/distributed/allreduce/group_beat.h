@@ -36,6 +36,10 @@ class GroupBeat {
   // A peer whose beats stopped for kSilence while this rank read the store, said for an error
   // ("rank 2 of 3 has not beaten ..."); nullopt while all beat, or while the store does not
   // answer this rank either (then nothing is known of the peers: the collective's timeout rules).
+  // Also said once the store this rank reaches is a new one (restarted: its pod replaced, say on
+  // a node that died, perhaps with a peer): the group belongs to a store that is gone, so a
+  // collective stuck on a lost peer ends at once, not after the silence the new store needs to
+  // see, and the group forms again there.
   [[nodiscard]] std::optional<std::string> silent_peer() const;
 
   // How long a peer may not beat before it counts as gone: ten beats, room for a rank starved of
@@ -52,6 +56,7 @@ class GroupBeat {
   std::string store_id_;
   int64_t round_;
   std::atomic<bool> must_reform_{false};
+  std::atomic<bool> store_replaced_{false};
   mutable std::mutex mutex_;
   std::vector<int64_t> beats_;                   // each rank's count, as last read
   std::vector<Clock::time_point> last_changed_;  // when each rank's count last moved

@@ -100,10 +100,16 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
       const auto result = train::run_training(rank_config, exchange, round_fence, stop_window);
       if (!result.stopped || train::stop_requested()) return result;
       held = exchange.held_state();
-      spdlog::info(
-          "{}: the ranks stopped after step {} with it saved; waiting up to {} s "
-          "for the group to form again with the stopped rank's replacement",
-          who, result.steps, ar.rendezvous_timeout_seconds);
+      if (config.distributed.elastic()) {
+        spdlog::info(
+            "{}: a rank left after step {}; the group forms again with the ranks there are", who,
+            result.steps);
+      } else {
+        spdlog::info(
+            "{}: the ranks stopped after step {} with it saved; waiting up to {} s "
+            "for the group to form again with the stopped rank's replacement",
+            who, result.steps, ar.rendezvous_timeout_seconds);
+      }
       saved_stop = result;
     } catch (const ReformGroup& e) {
       stop_window.reset();

@@ -621,6 +621,48 @@ TEST(AllReduceJob, AnElasticJobGoesOnWithoutItsFrozenChiefAndTakesItBackAsARank)
   EXPECT_EQ(epochs, (std::vector<int>{1, 2, 3, 4, 5})) << read_file(dir / "monitor.jsonl");
 }
 
+// An elastic job whose store and one rank are lost together (a node that died with both, on
+// Kubernetes): a rank frozen (SIGSTOP: its connections stay open, so a collective with it never
+// ends), the store killed and a new one started at the same address (the store pod's
+// replacement). The ranks left learn from the new store's id that their group is of a store that
+// is gone, and form a group of 2 there at once, rather than after the new store has seen the
+// frozen rank silent for 10 s; they finish the job.
+TEST(AllReduceJob, AnElasticJobWhoseStoreAndARankAreLostFormsAgainAtTheNewStoreAtOnce) {
+  TempDir work;
+  const int port = cifar::testing::free_port();
+  const std::vector<std::string> store_command = {CIFAR_TRAIN_BIN, "rendezvous-store", "--port",
+                                                  std::to_string(port)};
+  auto store = std::make_unique<ChildProcess>(store_command, work.path() / "store.log");
+  const std::vector<std::string> args = {
+      "-b", "8", "-e", "3", "--min-ranks", "2", "--rendezvous-settle", "1", "--dist-timeout",
+      "120"};
+  const auto dir = work.path() / "elastic";
+  const auto log = [&](int slot) { return work.path() / (std::to_string(slot) + ".log"); };
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.push_back(std::make_unique<ChildProcess>(
+        command(work.path(), "elastic", rank_of(r, 3, port), args), log(r)));
+  }
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return newest_step(dir) >= 24; }, 120s))
+      << read_file(log(0));
+  ranks[2]->send(SIGSTOP);
+  store->send(SIGKILL);
+  store->wait();
+  store = std::make_unique<ChildProcess>(store_command, work.path() / "store2.log");
+  for (int slot = 0; slot < 2; ++slot) {
+    EXPECT_EQ(ranks[slot]->wait(), 0) << read_file(log(slot));
+    const auto text = read_file(log(slot));
+    EXPECT_NE(text.find("is a new one (restarted), which the group did not form at"),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("has not beaten at the rendezvous store"), std::string::npos) << text;
+    EXPECT_NE(text.find(" of 2: gloo"), std::string::npos) << text;
+  }
+  ranks[2]->send(SIGKILL);
+  ranks[2]->wait();
+  EXPECT_EQ(newest_step(dir), 3 * 24);
+}
+
 // An all-reduce job of two ranks checkpointing every 4 steps into a bucket of a store of the
 // test's own (whose endpoint and keys the ranks inherit), started; `more`: flags besides.
 struct AllReduceOnOwnStore {

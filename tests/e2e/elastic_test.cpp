@@ -1,0 +1,82 @@
+// Elastic jobs on the cluster (docs/ARCHITECTURE.md, "Elastic jobs"): an all-reduce job whose
+// Worker.minReplicas and maxReplicas let `kubectl scale` grow and shrink it while it trains. The
+// workers meet at the job's rendezvous store pod; one added joins at a step boundary, ones removed
+// leave at one, and the others go on without restarting: every epoch is recorded once.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/e2e/cluster_fixture.h"
+
+namespace cifar::e2e {
+namespace {
+
+class Elastic : public Cluster {
+ protected:
+  std::string logs(const std::string& pod_name) {
+    return kubectl({"logs", pod_name, "-n", ns_}).output;
+  }
+  // Whether `pod_name` trains in a round of `world` ranks (its log's "rank R of N: gloo").
+  bool trains_in_a_world_of(const std::string& pod_name, int world) {
+    return logs(pod_name).find(" of " + std::to_string(world) + ": gloo process group") !=
+           std::string::npos;
+  }
+  std::string uid(const std::string& pod_name) { return pod(pod_name)["metadata"]["uid"]; }
+  int scale(const std::string& job, int replicas) {
+    const auto scaled = kubectl(
+        {"scale", "cifartrainjob/" + job, "-n", ns_, "--replicas=" + std::to_string(replicas)});
+    EXPECT_EQ(scaled.exit_code, 0) << scaled.output;
+    return scaled.exit_code;
+  }
+};
+
+// Enough epochs of the slice (16 steps each, a global batch of 3 x 32) for two resizes mid-run.
+constexpr int kEpochsAcrossTwoResizes = 10;
+
+TEST_F(Elastic, KubectlScaleGrowsAndShrinksARunningAllReduceJobWithNoRestart) {
+  data_and_checkpoint_volumes();
+  checkpoint_every_steps_ = 8;
+  submit("grow", kAllReduce, "    Worker: {replicas: 2, minReplicas: 1, maxReplicas: 3}\n", "",
+         "cifar10", kEpochsAcrossTwoResizes);
+  ASSERT_TRUE(wait_until_training("grow")) << diagnose("grow");
+  EXPECT_TRUE(pod_exists("grow-rendezvous"));
+  const auto first = uid("grow-worker-0");
+  EXPECT_EQ(status_of("grow").value("workers", json::object()).value("summary", ""), "2/2");
+
+  // Up to 3: a third worker, created, joins the two at a step boundary.
+  ASSERT_EQ(scale("grow", 3), 0);
+  EXPECT_TRUE(wait_for([&] { return trains_in_a_world_of("grow-worker-2", 3); }, seconds(120)))
+      << logs("grow-worker-2") << diagnose("grow");
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return status_of("grow").value("workers", json::object()).value("summary", "") == "3/3";
+      },
+      seconds(30)))
+      << status_of("grow").dump();
+
+  // Down to 1: the two highest leave at a step boundary, worker 0 trains on alone.
+  ASSERT_EQ(scale("grow", 1), 0);
+  EXPECT_TRUE(wait_for([&] { return !pod_exists("grow-worker-1") && !pod_exists("grow-worker-2"); },
+                       seconds(90)))
+      << diagnose("grow");
+  EXPECT_TRUE(wait_for([&] { return trains_in_a_world_of("grow-worker-0", 1); }, seconds(60)))
+      << logs("grow-worker-0");
+  const auto leaving = kubectl({"get", "events", "-n", ns_, "--field-selector",
+                                "reason=WorkerLeaving", "-o", "jsonpath={.items[*].message}"});
+  EXPECT_NE(leaving.output.find("worker grow-worker-2 leaves"), std::string::npos)
+      << leaving.output;
+  EXPECT_NE(leaving.output.find("worker grow-worker-1 leaves"), std::string::npos)
+      << leaving.output;
+
+  ASSERT_TRUE(wait_for_state("grow", "Succeeded", seconds(600))) << diagnose("grow");
+  // Worker 0 trained through both resizes in one container: never recreated or restarted.
+  EXPECT_EQ(uid("grow-worker-0"), first);
+  EXPECT_EQ(restart_count("grow-worker-0"), 0);
+  EXPECT_EQ(status_of("grow").value("restarts", -1), 0) << status_of("grow").dump();
+  EXPECT_EQ(recorded_epochs(run_dir("grow")), every_epoch_once(kEpochsAcrossTwoResizes));
+  // The store goes with the job (whatever cleanPodPolicy keeps).
+  EXPECT_TRUE(wait_for([&] { return !pod_exists("grow-rendezvous"); }, seconds(60)));
+}
+
+}  // namespace
+}  // namespace cifar::e2e

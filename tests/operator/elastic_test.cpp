@@ -1,0 +1,155 @@
+// An elastic job's reconcile (cifartrainjob/elastic.h): its rendezvous store made and kept, a
+// scale-up's workers created, a scale-down's highest workers retired uncharged, its pods on a lost
+// node replaced at once, the store gone with the job, and status.workers. Pure, fixed clock.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "cifartrainjob/desired_state.h"
+#include "cifartrainjob/reconcile.h"
+#include "tests/operator/fixtures.h"
+
+namespace cifar::op::elastic_test {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+using testing::kT0;
+
+// An elastic all-reduce job of `replicas` workers (1 to 3) on a checkpoint volume.
+Job elastic_job(int replicas, const json& run_policy = json::object()) {
+  json spec = json::parse(R"({"image": "i", "model": {"name": "resnet20"},
+    "dataset": {"name": "cifar10"}, "strategy": {"type": "AllReduce"},
+    "checkpoint": {"volume": {"claimName": "checkpoints"}}})");
+  spec["replicaSpecs"]["Worker"] = {{"replicas", replicas}, {"minReplicas", 1}, {"maxReplicas", 3}};
+  spec["runPolicy"] = run_policy;
+  return Job{"j", "ns", "uid", parse_spec(spec), ""};
+}
+
+json ready(json pod) {
+  pod["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
+  return pod;
+}
+
+// `workers` workers and the store, running and ready, worker i on node "a" if even, else "b".
+Observed running(const Job& job, int workers) {
+  auto o = testing::no_pods();
+  for (int i = 0; i < workers; ++i) {
+    auto pod = desired_pod(job, Role::kWorker, i);
+    pod["spec"]["nodeName"] = i % 2 == 0 ? "a" : "b";
+    o.pods.push_back(ready(testing::running_pod(pod, kT0)));
+  }
+  auto store = desired_rendezvous_store(job);
+  store["spec"]["nodeName"] = "b";
+  o.pods.push_back(testing::running_pod(store, kT0));
+  return o;
+}
+
+std::vector<std::string> names(const std::vector<json>& pods) {
+  std::vector<std::string> out;
+  out.reserve(pods.size());
+  for (const auto& p : pods) out.push_back(p["metadata"]["name"]);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(ElasticJob, ItsFirstRoundCreatesItsWorkersAndItsRendezvousStore) {
+  const auto job = elastic_job(2);
+  const auto plan = reconcile(job, JobStatus{}, testing::no_pods(), kT0);
+  EXPECT_EQ(names(plan.create_pods),
+            (std::vector<std::string>{"j-rendezvous", "j-worker-0", "j-worker-1"}));
+}
+
+TEST(ElasticJob, AScaleUpCreatesTheNewWorkersAndRestartsNothing) {
+  const auto plan =
+      reconcile(elastic_job(3), testing::running_since(kT0), running(elastic_job(2), 2), kT0);
+  EXPECT_EQ(names(plan.create_pods), std::vector<std::string>{"j-worker-2"});
+  EXPECT_TRUE(plan.delete_pods.empty());
+  EXPECT_EQ(plan.status.state, ConditionType::kRunning);
+  ASSERT_TRUE(plan.status.workers);
+  EXPECT_EQ(plan.status.workers->training, 2);
+  EXPECT_EQ(plan.status.workers->desired, 3);
+  EXPECT_EQ(plan.status.workers->reason, "Joining");
+  EXPECT_EQ(plan.status.workers->selector,
+            "cifartrain.io/job-name=j,cifartrain.io/replica-type=worker");
+}
+
+TEST(ElasticJob, AScaleDownRetiresTheHighestWorkersUncharged) {
+  const auto plan =
+      reconcile(elastic_job(1), testing::running_since(kT0), running(elastic_job(3), 3), kT0);
+  auto deleted = plan.delete_pods;
+  std::sort(deleted.begin(), deleted.end());
+  EXPECT_EQ(deleted, (std::vector<std::string>{"j-worker-1", "j-worker-2"}));
+  EXPECT_TRUE(plan.create_pods.empty());
+  EXPECT_EQ(plan.restarts, 0);
+  EXPECT_EQ(plan.status.state, ConditionType::kRunning);  // not Restarting: nothing failed
+  int leaving = 0;
+  for (const auto& e : plan.events) {
+    if (e.reason == reason::kWorkerLeaving) ++leaving;
+  }
+  EXPECT_EQ(leaving, 2);
+  ASSERT_TRUE(plan.status.workers);
+  EXPECT_EQ(plan.status.workers->reason, "Leaving");  // 3 ready until they are gone
+}
+
+TEST(ElasticJob, ItsStoreIsRecreatedWhenItFailedAndItsRestartsAreNeverCharged) {
+  const auto job = elastic_job(2);
+  auto observed = running(job, 2);
+  auto& store = testing::pod_named(observed, "j-rendezvous");
+  store["status"]["containerStatuses"][0]["restartCount"] = 7;
+  auto plan = reconcile(job, testing::running_since(kT0), observed, kT0);
+  EXPECT_EQ(plan.restarts, 0);
+  EXPECT_TRUE(plan.delete_pods.empty());
+  store["status"]["phase"] = "Failed";  // evicted
+  plan = reconcile(job, testing::running_since(kT0), observed, kT0);
+  EXPECT_EQ(plan.delete_pods, std::vector<std::string>{"j-rendezvous"});
+  EXPECT_EQ(plan.restarts, 0);
+  // Once it is gone, made again.
+  observed.pods.erase(std::remove_if(observed.pods.begin(), observed.pods.end(),
+                                     [](const json& p) { return is_rendezvous_store(p); }),
+                      observed.pods.end());
+  plan = reconcile(job, testing::running_since(kT0), observed, kT0);
+  EXPECT_EQ(names(plan.create_pods), std::vector<std::string>{"j-rendezvous"});
+}
+
+TEST(ElasticJob, ItsPodsOnALostNodeAreReplacedWithoutTheGrace) {
+  const auto job = elastic_job(2, json{{"nodeFailureGraceSeconds", 30}});
+  auto observed = running(job, 2);
+  NodeTrouble trouble;
+  trouble.reason = "NodeStatusUnknown";
+  trouble.since = to_time(kT0);
+  trouble.unreachable = true;
+  observed.troubled_nodes["b"] = trouble;
+  const auto plan = reconcile(job, testing::running_since(kT0), observed, kT0 + seconds(1));
+  auto deleted = plan.force_delete_pods;
+  std::sort(deleted.begin(), deleted.end());
+  EXPECT_EQ(deleted, (std::vector<std::string>{"j-rendezvous", "j-worker-1"}));
+}
+
+TEST(ElasticJob, ItsStoreGoesWithTheJobWhateverCleanPodPolicyKeeps) {
+  const auto job = elastic_job(1, json{{"cleanPodPolicy", "None"}});
+  auto observed = running(job, 1);
+  auto& chief = testing::pod_named(observed, "j-worker-0");
+  chief["status"]["phase"] = "Succeeded";
+  chief["status"]["containerStatuses"][0]["state"] = {
+      {"terminated", {{"exitCode", 0}, {"finishedAt", format_time(kT0 + seconds(60))}}}};
+  const auto plan = reconcile(job, testing::running_since(kT0), observed, kT0 + seconds(61));
+  EXPECT_EQ(plan.delete_pods, std::vector<std::string>{"j-rendezvous"});
+}
+
+TEST(FixedJob, HasNoRendezvousStoreAndItsWorkersCounted) {
+  json spec = json::parse(R"({"image": "i", "model": {"name": "resnet20"},
+    "dataset": {"name": "cifar10"}, "strategy": {"type": "AllReduce"},
+    "replicaSpecs": {"Worker": {"replicas": 2}}})");
+  const Job job{"j", "ns", "uid", parse_spec(spec), ""};
+  const auto plan = reconcile(job, JobStatus{}, testing::no_pods(), kT0);
+  EXPECT_EQ(names(plan.create_pods), (std::vector<std::string>{"j-worker-0", "j-worker-1"}));
+  ASSERT_TRUE(plan.status.workers);
+  EXPECT_EQ(plan.status.workers->training, 0);
+  EXPECT_EQ(plan.status.workers->desired, 2);
+}
+
+}  // namespace
+}  // namespace cifar::op::elastic_test
