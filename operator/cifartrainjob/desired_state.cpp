@@ -1,6 +1,8 @@
 #include "cifartrainjob/desired_state.h"
 
+#include <charconv>
 #include <sstream>
+#include <system_error>
 
 #include "api/group_version.h"
 #include "cifartrainjob/kueue_integration.h"
@@ -95,8 +97,10 @@ std::string chief_name(const Job& job) {
                                            : pod_name(job, Role::kWorker, 0);
 }
 
+std::string service_domain(const Job& job) { return job.name + "." + job.namespace_ + ".svc"; }
+
 std::string pod_host(const Job& job, Role role, int index) {
-  return pod_name(job, role, index) + "." + job.name + "." + job.namespace_ + ".svc";
+  return pod_name(job, role, index) + "." + service_domain(job);
 }
 
 int slots(const JobSpec& spec, Role role) {
@@ -107,7 +111,7 @@ int slots(const JobSpec& spec, Role role) {
 std::string rendezvous_store_name(const Job& job) { return job.name + "-rendezvous"; }
 
 std::string rendezvous_store_host(const Job& job) {
-  return rendezvous_store_name(job) + "." + job.name + "." + job.namespace_ + ".svc";
+  return rendezvous_store_name(job) + "." + service_domain(job);
 }
 
 std::string tf_config(const Job& job, Role role, int index) {
@@ -213,6 +217,16 @@ std::optional<Role> pod_role(const json& pod) {
       metadata.value("labels", json::object()).value(contract::label::kReplicaType, ""));
 }
 
+std::optional<int> pod_index(const json& pod) {
+  const auto label = pod.value("metadata", json::object())
+                         .value("labels", json::object())
+                         .value(contract::label::kReplicaIndex, "");
+  int index = 0;
+  const auto parsed = std::from_chars(label.data(), label.data() + label.size(), index);
+  if (parsed.ec != std::errc()) return std::nullopt;
+  return index;
+}
+
 json desired_service(const Job& job) {
   auto metadata = owned_metadata(job, job.name);
   metadata["annotations"][kPerRoleCredentialsAnnotation] = "per-role";
@@ -255,7 +269,7 @@ json desired_token_secret(const Job& job, const std::string& token,
 security::CertificateRequest job_certificate_request(const Job& job) {
   security::CertificateRequest request;
   request.common_name = job.namespace_ + "/" + job.name;
-  const auto service = job.name + "." + job.namespace_ + ".svc";
+  const auto service = service_domain(job);
   request.dns_names = {"*." + service, "*." + service + ".cluster.local"};
   return request;
 }

@@ -20,6 +20,8 @@ inline constexpr int kRuntimeUser = 65532;
 std::string pod_name(const Job& job, Role role, int index);
 // The chief's pod, whose success is the job's: the master's, or worker 0's without a master.
 std::string chief_name(const Job& job);
+// "<job>.<namespace>.svc": the job's headless Service, under which its pods' hostnames resolve.
+std::string service_domain(const Job& job);
 // "<job>-<role>-<index>.<job>.<namespace>.svc": a peer's DNS name through the headless Service.
 std::string pod_host(const Job& job, Role role, int index);
 
@@ -65,6 +67,9 @@ nlohmann::json job_labels(const Job& job);
 nlohmann::json replica_labels(const Job& job, Role role, int index);
 // The role a pod's replica_labels give it; nullopt for a pod without one (not the operator's).
 std::optional<Role> pod_role(const nlohmann::json& pod);
+// The index a pod's replica_labels give it; nullopt for a pod without one or with one that is not
+// a number.
+std::optional<int> pod_index(const nlohmann::json& pod);
 
 // The job's headless Service. It carries kPerRoleCredentialsAnnotation: the job's Secret holds
 // per-role credentials (a Service without it is of an older operator's job, whose Secret has one

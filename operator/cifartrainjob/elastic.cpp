@@ -29,10 +29,8 @@ void retire_surplus_workers(const Job& job, const PodsByName& pods, Plan& plan) 
   const int desired = job.spec.count(Role::kWorker);
   for (const auto& [name, pod] : pods) {
     if (pod_role(pod) != Role::kWorker || pod_terminating(pod)) continue;
-    const auto index = pod.value("metadata", nlohmann::json::object())
-                           .value("labels", nlohmann::json::object())
-                           .value(contract::label::kReplicaIndex, "");
-    if (index.empty() || std::stoi(index) < desired) continue;
+    const auto index = pod_index(pod);
+    if (!index || *index < desired) continue;
     plan.delete_pods.push_back(name);
     plan.events.push_back({"Normal", std::string(reason::kWorkerLeaving),
                            "worker " + name + " leaves: the job's desired size is " +

@@ -5,14 +5,12 @@
 #include <cpprest/http_client.h>
 #include <spdlog/spdlog.h>
 
-#include <charconv>
 #include <map>
 
 #include "api/job.h"
 #include "api/status.h"
 #include "cifartrainjob/desired_state.h"
 #include "cifartrainjob/progress.h"
-#include "contract/labels.h"
 #include "contract/metrics.h"
 #include "contract/ports.h"
 #include "contract/roles.h"
@@ -143,22 +141,18 @@ void ProgressScraper::scrape_once() {
     auto& roles = job_pods[key];
     for (const auto& pod : pods_.indexed(key)) {
       if (!controlled_by(pod, uids[key])) continue;  // an earlier job's orphan, a user's pod
-      const auto labels = pod["metadata"].value("labels", json::object());
       const auto role = pod_role(pod);
       roles.has_master = roles.has_master || role == Role::kMaster;
       roles.has_evaluator = roles.has_evaluator || role == Role::kEvaluator;
-      const auto index_label = labels.value(contract::label::kReplicaIndex, "");
-      int index = 0;
-      const auto parsed =
-          std::from_chars(index_label.data(), index_label.data() + index_label.size(), index);
-      if (!role || parsed.ec != std::errc()) continue;
+      const auto index = pod_index(pod);
+      if (!role || !index) continue;
       auto url = metrics_url(pod);
       if (url.empty()) continue;
       const auto& meta = pod["metadata"];
       planned.emplace_back(Target{key,
                                   meta.value("name", ""),
                                   meta.value("uid", ""),
-                                  {std::string(role_name(*role)), index, {}},
+                                  {std::string(role_name(*role)), *index, {}},
                                   {}},
                            std::move(url));
     }
