@@ -270,8 +270,10 @@ TEST_F(AcrossNodes, JobsSurviveTheDeathOfANodeAndGoOnFromWhereTheyWere) {
 
   // An elastic all-reduce job (3 workers, at least 2; every default but the spread): the workers
   // left go on without waiting out a timeout or the grace, and those lost are replaced at once.
+  // cleanPodPolicy None: the workers left are read after the job ended (a worker still running at
+  // the chief's success would be deleted under the default).
   submit("eldeath", kAllReduce, "    Worker: {replicas: 3, minReplicas: 2, maxReplicas: 3}\n",
-         run_policy, "cifar10", kElasticEpochs);
+         run_policy + "    cleanPodPolicy: None\n", "cifar10", kElasticEpochs);
 
   const auto replaced = kill_the_second_node_under({"psdeath", "ardeath", "eldeath"});
 
