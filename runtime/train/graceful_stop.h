@@ -1,8 +1,9 @@
 // A graceful stop. Kubernetes interrupts a pod (a drain, a Kueue preemption, a suspend, a deleted
 // job) with SIGTERM and kills it terminationGracePeriodSeconds later. While a run can save its
 // state (a StopWindow is open: the training run from its first step, an all-reduce rank waiting
-// with its state saved, a PS serving its shards) the first SIGTERM or SIGINT only asks it to stop
-// at its next step boundary, save, and exit with contract::kExitStopped. Outside a window there is
+// with its state saved, an elastic all-reduce rank throughout, a PS serving its shards) the first
+// SIGTERM or SIGINT only asks it to stop at its next step boundary, save, and exit with
+// contract::kExitStopped. Outside a window there is
 // nothing to save, and a second signal means "now": both exit at once with 128 + signal
 // (checkpoints are atomic, nothing is torn).
 #pragma once

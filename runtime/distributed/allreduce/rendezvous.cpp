@@ -96,6 +96,10 @@ c10::intrusive_ptr<c10d::ProcessGroup> Rendezvous::try_round(
   const auto joined = store->add(rendezvous_keys::joined(round), 1);
   const auto ranks = close_round(*store, round, joined, deadline, between_tries);
   if (!ranks) return {};  // moved on: join that one
+  if (*ranks == 0) {      // abandoned by a rank that left it (leave_round): on to the next
+    move_on_from(*store, round);
+    return {};
+  }
   if (joined > *ranks) {
     if (elastic()) {
       wait_for_the_next_round(*store, round, deadline, between_tries);
@@ -147,6 +151,7 @@ std::optional<int64_t> Rendezvous::close_round(c10d::Store& store, int64_t round
                                               bytes(std::to_string(std::min(count, most))))));
     }
     if (number_at(store, rendezvous_keys::kRound) != round) return std::nullopt;
+    if (asked_to_leave()) return leave_round(store, round, joined);
     if (Clock::now() > deadline) {
       throw std::runtime_error(std::to_string(count) + " of " + std::to_string(least) +
                                " ranks joined round " + std::to_string(round));
@@ -158,6 +163,22 @@ std::optional<int64_t> Rendezvous::close_round(c10d::Store& store, int64_t round
       last_join = Clock::now();
     }
   }
+}
+
+int64_t Rendezvous::leave_round(c10d::Store& store, int64_t round, int64_t joined) const {
+  // One compare-and-set decides between this rank and a rank closing the round with it.
+  const auto closed =
+      std::stoll(text(store.compareSet(rendezvous_keys::closed(round), {}, bytes("0"))));
+  if (closed >= joined) {
+    spdlog::info(
+        "slot {}: asked to leave as round {} closed with it: it forms the group, and "
+        "leaves at its first step boundary",
+        options_.rank, round);
+    return closed;
+  }
+  if (closed == 0) move_on_from(store, round);
+  throw LeftTheRendezvous("slot " + std::to_string(options_.rank) + " left round " +
+                          std::to_string(round) + " before it closed");
 }
 
 void Rendezvous::wait_for_the_next_round(c10d::Store& store, int64_t round,
@@ -182,6 +203,12 @@ void Rendezvous::wait_for_the_next_round(c10d::Store& store, int64_t round,
       move_on_from(store, round);
       return;
     }
+    if (asked_to_leave()) {
+      store.add(rendezvous_keys::waiting(round), -1);
+      throw LeftTheRendezvous("slot " + std::to_string(options_.rank) +
+                              " left while it waited for the group of round " +
+                              std::to_string(round) + " to take it in");
+    }
     if (Clock::now() > deadline) {
       throw std::runtime_error("round " + std::to_string(round) +
                                " closed before this rank came, and its group never took it in");
@@ -197,8 +224,9 @@ std::optional<std::string> Rendezvous::silent_peer() const {
   return beat_ ? beat_->silent_peer() : std::nullopt;
 }
 
-c10::intrusive_ptr<c10d::ProcessGroup> Rendezvous::form(
-    const std::function<void()>& between_tries) {
+c10::intrusive_ptr<c10d::ProcessGroup> Rendezvous::form(const std::function<void()>& between_tries,
+                                                        std::function<bool()> leaving) {
+  leaving_ = std::move(leaving);
   const auto timeout = options_.rendezvous_timeout_seconds;
   const auto deadline = Clock::now() + milliseconds(static_cast<int64_t>(timeout * 1000));
   std::string last_error = "not every rank joined";
@@ -214,8 +242,13 @@ c10::intrusive_ptr<c10d::ProcessGroup> Rendezvous::form(
   };
   while (true) {
     check();
+    if (asked_to_leave()) {
+      throw LeftTheRendezvous("slot " + std::to_string(options_.rank) + " left before it joined");
+    }
     try {
       if (auto group = try_round(deadline, check)) return group;
+    } catch (const LeftTheRendezvous&) {
+      throw;
     } catch (const std::exception& e) {
       if (stop) std::rethrow_exception(stop);
       last_error = e.what();

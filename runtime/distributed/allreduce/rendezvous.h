@@ -15,12 +15,19 @@
 // settle time (or at the maximum), and each rank's place in the group is the order it joined in.
 // A rank that comes after a round closed waits (must_reform() tells the group's rank 0, which
 // brings the group to the next round at a step boundary), unless the group stopped beating.
+//
+// An elastic rank asked to leave while it waits (a scale-down's SIGTERM) takes itself out: from a
+// round still open it closes the round as abandoned and moves the store on, so that the others
+// form the next at once rather than build a group with a rank that is gone (and wait out the
+// collective timeout for it); from a round that closed with it, it forms the group, and leaves at
+// its first step boundary, as a stop asked while training does.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -28,6 +35,11 @@
 #include "distributed/allreduce/process_group.h"  // the groups it forms, c10d's declarations
 
 namespace cifar::allreduce {
+
+// form() left the rendezvous: its rank was asked to leave while it waited for a group.
+struct LeftTheRendezvous : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 class Rendezvous {
  public:
@@ -38,8 +50,11 @@ class Rendezvous {
 
   // A group with every rank in it: the first, or, after broken(), the next. `between_tries` runs
   // while it waits (the fence: a rank replaced meanwhile stops instead of waiting on). Throws
-  // std::runtime_error when none formed within the rendezvous timeout.
-  c10::intrusive_ptr<c10d::ProcessGroup> form(const std::function<void()>& between_tries);
+  // std::runtime_error when none formed within the rendezvous timeout. Elastic jobs: `leaving`
+  // (checked while it waits) says the rank is asked to leave; it then throws LeftTheRendezvous,
+  // unless the round it joined closed with it (see above).
+  c10::intrusive_ptr<c10d::ProcessGroup> form(const std::function<void()>& between_tries,
+                                              std::function<bool()> leaving = {});
 
   // The group form() returned last is broken: the next form() joins a later round.
   void broken();
@@ -79,7 +94,12 @@ class Rendezvous {
   void wait_for_the_next_round(c10d::Store& store, int64_t round,
                                std::chrono::steady_clock::time_point deadline,
                                const std::function<void()>& between_tries) const;
+  // Asked to leave while in `round`, which it joined as the `joined`th: the round's size if it
+  // closed with this rank (which then forms its group); throws LeftTheRendezvous otherwise, having
+  // closed the round as abandoned (0 ranks) and moved the store on if it was still open.
+  int64_t leave_round(c10d::Store& store, int64_t round, int64_t joined) const;
   [[nodiscard]] bool elastic() const { return options_.min_world_size > 0; }
+  [[nodiscard]] bool asked_to_leave() const { return leaving_ && leaving_(); }
 
   Options options_;
   Backend backend_;
@@ -88,6 +108,7 @@ class Rendezvous {
   c10::intrusive_ptr<c10d::ProcessGroup> current_group_;
   std::unique_ptr<GroupBeat> beat_;  // elastic jobs: while the group of current_ lasts
   std::optional<Round> broken_;      // a round whose group broke: the next is wanted
+  std::function<bool()> leaving_;    // form()'s, while it runs
   std::vector<c10::intrusive_ptr<c10d::ProcessGroup>> broken_groups_;
 };
 

@@ -39,6 +39,17 @@ train::Fence chief_fence_of_round(const train::TrainConfig& config, const train:
   return claimed;
 }
 
+// What a rank that leaves without training further reports: stopped, at the step it holds.
+train::TrainResult stopped_holding(const std::optional<HeldState>& held) {
+  train::TrainResult left;
+  left.stopped = true;
+  if (held) {
+    left.steps = held->step;
+    left.epochs_completed = held->epochs_completed;
+  }
+  return left;
+}
+
 }  // namespace
 
 train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
@@ -58,11 +69,18 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
   }
   // The run's stop window (train/graceful_stop.h), which the loop opens from its first step and
   // leaves open: a stop asked after a round (while it closes, or while this rank waits for a
-  // stopped rank's replacement) is a request, not an exit that says nothing. Closed once the next
-  // group formed, so that the round's start is outside a window as a starting process's is, and
-  // when a peer is lost (nothing since the newest checkpoint is saved). Declared before the
-  // rendezvous so that it closes after the group and the c10d store are.
+  // stopped rank's replacement) is a request, not an exit that says nothing. A fixed job's is
+  // closed once the next group formed, so that the round's start is outside a window as a
+  // starting process's is, and when a peer is lost (nothing since the newest checkpoint is
+  // saved). An elastic rank's is open from the start: asked to stop while it waits for a group, it
+  // leaves the rendezvous (rendezvous.h), and the others form without it at once. Declared before
+  // the rendezvous so that it closes after the group and the c10d store are.
+  const bool elastic = config.distributed.elastic();
   std::optional<train::StopWindow> stop_window;
+  const auto close_window_unless_elastic = [&] {
+    if (!elastic) stop_window.reset();
+  };
+  if (elastic) stop_window.emplace();
   Rendezvous rendezvous(ar, resolve_backend(ar.backend, config.device));
   // An elastic job's ranks go on without a peer that stopped beating at the store (frozen, cut
   // off) as soon as they see it, not at the collective timeout.
@@ -79,16 +97,23 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
     try {
       // A rank of an older incarnation (left on a cut-off node) stops instead of joining.
       const health::ExpectedQuiet quiet("waiting for the group to form");
-      group = rendezvous.form([&] {
-        fence.check();
-        if (saved_stop && train::stop_requested()) throw StoppedWhileWaiting();
-      });
+      group = rendezvous.form(
+          [&] {
+            fence.check();
+            if (!elastic && saved_stop && train::stop_requested()) throw StoppedWhileWaiting();
+          },
+          elastic ? std::function<bool()>(train::stop_requested) : nullptr);
     } catch (const StoppedWhileWaiting&) {
       spdlog::info("{}: asked to stop while it waited; the state was saved at step {}", who,
                    saved_stop->steps);
       return *saved_stop;
+    } catch (const LeftTheRendezvous& e) {
+      const auto left = saved_stop ? *saved_stop : stopped_holding(held);
+      spdlog::info("{}: asked to stop while it waited for a group: {}, after step {}", who,
+                   e.what(), left.steps);
+      return left;
     }
-    stop_window.reset();
+    close_window_unless_elastic();
     std::function<bool()> must_reform;
     if (ar.min_world_size > 0) must_reform = [&rendezvous] { return rendezvous.must_reform(); };
     const auto round_fence = chief_fence_of_round(config, fence, rendezvous, *group);
@@ -100,7 +125,7 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
       const auto result = train::run_training(rank_config, exchange, round_fence, stop_window);
       if (!result.stopped || train::stop_requested()) return result;
       held = exchange.held_state();
-      if (config.distributed.elastic()) {
+      if (elastic) {
         spdlog::info(
             "{}: a rank left after step {}; the group forms again with the ranks there are", who,
             result.steps);
@@ -112,17 +137,12 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
       }
       saved_stop = result;
     } catch (const ReformGroup& e) {
-      stop_window.reset();
+      close_window_unless_elastic();
       held = exchange.held_state();
       if (train::stop_requested()) {
         // Asked to stop as the group forms again (a scale-down): it leaves, and the ranks left
         // hold the state without it.
-        train::TrainResult left;
-        left.stopped = true;
-        if (held) {
-          left.steps = held->step;
-          left.epochs_completed = held->epochs_completed;
-        }
+        const auto left = stopped_holding(held);
         spdlog::info("{}: asked to stop as its group forms again: leaving it after step {}", who,
                      left.steps);
         return left;
@@ -135,8 +155,7 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
       // An elastic job's rank 0 whose group went on without it (it was frozen, or cut off from
       // its peers): a newer round's rank 0 holds the run. Its pod is still one of the job's: it
       // joins the next round, as any rank that came late, and is handed the group's state.
-      if (!config.distributed.elastic()) throw;
-      stop_window.reset();
+      if (!elastic) throw;
       spdlog::warn(
           "{}: no longer the chief ({}): its group went on without it; it writes nothing "
           "more and joins the next round",
@@ -144,7 +163,7 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
       held.reset();  // older than what the group holds now
       saved_stop.reset();
     } catch (const PeerLost& e) {
-      stop_window.reset();
+      close_window_unless_elastic();
       if (train::stop_requested()) {  // no group to wait for: the pod is going
         spdlog::warn(
             "{}: asked to stop, and a peer was lost first: what was trained since "

@@ -572,8 +572,7 @@ TEST(AllReduceJob, AnElasticJobGoesOnWithoutItsFrozenChiefAndTakesItBackAsARank)
   ASSERT_TRUE(cifar::testing::wait_for([&] { return trains_in_a_later_round_of_3(chief); }, 90s))
       << read_file(log(chief));
   // A scale-down: one slot asked to stop leaves at a step boundary, and the others go on without
-  // it. Asked once its round of 3 trains (the model line): a round's start is outside the stop
-  // window, where a SIGTERM exits at once as a starting process's does (train/graceful_stop.h).
+  // it. Asked once its round of 3 trains (the model line), so that it leaves a training group.
   ASSERT_TRUE(cifar::testing::wait_for([&] { return trains_in_a_later_round_of_3(leaving); }, 60s))
       << read_file(log(leaving));
   ranks[leaving]->send(SIGTERM);
@@ -661,6 +660,61 @@ TEST(AllReduceJob, AnElasticJobWhoseStoreAndARankAreLostFormsAgainAtTheNewStoreA
   ranks[2]->send(SIGKILL);
   ranks[2]->wait();
   EXPECT_EQ(newest_step(dir), 3 * 24);
+}
+
+// A scale-down of an elastic job from 3 ranks to 1: the two ranks leaving are asked to stop one
+// after the other, the second as the group forms again without the first, so that its stop comes
+// while it waits in the next round. It leaves that round (before it closed: the rank left forms a
+// group of 1 in the next; after: it leaves at the group's first step boundary), and the rank left
+// trains on alone well within the collective timeout (120 s), which it would otherwise wait out
+// for a rank that is gone. Every step is trained, each epoch recorded once.
+TEST(AllReduceJob, AnElasticJobWhoseRanksLeaveOneAfterTheOtherGoesOnWithTheRankLeftAtOnce) {
+  TempDir work;
+  const int port = cifar::testing::free_port();
+  ChildProcess store({CIFAR_TRAIN_BIN, "rendezvous-store", "--port", std::to_string(port)},
+                     work.path() / "store.log");
+  const std::vector<std::string> args = {
+      "-b", "8", "-e", "3", "--min-ranks", "1", "--rendezvous-settle", "2", "--dist-timeout",
+      "120"};
+  const auto dir = work.path() / "elastic";
+  const auto log = [&](int slot) { return work.path() / (std::to_string(slot) + ".log"); };
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.push_back(std::make_unique<ChildProcess>(
+        command(work.path(), "elastic", rank_of(r, 3, port), args), log(r)));
+  }
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return newest_step(dir) >= 24; }, 120s))
+      << read_file(log(0));
+  ranks[1]->send(SIGTERM);
+  const std::string regrouping = "a rank left after step";
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] { return read_file(log(2)).find(regrouping) != std::string::npos; }, 60s))
+      << read_file(log(2));
+  ranks[2]->send(SIGTERM);
+  const auto asked = std::chrono::steady_clock::now();
+  const auto alone = [&] {
+    const auto text = read_file(log(0));
+    const auto group = text.find(" of 1: gloo");
+    return group != std::string::npos && text.find("resumed at step", group) != std::string::npos;
+  };
+  ASSERT_TRUE(cifar::testing::wait_for(alone, 100s)) << read_file(log(0));
+  EXPECT_LT(std::chrono::steady_clock::now() - asked, 60s) << read_file(log(0));
+  EXPECT_EQ(ranks[1]->wait(), 3) << read_file(log(1));  // contract::kExitStopped
+  EXPECT_EQ(ranks[2]->wait(), 3) << read_file(log(2));
+  EXPECT_EQ(ranks[0]->wait(), 0) << read_file(log(0));
+  const auto second = read_file(log(2));
+  EXPECT_TRUE(second.find("left round") != std::string::npos ||
+              second.find("asked to leave as round") != std::string::npos)
+      << second;
+  EXPECT_EQ(read_file(log(0)).find("has not beaten at the rendezvous store"), std::string::npos)
+      << read_file(log(0));
+  EXPECT_EQ(newest_step(dir), 3 * 24);
+  std::vector<int> epochs;
+  std::istringstream monitor(read_file(dir / "monitor.jsonl"));
+  for (std::string line; std::getline(monitor, line);) {
+    epochs.push_back(nlohmann::json::parse(line)["epoch"].get<int>());
+  }
+  EXPECT_EQ(epochs, (std::vector<int>{1, 2, 3})) << read_file(dir / "monitor.jsonl");
 }
 
 // An all-reduce job of two ranks checkpointing every 4 steps into a bucket of a store of the

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <atomic>
 #include <future>
 #include <stdexcept>
 #include <string>
@@ -122,6 +123,78 @@ TEST(Rendezvous, ARankThatWaitsInVainSaysHowManyCame) {
               std::string::npos)
         << what;
   }
+}
+
+// Slot `slot` of an elastic job of at most 3 ranks, at least 1, meeting at a store of its own.
+Options elastic_slot(int slot, int port) {
+  Options options;
+  options.rank = slot;
+  options.world_size = 3;
+  options.min_world_size = 1;
+  options.settle_seconds = 2;
+  options.master_port = port;
+  options.timeout_seconds = 60;
+  options.rendezvous_timeout_seconds = 60;
+  return options;
+}
+
+// A scale-down's SIGTERM comes to a rank as it joins the next round. It takes itself out of the
+// round before the round closes, and the rank left forms a group of 1 at once in the next round,
+// rather than one of 2 that would wait the 60 s collective timeout for a rank that is gone.
+TEST(Rendezvous, AnElasticRankAskedToLeaveWhileItsRoundIsOpenLeavesItAndTheOthersFormWithoutIt) {
+  const int port = cifar::testing::free_port();
+  const auto store = Rendezvous::host_store("127.0.0.1", port);
+  Rendezvous staying(elastic_slot(0, port), Backend::kGloo);
+  Rendezvous leaving(elastic_slot(1, port), Backend::kGloo);
+  const auto started = std::chrono::steady_clock::now();
+  auto group = form_async(staying);
+  std::atomic<int> waits{0};
+  // Asked once it has waited in the round a while (well within the 2 s settle time).
+  EXPECT_THROW(leaving.form([] {}, [&] { return ++waits > 5; }), LeftTheRendezvous);
+  const auto formed = group.get();
+  EXPECT_EQ(formed->getSize(), 1);
+  EXPECT_EQ(staying.round(), 1);  // round 0 was abandoned
+  EXPECT_EQ(rendezvous_keys::number_at(*store, rendezvous_keys::closed(0)), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(30));
+  EXPECT_EQ(leaving.round(), -1);
+}
+
+// A rank asked to leave once its round closed with it is one of the group: it forms the group
+// (and leaves at the group's first step boundary, as a rank asked while training does).
+TEST(Rendezvous, AnElasticRankAskedToLeaveAfterItsRoundClosedWithItFormsTheGroup) {
+  const int port = cifar::testing::free_port();
+  const auto store = Rendezvous::host_store("127.0.0.1", port);
+  Rendezvous first(elastic_slot(0, port), Backend::kGloo);
+  Rendezvous second(elastic_slot(1, port), Backend::kGloo);
+  auto group = form_async(first);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // first joins round 0 first
+  const auto b = second.form([] {},
+                             [&] {
+                               // Asked to leave only once the round closed (the settle time after
+                               // the second join).
+                               return store->check({rendezvous_keys::closed(0)});
+                             });
+  expect_one_group(first, group.get(), second, b, 0);
+  EXPECT_EQ(rendezvous_keys::number_at(*store, rendezvous_keys::closed(0)), 2);
+}
+
+// A rank that came after its round closed, asked to leave while it waits to be taken in, takes
+// back its place in the queue.
+TEST(Rendezvous, AnElasticRankThatWaitsToBeTakenInAndIsAskedToLeaveLeavesTheQueue) {
+  const int port = cifar::testing::free_port();
+  const auto store = Rendezvous::host_store("127.0.0.1", port);
+  Rendezvous first(elastic_slot(0, port), Backend::kGloo);
+  const auto formed = first.form([] {});  // a group of 1, closed after the settle time
+  Rendezvous late(elastic_slot(1, port), Backend::kGloo);
+  std::atomic<bool> asked{false};
+  auto left =
+      std::async(std::launch::async, [&] { late.form([] {}, [&] { return asked.load(); }); });
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] { return store->add(rendezvous_keys::waiting(0), 0) == 1; }, std::chrono::seconds(10)));
+  asked = true;
+  EXPECT_THROW(left.get(), LeftTheRendezvous);
+  EXPECT_EQ(store->add(rendezvous_keys::waiting(0), 0), 0);
+  EXPECT_EQ(formed->getSize(), 1);
 }
 
 // What the fence throws while a rank waits (an older incarnation replaced meanwhile) ends the wait.
