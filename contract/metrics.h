@@ -75,5 +75,10 @@ inline constexpr char kAllReduceBytes[] = "cifar_allreduce_bytes_total";
 inline constexpr char kAllReduceSeconds[] = "cifar_allreduce_seconds";
 inline constexpr char kAllReduceWaitSeconds[] = "cifar_allreduce_wait_seconds";
 inline constexpr char kAllReduceOverlap[] = "cifar_allreduce_overlap_ratio";
+// The group this rank trains in: its size and its rendezvous round (the store's number, from 0 at
+// each store; an elastic job's operator takes the workers of the newest round for the world that
+// trains now). A rank serves metrics only while it trains in a group.
+inline constexpr char kAllReduceWorldSize[] = "cifar_allreduce_world_size";
+inline constexpr char kAllReduceRound[] = "cifar_allreduce_round";
 
 }  // namespace cifar::contract::metric

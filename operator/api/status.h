@@ -71,6 +71,8 @@ inline constexpr std::string_view kPodRestarting = "PodRestarting";
 inline constexpr std::string_view kPodStopped = "PodStopped";
 // An elastic job's workers: one beyond the desired size asked to leave (kubectl scale down).
 inline constexpr std::string_view kWorkerLeaving = "WorkerLeaving";
+// An elastic job's world (the workers training in its newest round) changed: who joined, who left.
+inline constexpr std::string_view kWorldChanged = "WorldChanged";
 // A pod deleted on purpose whose grace period ran out before its graceful stop had saved the
 // job's state (unsaved_stop.h): an Event only; the job goes on from its last checkpoint.
 inline constexpr std::string_view kStopNotSaved = "StopNotSaved";
@@ -162,7 +164,7 @@ struct NodeLoss {
 
 // The workers as the scale subresource and the Workers column show them (status.workers).
 struct WorkerCount {
-  int training = 0;      // ready workers
+  int training = 0;      // an elastic job's world's size, else ready workers
   int desired = 0;       // replicaSpecs.Worker.replicas
   std::string selector;  // the label selector of the job's workers, for an autoscaler
   std::string reason;    // why training differs from desired ("" when they agree)

@@ -1,5 +1,7 @@
 #include "cifartrainjob/elastic.h"
 
+#include <algorithm>
+#include <set>
 #include <string>
 
 #include "cifartrainjob/desired_state.h"
@@ -39,6 +41,43 @@ void retire_surplus_workers(const Job& job, const PodsByName& pods, Plan& plan) 
   }
 }
 
+namespace {
+
+// status.progress.world (progress.h), null when none was reported.
+const nlohmann::json& world_in(const nlohmann::json& progress) {
+  static const nlohmann::json kNone;
+  if (!progress.is_object()) return kNone;
+  const auto world = progress.find("world");
+  return world == progress.end() || !world->is_object() ? kNone : *world;
+}
+
+std::set<int> workers_of(const nlohmann::json& world) {
+  std::set<int> workers;
+  for (const auto& index : world.value("workers", nlohmann::json::array())) {
+    if (index.is_number_integer()) workers.insert(index.get<int>());
+  }
+  return workers;
+}
+
+// Why worker `index` left the world, as far as the operator knows.
+std::string why_it_left(const Job& job, int index, const PodsByName& pods, const JobStatus& status,
+                        const NodeTroubles& troubled_nodes) {
+  if (index >= job.spec.count(Role::kWorker)) return "the job was scaled down";
+  const auto name = pod_name(job, Role::kWorker, index);
+  if (status.node_loss &&
+      std::count(status.node_loss->pods.begin(), status.node_loss->pods.end(), name) > 0) {
+    return "its node " + status.node_loss->node + " was lost";
+  }
+  const auto* pod = find_pod(pods, name);
+  if (pod == nullptr) return "its pod is gone";
+  if (troubled_nodes.count(pod_node(*pod)) > 0)
+    return "its node " + pod_node(*pod) + " is not Ready";
+  if (pod_terminating(*pod)) return "its pod is being deleted";
+  return "it stopped training";
+}
+
+}  // namespace
+
 void count_workers(const Job& job, const PodsByName& pods, JobStatus& status) {
   const int desired = job.spec.count(Role::kWorker);
   if (desired == 0) return;
@@ -47,14 +86,42 @@ void count_workers(const Job& job, const PodsByName& pods, JobStatus& status) {
     if (pod_role(pod) == Role::kWorker && !pod_terminating(pod) && pod_ready(pod)) ++ready;
   }
   WorkerCount workers;
-  workers.training = ready;
+  const auto& world = world_in(status.progress);
+  workers.training = job.spec.elastic() && !world.is_null() ? world.value("size", 0) : ready;
   workers.desired = desired;
   workers.selector = std::string(contract::label::kJobName) + "=" + job.name + "," +
                      contract::label::kReplicaType + "=" +
                      std::string(contract::role_name(Role::kWorker));
-  if (ready < desired) workers.reason = "Joining";
-  if (ready > desired) workers.reason = "Leaving";
+  if (workers.training < desired) workers.reason = "Joining";
+  if (workers.training > desired) workers.reason = "Leaving";
   status.workers = workers;
+}
+
+void report_world_change(const Job& job, const nlohmann::json& world_before, const PodsByName& pods,
+                         const NodeTroubles& troubled_nodes, Plan& plan) {
+  const auto& world = world_in(plan.status.progress);
+  if (!job.spec.elastic() || world.is_null() || !world_before.is_object()) return;
+  const auto before = workers_of(world_before);
+  const auto now = workers_of(world);
+  std::string changes;
+  const auto add = [&](const std::string& change) {
+    changes += (changes.empty() ? "" : ", ") + change;
+  };
+  for (const int index : now) {
+    if (before.count(index) == 0) add(pod_name(job, Role::kWorker, index) + " joined");
+  }
+  for (const int index : before) {
+    if (now.count(index) > 0) continue;
+    add(pod_name(job, Role::kWorker, index) + " left (" +
+        why_it_left(job, index, pods, plan.status, troubled_nodes) + ")");
+  }
+  if (changes.empty()) return;
+  const auto size = world.value("size", 0);
+  const auto step = plan.status.progress.value("step", int64_t{-1});
+  plan.events.push_back({"Normal", std::string(reason::kWorldChanged),
+                         changes +
+                             (step >= 0 ? " at step " + std::to_string(step) : std::string()) +
+                             ": " + std::to_string(size) + (size == 1 ? " trainer" : " trainers")});
 }
 
 }  // namespace cifar::op

@@ -4,8 +4,11 @@
 // worker's replacement need nothing here.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include "api/job.h"
 #include "cifartrainjob/plan.h"
+#include "framework/node_status.h"
 #include "framework/pod_status.h"
 
 namespace cifar::op {
@@ -19,8 +22,18 @@ void keep_rendezvous_store(const Job& job, const PodsByName& pods, Plan& plan);
 // path), with an Event; not charged to backoffLimit. Nothing for a fixed job.
 void retire_surplus_workers(const Job& job, const PodsByName& pods, Plan& plan);
 
-// status.workers: the workers whose pod is ready (of any index: a leaving one still trains until
-// it stops), against the desired size.
+// status.workers: the workers training against the desired size. An elastic job's training are
+// its world's (status.progress.world, the workers of the newest round) once one was reported;
+// before, and for a fixed job, the workers whose pod is ready (of any index: a leaving one still
+// trains until it stops).
 void count_workers(const Job& job, const PodsByName& pods, JobStatus& status);
+
+// An elastic job whose world changed from `world_before` (the status.progress.world read before
+// this round) to plan.status.progress's: a Normal Event WorldChanged naming who joined and who
+// left, and why, at which step, and how many train now ("grow-worker-2 joined at step 812: 3
+// trainers"; "grow-worker-1 left (its node n2 was lost) at step 640: 2 trainers"). Nothing when
+// the same workers form a new round (a store restarted, a frozen rank came back).
+void report_world_change(const Job& job, const nlohmann::json& world_before, const PodsByName& pods,
+                         const NodeTroubles& troubled_nodes, Plan& plan);
 
 }  // namespace cifar::op

@@ -47,8 +47,11 @@ struct JobPods {
 // status.progress written last, at its updatedAt); each is absent until known. A parameter-server
 // job's `trainers` come from PS 0's per-trainer series (contract/metrics.h): {expected, training,
 // missing: [{trainer, droppedAtStep if it was dropped}]}; the previous ones stand while PS 0 was
-// not scraped. `checkpoint` is the chief's: {savedStep, storeUnreachableSince while its store does
-// not answer}.
+// not scraped. An all-reduce job's `world` is its group training now: the workers that report the
+// newest rendezvous round (cifar_allreduce_round), {round, size, workers: [their indices]}; the
+// previous one stands while none reports one (between rounds) or not all of its ranks answered. An elastic job whose worker 0 was
+// not scraped takes the first worker of the world for its chief. `checkpoint` is the chief's:
+// {savedStep, storeUnreachableSince while its store does not answer}.
 std::optional<nlohmann::json> job_progress(
     const std::vector<PodMetrics>& scraped, const JobPods& job, const std::string& now,
     const nlohmann::json& previous = nlohmann::json::object());

@@ -184,6 +184,10 @@ RuntimeMetrics::RuntimeMetrics(const Identity& identity, const std::string& bind
   allreduce_overlap_ = gauge(metric::kAllReduceOverlap,
                              "All-reduce: share of the latest step's all-reduce hidden behind "
                              "backward (1 - wait / all-reduce time).");
+  allreduce_world_size_ =
+      gauge(metric::kAllReduceWorldSize, "All-reduce: the ranks of the group this rank trains in.");
+  allreduce_round_ = gauge(metric::kAllReduceRound,
+                           "All-reduce: the rendezvous round of the group this rank trains in.");
 
   if (!bind_address.empty()) {
     try {
@@ -292,6 +296,11 @@ void RuntimeMetrics::record_ps_traffic(int64_t received_bytes, int64_t sent_byte
 }
 
 void RuntimeMetrics::record_ps_eviction() { ps_evictions_->Increment(); }
+
+void RuntimeMetrics::set_allreduce_world(int64_t size, int64_t round) {
+  allreduce_world_size_->Set(static_cast<double>(size));
+  allreduce_round_->Set(static_cast<double>(round));
+}
 
 void RuntimeMetrics::set_ps_state(int64_t version, int64_t members) {
   ps_version_->Set(static_cast<double>(version));

@@ -75,6 +75,8 @@ class RuntimeMetrics {
   // All-reduce, per step: gradient bytes all-reduced, seconds from the first bucket's all-reduce
   // to the last one done, seconds the step waited for them after backward.
   void record_allreduce(int64_t bytes, double seconds, double wait_seconds);
+  // The all-reduce group this rank trains in: its size and rendezvous round.
+  void set_allreduce_world(int64_t size, int64_t round);
   void set_ps_state(int64_t version, int64_t members);
   // Whether trainer `trainer` (its rank) takes part in training, and the version at which it was
   // dropped (contract/metrics.h, kPsTrainer*).
@@ -125,6 +127,8 @@ class RuntimeMetrics {
   prometheus::Histogram* allreduce_seconds_;
   prometheus::Histogram* allreduce_wait_seconds_;
   prometheus::Gauge* allreduce_overlap_;
+  prometheus::Gauge* allreduce_world_size_;
+  prometheus::Gauge* allreduce_round_;
 };
 
 }  // namespace cifar::metrics

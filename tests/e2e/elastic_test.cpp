@@ -22,6 +22,20 @@ class Elastic : public Cluster {
            std::string::npos;
   }
   std::string uid(const std::string& pod_name) { return pod(pod_name)["metadata"]["uid"]; }
+  // The messages of the namespace's Events of `reason`, space-separated.
+  std::string events(const std::string& reason) {
+    return kubectl({"get", "events", "-n", ns_, "--field-selector", "reason=" + reason, "-o",
+                    "jsonpath={.items[*].message}"})
+        .output;
+  }
+  // status.progress.world.workers: the workers of the group that trains now, as the operator
+  // scraped them.
+  json world_workers(const std::string& job) {
+    return status_of(job)
+        .value("progress", json::object())
+        .value("world", json::object())
+        .value("workers", json());
+  }
   int scale(const std::string& job, int replicas) {
     const auto scaled = kubectl(
         {"scale", "cifartrainjob/" + job, "-n", ns_, "--replicas=" + std::to_string(replicas)});
@@ -47,12 +61,26 @@ TEST_F(Elastic, KubectlScaleGrowsAndShrinksARunningAllReduceJobWithNoRestart) {
   ASSERT_EQ(scale("grow", 3), 0);
   EXPECT_TRUE(wait_for([&] { return trains_in_a_world_of("grow-worker-2", 3); }, seconds(120)))
       << logs("grow-worker-2") << diagnose("grow");
+  // The operator learns the world from the workers' metrics: the workers column counts it, and
+  // an Event names who joined.
   EXPECT_TRUE(wait_for(
       [&] {
         return status_of("grow").value("workers", json::object()).value("summary", "") == "3/3";
       },
       seconds(30)))
       << status_of("grow").dump();
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return world_workers("grow") == json{0, 1, 2};
+      },
+      seconds(30)))
+      << status_of("grow").dump();
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return events("WorldChanged").find("grow-worker-2 joined at step ") != std::string::npos;
+      },
+      seconds(30)))
+      << events("WorldChanged");
 
   // Down to 1: the two highest leave at a step boundary, worker 0 trains on alone.
   ASSERT_EQ(scale("grow", 1), 0);
@@ -63,12 +91,20 @@ TEST_F(Elastic, KubectlScaleGrowsAndShrinksARunningAllReduceJobWithNoRestart) {
   // as it joined the next round (two leave at once) leaves that round too (rendezvous.h).
   EXPECT_TRUE(wait_for([&] { return trains_in_a_world_of("grow-worker-0", 1); }, seconds(60)))
       << logs("grow-worker-0");
-  const auto leaving = kubectl({"get", "events", "-n", ns_, "--field-selector",
-                                "reason=WorkerLeaving", "-o", "jsonpath={.items[*].message}"});
-  EXPECT_NE(leaving.output.find("worker grow-worker-2 leaves"), std::string::npos)
-      << leaving.output;
-  EXPECT_NE(leaving.output.find("worker grow-worker-1 leaves"), std::string::npos)
-      << leaving.output;
+  const auto leaving = events("WorkerLeaving");
+  EXPECT_NE(leaving.find("worker grow-worker-2 leaves"), std::string::npos) << leaving;
+  EXPECT_NE(leaving.find("worker grow-worker-1 leaves"), std::string::npos) << leaving;
+  // In one world change or two, each leaver named with why.
+  EXPECT_TRUE(wait_for([&] { return world_workers("grow") == json{0}; }, seconds(30)))
+      << status_of("grow").dump();
+  EXPECT_TRUE(wait_for(
+      [&] {
+        const auto changes = events("WorldChanged");
+        return changes.find("grow-worker-1 left (the job was scaled down)") != std::string::npos &&
+               changes.find("grow-worker-2 left (the job was scaled down)") != std::string::npos;
+      },
+      seconds(30)))
+      << events("WorldChanged");
 
   ASSERT_TRUE(wait_for_state("grow", "Succeeded", seconds(600))) << diagnose("grow");
   // Worker 0 trained through both resizes in one container: never recreated or restarted.

@@ -139,6 +139,58 @@ TEST(ElasticJob, ItsStoreGoesWithTheJobWhateverCleanPodPolicyKeeps) {
   EXPECT_EQ(plan.delete_pods, std::vector<std::string>{"j-rendezvous"});
 }
 
+// status.progress with the world of workers `workers` (progress.h) at `step`.
+JobStatus training_in_world(const std::vector<int>& workers, int64_t round, int64_t step) {
+  auto status = testing::running_since(kT0);
+  status.progress = {
+      {"step", step},
+      {"world",
+       {{"round", round}, {"size", static_cast<int>(workers.size())}, {"workers", workers}}}};
+  return status;
+}
+
+std::vector<std::string> world_events(const Plan& plan) {
+  std::vector<std::string> messages;
+  for (const auto& e : plan.events) {
+    if (e.reason == reason::kWorldChanged) messages.push_back(e.message);
+  }
+  return messages;
+}
+
+// The scraper's news: a new world. An Event says who joined and who left, why, at which step and
+// how many train now; status.workers counts the world, not the ready pods.
+TEST(ElasticJob, AWorldChangeIsAnEventNamingWhoJoinedAndWhoLeftAndWhy) {
+  const auto job = elastic_job(3);
+  auto observed = running(job, 3);
+  observed.progress = training_in_world({0, 1, 2}, 4, 812).progress;
+  auto plan = reconcile(job, training_in_world({0, 1}, 3, 800), observed, kT0);
+  EXPECT_EQ(world_events(plan),
+            std::vector<std::string>{"j-worker-2 joined at step 812: 3 trainers"});
+  ASSERT_TRUE(plan.status.workers);
+  EXPECT_EQ(plan.status.workers->training, 3);
+  EXPECT_EQ(plan.status.workers->reason, "");
+
+  // A node lost with worker 1 (replaced: status.nodeLoss), and a scale-down of worker 2, seen in
+  // one scrape.
+  auto status = training_in_world({0, 1, 2}, 4, 900);
+  status.node_loss = NodeLoss{"b", {"j-worker-1"}, 900, to_time(kT0)};
+  observed = running(elastic_job(2), 1);
+  observed.progress = training_in_world({0}, 5, 903).progress;
+  plan = reconcile(elastic_job(2), status, observed, kT0);
+  EXPECT_EQ(world_events(plan),
+            std::vector<std::string>{"j-worker-1 left (its node b was lost), j-worker-2 left "
+                                     "(the job was scaled down) at step 903: 1 trainer"});
+  ASSERT_TRUE(plan.status.workers);
+  EXPECT_EQ(plan.status.workers->training, 1);
+  EXPECT_EQ(plan.status.workers->reason, "Joining");  // 1 of 2: worker 1's replacement comes
+
+  // The same workers in a new round (a store restarted): no news.
+  observed = running(job, 3);
+  observed.progress = training_in_world({0, 1, 2}, 0, 950).progress;
+  plan = reconcile(job, training_in_world({0, 1, 2}, 9, 940), observed, kT0);
+  EXPECT_TRUE(world_events(plan).empty());
+}
+
 TEST(FixedJob, HasNoRendezvousStoreAndItsWorkersCounted) {
   json spec = json::parse(R"({"image": "i", "model": {"name": "resnet20"},
     "dataset": {"name": "cifar10"}, "strategy": {"type": "AllReduce"},

@@ -109,6 +109,39 @@ TEST(Progress, NoStandInsForPodsWhoseScrapeFailed) {
   EXPECT_FALSE(progress->contains("testAccuracy"));
 }
 
+// An all-reduce job's world: the workers that report the newest round. Worker 1 still reports
+// the round its group left (it has not found out yet); worker 3 waits between rounds (no group).
+TEST(Progress, TheWorldIsTheWorkersOfTheNewestRoundAndStandsBetweenRounds) {
+  const auto in_round = [](int size, int round) {
+    return "cifar_job_step 80\ncifar_allreduce_world_size " + std::to_string(size) +
+           "\ncifar_allreduce_round " + std::to_string(round) + "\n";
+  };
+  const auto progress = job_progress(
+      {pod("worker", 0, in_round(3, 4)), pod("worker", 1, in_round(2, 3)),
+       pod("worker", 2, in_round(3, 4)), pod("worker", 3, "cifar_allreduce_world_size 0\n"),
+       pod("worker", 4, in_round(3, 4))},
+      {}, "t");
+  ASSERT_TRUE(progress);
+  EXPECT_EQ((*progress)["world"],
+            (nlohmann::json{{"round", 4}, {"size", 3}, {"workers", {0, 2, 4}}}));
+  // A rank of the newest round not scraped: no world from a partial view.
+  EXPECT_FALSE(
+      job_progress({pod("worker", 0, in_round(3, 4)), pod("worker", 2, in_round(3, 4))}, {}, "t")
+          ->contains("world"));
+  // Between rounds none reports one: the previous world stands.
+  const auto between = job_progress({pod("worker", 0, "cifar_job_step 81\n")}, {}, "t", *progress);
+  ASSERT_TRUE(between);
+  EXPECT_EQ((*between)["world"], (*progress)["world"]);
+  // Without worker 0 (lost), the first worker of the world is the chief.
+  const auto without_zero = job_progress(
+      {pod("worker", 2, in_round(2, 5)), pod("worker", 1, in_round(2, 5) + "cifar_epoch 7\n")}, {},
+      "t");
+  ASSERT_TRUE(without_zero);
+  EXPECT_EQ((*without_zero)["epoch"], 7);
+  EXPECT_EQ((*without_zero)["world"]["workers"], (nlohmann::json{1, 2}));
+  EXPECT_FALSE(job_progress({pod("worker", 1, "cifar_epoch 2\n")}, {}, "t"));  // no world
+}
+
 // KEP-2779's progressPercentage and estimatedRemainingSeconds, from the job's step and total.
 const char* const kJobAt250 =
     "cifar_steps_total 40\ncifar_job_step 250\ncifar_job_total_steps 1000\n";

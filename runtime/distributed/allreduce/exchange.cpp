@@ -18,12 +18,13 @@ namespace cifar::allreduce {
 using metrics::seconds_since;
 
 AllReduceExchange::AllReduceExchange(const train::TrainConfig& config,
-                                     c10::intrusive_ptr<c10d::ProcessGroup> group,
+                                     c10::intrusive_ptr<c10d::ProcessGroup> group, int64_t round,
                                      BucketOptions options, train::Fence fence,
                                      std::optional<HeldState> held,
                                      std::function<bool()> must_reform)
     : LocalExchange(config, std::move(fence)),
       group_(std::move(group)),
+      round_(round),
       options_(std::move(options)),
       verify_every_(config.distributed.allreduce.verify_replicas_every),
       held_(std::move(held)),
@@ -54,6 +55,7 @@ train::TrainState AllReduceExchange::start(const train::TrainableModel& model,
   // Fresh: rank 0's initial parameters for all. Resumed: already equal; the same call keeps it so.
   broadcast_coalesced(*group_, replica_, options_.wait);
   buckets_ = std::make_unique<GradientBuckets>(model.parameters, group_, options_, &metrics);
+  metrics.set_allreduce_world(group_->getSize(), round_);
   spdlog::info("rank {}: {} gradient buckets ({} MB cap, first {} MB), overlap {}", rank(),
                buckets_->bucket_count(), options_.cap_bytes >> 20,
                static_cast<double>(options_.first_cap_bytes) / (1 << 20),

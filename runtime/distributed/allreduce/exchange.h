@@ -32,10 +32,11 @@ struct HeldState {
 
 class AllReduceExchange final : public train::LocalExchange {
  public:
-  // `fence`: rank 0's, as the run's chief (none for the others). `held`: what this rank's
-  // exchange of the group before held (held_state()), if anything.
+  // `group`: formed in rendezvous round `round`. `fence`: rank 0's, as the run's chief (none for
+  // the others). `held`: what this rank's exchange of the group before held (held_state()), if
+  // anything.
   AllReduceExchange(const train::TrainConfig& config, c10::intrusive_ptr<c10d::ProcessGroup> group,
-                    BucketOptions options, train::Fence fence,
+                    int64_t round, BucketOptions options, train::Fence fence,
                     std::optional<HeldState> held = std::nullopt,
                     std::function<bool()> must_reform = {});
   ~AllReduceExchange() override;
@@ -69,6 +70,7 @@ class AllReduceExchange final : public train::LocalExchange {
   std::pair<std::string, std::string> newest_state();
 
   c10::intrusive_ptr<c10d::ProcessGroup> group_;
+  int64_t round_;
   BucketOptions options_;
   int64_t verify_every_;
   std::unique_ptr<GradientBuckets> buckets_;

@@ -117,8 +117,8 @@ train::TrainResult run_allreduce_trainer(const train::TrainConfig& config,
     std::function<bool()> must_reform;
     if (ar.min_world_size > 0) must_reform = [&rendezvous] { return rendezvous.must_reform(); };
     const auto round_fence = chief_fence_of_round(config, fence, rendezvous, *group);
-    AllReduceExchange exchange(rank_config, std::move(group), options, round_fence, std::move(held),
-                               std::move(must_reform));
+    AllReduceExchange exchange(rank_config, std::move(group), rendezvous.round(), options,
+                               round_fence, std::move(held), std::move(must_reform));
     try {
       // Every round starts from the newest state a rank holds, or else rank 0's newest checkpoint
       // (AllReduceExchange::start).

@@ -409,6 +409,16 @@ TEST(AllReduceJob, ResumedJobEndsWhereAnUninterruptedOneDoes) {
                        parameters_in(step_checkpoint(work.path() / "whole", 8)));
 }
 
+// The epochs of the run in `dir`, as its monitor.jsonl recorded them, in order.
+std::vector<int> recorded_epochs(const fs::path& dir) {
+  std::vector<int> epochs;
+  std::istringstream monitor(read_file(dir / "monitor.jsonl"));
+  for (std::string line; std::getline(monitor, line);) {
+    epochs.push_back(nlohmann::json::parse(line)["epoch"].get<int>());
+  }
+  return epochs;
+}
+
 // The newest checkpoint's step in `dir` (-1 if none).
 int newest_step(const fs::path& dir) {
   int newest = -1;
@@ -477,12 +487,8 @@ TEST(AllReduceJob, ALostRanksReplacementJoinsTheRankLeftInsideItsProcess) {
   expect_same_training(parameters_in(step_checkpoint(dir, 72)),
                        parameters_in(step_checkpoint(work.path() / "whole", 72)));
   // monitor.jsonl: each epoch once, in order.
-  std::vector<int> epochs;
-  std::istringstream monitor(read_file(dir / "monitor.jsonl"));
-  for (std::string line; std::getline(monitor, line);) {
-    epochs.push_back(nlohmann::json::parse(line)["epoch"].get<int>());
-  }
-  EXPECT_EQ(epochs, (std::vector<int>{1, 2, 3, 4})) << read_file(dir / "monitor.jsonl");
+  EXPECT_EQ(recorded_epochs(dir), (std::vector<int>{1, 2, 3, 4}))
+      << read_file(dir / "monitor.jsonl");
 }
 
 // The generations an elastic job's chiefs claimed the run's fence with, in a rank's log.
@@ -612,12 +618,20 @@ TEST(AllReduceJob, AnElasticJobGoesOnWithoutItsFrozenChiefAndTakesItBackAsARank)
       << record.dump();
   // The job's length does not depend on its world: 5 epochs of 24 steps, each recorded once.
   EXPECT_EQ(newest_step(dir), 5 * 24);
-  std::vector<int> epochs;
-  std::istringstream monitor(read_file(dir / "monitor.jsonl"));
-  for (std::string line; std::getline(monitor, line);) {
-    epochs.push_back(nlohmann::json::parse(line)["epoch"].get<int>());
+  EXPECT_EQ(recorded_epochs(dir), (std::vector<int>{1, 2, 3, 4, 5}))
+      << read_file(dir / "monitor.jsonl");
+}
+
+// Slots 0 to 2 of an elastic job with `args` at the store at `port`, running `work`/elastic,
+// logging to `work`/<slot>.log.
+std::vector<std::unique_ptr<ChildProcess>> start_three_elastic_ranks(
+    const fs::path& work, int port, const std::vector<std::string>& args) {
+  std::vector<std::unique_ptr<ChildProcess>> ranks;
+  for (int r = 0; r < 3; ++r) {
+    ranks.push_back(std::make_unique<ChildProcess>(
+        command(work, "elastic", rank_of(r, 3, port), args), work / (std::to_string(r) + ".log")));
   }
-  EXPECT_EQ(epochs, (std::vector<int>{1, 2, 3, 4, 5})) << read_file(dir / "monitor.jsonl");
+  return ranks;
 }
 
 // An elastic job whose store and one rank are lost together (a node that died with both, on
@@ -637,11 +651,7 @@ TEST(AllReduceJob, AnElasticJobWhoseStoreAndARankAreLostFormsAgainAtTheNewStoreA
       "120"};
   const auto dir = work.path() / "elastic";
   const auto log = [&](int slot) { return work.path() / (std::to_string(slot) + ".log"); };
-  std::vector<std::unique_ptr<ChildProcess>> ranks;
-  for (int r = 0; r < 3; ++r) {
-    ranks.push_back(std::make_unique<ChildProcess>(
-        command(work.path(), "elastic", rank_of(r, 3, port), args), log(r)));
-  }
+  auto ranks = start_three_elastic_ranks(work.path(), port, args);
   ASSERT_TRUE(cifar::testing::wait_for([&] { return newest_step(dir) >= 24; }, 120s))
       << read_file(log(0));
   ranks[2]->send(SIGSTOP);
@@ -678,11 +688,7 @@ TEST(AllReduceJob, AnElasticJobWhoseRanksLeaveOneAfterTheOtherGoesOnWithTheRankL
       "120"};
   const auto dir = work.path() / "elastic";
   const auto log = [&](int slot) { return work.path() / (std::to_string(slot) + ".log"); };
-  std::vector<std::unique_ptr<ChildProcess>> ranks;
-  for (int r = 0; r < 3; ++r) {
-    ranks.push_back(std::make_unique<ChildProcess>(
-        command(work.path(), "elastic", rank_of(r, 3, port), args), log(r)));
-  }
+  auto ranks = start_three_elastic_ranks(work.path(), port, args);
   ASSERT_TRUE(cifar::testing::wait_for([&] { return newest_step(dir) >= 24; }, 120s))
       << read_file(log(0));
   ranks[1]->send(SIGTERM);
@@ -709,12 +715,7 @@ TEST(AllReduceJob, AnElasticJobWhoseRanksLeaveOneAfterTheOtherGoesOnWithTheRankL
   EXPECT_EQ(read_file(log(0)).find("has not beaten at the rendezvous store"), std::string::npos)
       << read_file(log(0));
   EXPECT_EQ(newest_step(dir), 3 * 24);
-  std::vector<int> epochs;
-  std::istringstream monitor(read_file(dir / "monitor.jsonl"));
-  for (std::string line; std::getline(monitor, line);) {
-    epochs.push_back(nlohmann::json::parse(line)["epoch"].get<int>());
-  }
-  EXPECT_EQ(epochs, (std::vector<int>{1, 2, 3})) << read_file(dir / "monitor.jsonl");
+  EXPECT_EQ(recorded_epochs(dir), (std::vector<int>{1, 2, 3})) << read_file(dir / "monitor.jsonl");
 }
 
 // An all-reduce job of two ranks checkpointing every 4 steps into a bucket of a store of the
