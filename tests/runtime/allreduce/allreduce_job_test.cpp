@@ -622,15 +622,29 @@ TEST(AllReduceJob, AnElasticJobGoesOnWithoutItsFrozenChiefAndTakesItBackAsARank)
       << read_file(dir / "monitor.jsonl");
 }
 
-// Slots 0 to 2 of an elastic job with `args` at the store at `port`, running `work`/elastic,
-// logging to `work`/<slot>.log.
-std::vector<std::unique_ptr<ChildProcess>> start_three_elastic_ranks(
-    const fs::path& work, int port, const std::vector<std::string>& args) {
+// Slots 0 to 2 of an elastic job of 3 epochs (24 steps each) at the store at `port`, with
+// --min-ranks `min_ranks` and a 120 s collective timeout, running `work`/elastic and logging to
+// `work`/<slot>.log; returned once they trained the first epoch (or after 120 s).
+std::vector<std::unique_ptr<ChildProcess>> three_elastic_ranks_an_epoch_in(const fs::path& work,
+                                                                           int port, int min_ranks,
+                                                                           int settle_seconds) {
+  const std::vector<std::string> args = {"-b",
+                                         "8",
+                                         "-e",
+                                         "3",
+                                         "--min-ranks",
+                                         std::to_string(min_ranks),
+                                         "--rendezvous-settle",
+                                         std::to_string(settle_seconds),
+                                         "--dist-timeout",
+                                         "120"};
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int r = 0; r < 3; ++r) {
     ranks.push_back(std::make_unique<ChildProcess>(
         command(work, "elastic", rank_of(r, 3, port), args), work / (std::to_string(r) + ".log")));
   }
+  EXPECT_TRUE(cifar::testing::wait_for([&] { return newest_step(work / "elastic") >= 24; }, 120s))
+      << read_file(work / "0.log");
   return ranks;
 }
 
@@ -646,14 +660,11 @@ TEST(AllReduceJob, AnElasticJobWhoseStoreAndARankAreLostFormsAgainAtTheNewStoreA
   const std::vector<std::string> store_command = {CIFAR_TRAIN_BIN, "rendezvous-store", "--port",
                                                   std::to_string(port)};
   auto store = std::make_unique<ChildProcess>(store_command, work.path() / "store.log");
-  const std::vector<std::string> args = {
-      "-b", "8", "-e", "3", "--min-ranks", "2", "--rendezvous-settle", "1", "--dist-timeout",
-      "120"};
   const auto dir = work.path() / "elastic";
   const auto log = [&](int slot) { return work.path() / (std::to_string(slot) + ".log"); };
-  auto ranks = start_three_elastic_ranks(work.path(), port, args);
-  ASSERT_TRUE(cifar::testing::wait_for([&] { return newest_step(dir) >= 24; }, 120s))
-      << read_file(log(0));
+  auto ranks = three_elastic_ranks_an_epoch_in(work.path(), port, /*min_ranks=*/2,
+                                               /*settle_seconds=*/1);
+  ASSERT_GE(newest_step(dir), 24);
   ranks[2]->send(SIGSTOP);
   store->send(SIGKILL);
   store->wait();
@@ -683,14 +694,11 @@ TEST(AllReduceJob, AnElasticJobWhoseRanksLeaveOneAfterTheOtherGoesOnWithTheRankL
   const int port = cifar::testing::free_port();
   ChildProcess store({CIFAR_TRAIN_BIN, "rendezvous-store", "--port", std::to_string(port)},
                      work.path() / "store.log");
-  const std::vector<std::string> args = {
-      "-b", "8", "-e", "3", "--min-ranks", "1", "--rendezvous-settle", "2", "--dist-timeout",
-      "120"};
   const auto dir = work.path() / "elastic";
   const auto log = [&](int slot) { return work.path() / (std::to_string(slot) + ".log"); };
-  auto ranks = start_three_elastic_ranks(work.path(), port, args);
-  ASSERT_TRUE(cifar::testing::wait_for([&] { return newest_step(dir) >= 24; }, 120s))
-      << read_file(log(0));
+  auto ranks = three_elastic_ranks_an_epoch_in(work.path(), port, /*min_ranks=*/1,
+                                               /*settle_seconds=*/2);
+  ASSERT_GE(newest_step(dir), 24);
   ranks[1]->send(SIGTERM);
   const std::string regrouping = "a rank left after step";
   ASSERT_TRUE(cifar::testing::wait_for(
