@@ -204,6 +204,7 @@ class DataLoader::Impl {
     batch.width = d.width;
     batch.images.resize(static_cast<size_t>(batch.size * image_values));
     batch.labels.resize(static_cast<size_t>(batch.size));
+    batch.samples.resize(static_cast<size_t>(batch.size));
     const uint64_t aug_key = hash_combine(epoch_key(options_.seed, epoch), kAugmentationTag);
     for (int64_t j = 0; j < batch.size; ++j) {
       // Position in the epoch's permutation: this rank takes every world_size-th one.
@@ -220,6 +221,7 @@ class DataLoader::Impl {
                            : CropFlip{};
       augmenter_.apply(d.image(sample), batch.images.data() + j * image_values, params);
       batch.labels[static_cast<size_t>(j)] = label;
+      batch.samples[static_cast<size_t>(j)] = sample;
     }
     return batch;
   }

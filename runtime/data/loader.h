@@ -47,6 +47,7 @@ struct Batch {
   int64_t width = 0;
   std::vector<float> images;
   std::vector<int64_t> labels;
+  std::vector<int64_t> samples;  // the dataset index of each (what the step trained, tallied)
 };
 
 // Deterministic under `seed`: the permutation depends only on (seed, epoch) and each sample's

@@ -72,6 +72,10 @@ void write_state(torch::serialize::OutputArchive& ar, const TrainState& s) {
   ar.write("state/epoch_seen", scalar(s.epoch_seen));
   ar.write("state/epoch_seconds", scalar(s.epoch_seconds));
   ar.write("state/best_test_accuracy", scalar(s.best_test_accuracy));
+  if (const auto& t = s.epoch_samples) {
+    ar.write("state/epoch_samples",
+             torch::tensor({t->count, t->index_sum, t->index_square_sum}, torch::kInt64));
+  }
 }
 
 TrainState parse_state(torch::serialize::InputArchive& ar) {
@@ -85,6 +89,9 @@ TrainState parse_state(torch::serialize::InputArchive& ar) {
   s.epoch_seconds = read_double(ar, "state/epoch_seconds");
   s.best_test_accuracy = read_double(ar, "state/best_test_accuracy");
   if (torch::Tensor t; ar.try_read("state/incarnation", t)) s.written_by = t.item<int64_t>();
+  if (torch::Tensor t; ar.try_read("state/epoch_samples", t) && t.numel() == 3) {
+    s.epoch_samples = SampleTally{t[0].item<int64_t>(), t[1].item<int64_t>(), t[2].item<int64_t>()};
+  }
   return s;
 }
 

@@ -88,6 +88,12 @@ class GradientExchange {
   // state to other trainers (an all-reduce rank regrouping) holds besides the model.
   virtual void committed(const TrainState& /*state*/) {}
 
+  // After each update: the samples the step trained over every trainer that steps with this one,
+  // from this trainer's `mine`; nullopt when not known (a PS trainer steps alone).
+  virtual std::optional<SampleTally> tally_step(const SampleTally& /*mine*/) {
+    return std::nullopt;
+  }
+
   // After each update that did not end the job: whether the job stops at this step, given
   // whether this process was asked to (train/graceful_stop.h). Trainers that step together must
   // all stop at the same step, so an all-reduce job agrees on it in a collective.

@@ -218,6 +218,7 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
     const auto t_data = Clock::now();
     lr = learning_rate(config.schedule, state.step, plan.updates_per_epoch, plan.schedule_updates);
     const double weight = share_of_the_mean(batch->size, batch->global_size, place.count);
+    const auto trained = SampleTally::of(batch->samples);
     auto [images, labels] = to_tensors(std::move(*batch), device);
     torch::Tensor logits;
     {
@@ -251,6 +252,11 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
     const double step_seconds = seconds_between(t_start, t_update);
     const double data_wait_seconds = seconds_between(t_start, t_data);
     state.add_batch(loss_value, logits.argmax(1).eq(labels).sum().item<int64_t>(), n, step_seconds);
+    if (const auto tally = exchange.tally_step(trained)) {
+      // From an epoch's first batch (not within one resumed from a checkpoint without a tally).
+      if (!state.epoch_samples && state.batch_in_epoch == 1) state.epoch_samples.emplace();
+      if (state.epoch_samples) *state.epoch_samples += *tally;
+    }
     throughput.add_step(n, step_seconds);
     const double accuracy = state.running_accuracy();
     const double images_per_second = state.running_images_per_second();

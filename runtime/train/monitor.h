@@ -4,12 +4,30 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "train/fence.h"
 #include "train/json_lines.h"
 
 namespace cifar::train {
+
+// Which samples an epoch trained, over every trainer that steps together: how many, and the sums
+// of their dataset indices and of the squares of those. An epoch that trains each sample of the
+// indices 0..N-1 once has N, N(N-1)/2 and (N-1)N(2N-1)/6; one that drops a sample or trains one
+// twice has other figures (a drop and a repeat that kept both sums would have to be two pairs).
+struct SampleTally {
+  int64_t count = 0;
+  int64_t index_sum = 0;
+  int64_t index_square_sum = 0;
+  static SampleTally of(const std::vector<int64_t>& indices);
+  SampleTally& operator+=(const SampleTally& other);
+  bool operator==(const SampleTally& other) const {
+    return count == other.count && index_sum == other.index_sum &&
+           index_square_sum == other.index_square_sum;
+  }
+};
 
 struct EpochRecord {
   int64_t epoch = 0;  // 1-based
@@ -20,7 +38,8 @@ struct EpochRecord {
   double test_accuracy = 0;
   double learning_rate = 0;
   double images_per_second = 0;
-  double seconds = 0;  // wall time of the epoch's training (evaluation excluded)
+  double seconds = 0;                  // wall time of the epoch's training (evaluation excluded)
+  std::optional<SampleTally> samples;  // when the exchange knows them (not a PS trainer's)
 };
 
 class MonitorLog {

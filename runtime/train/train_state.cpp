@@ -29,6 +29,7 @@ EpochRecord TrainState::epoch_record(int64_t epoch_number, double learning_rate)
   record.learning_rate = learning_rate;
   record.images_per_second = running_images_per_second();
   record.seconds = epoch_seconds;
+  record.samples = epoch_samples;
   return record;
 }
 
@@ -39,6 +40,7 @@ void TrainState::start_epoch_after(int64_t epochs_completed) {
   epoch_correct = 0;
   epoch_seen = 0;
   epoch_seconds = 0;
+  epoch_samples.reset();
 }
 
 }  // namespace cifar::train

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "train/monitor.h"
 
@@ -19,6 +20,9 @@ struct TrainState {
   int64_t epoch_seen = 0;
   double epoch_seconds = 0;
   double best_test_accuracy = 0;
+  // The samples the epoch trained so far over every trainer (GradientExchange::tally_step), when
+  // known.
+  std::optional<SampleTally> epoch_samples;
   // Read from a checkpoint: the incarnation of the pod that saved it (fence.h; 0: none).
   int64_t written_by = 0;
 

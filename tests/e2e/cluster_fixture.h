@@ -30,10 +30,14 @@
 #include "kube/kubeconfig.h"
 #include "tests/integration/cifartrainjobs.h"
 #include "tests/integration/test_namespace.h"
+#include "tests/support/monitor_records.h"
 #include "tests/support/process.h"
 #include "tests/support/tools.h"
 
 namespace cifar::e2e {
+
+using cifar::testing::epochs_not_training_each_sample_once;
+using cifar::testing::recorded_epochs;
 
 using cifar::kube::Client;
 using cifar::testing::run_process;
@@ -208,8 +212,9 @@ class Cluster : public ::testing::Test {
           (dataset_source_.empty() ? "volume: {claimName: cifar10}" : dataset_source_) +
           "}\n"
           "  training: {epochs: " +
-          std::to_string(epochs) + ", batchSize: 32, learningRate: {base: " + learning_rate +
-          ", schedule: constant}" + (device_.empty() ? "" : ", device: " + device_) +
+          std::to_string(epochs) + ", batchSize: " + std::to_string(batch_size_) +
+          ", learningRate: {base: " + learning_rate + ", schedule: constant}" +
+          (device_.empty() ? "" : ", device: " + device_) +
           "}\n"
           "  checkpoint: {" +
           (checkpoint_store_.empty() ? "volume: {claimName: checkpoints}" : checkpoint_store_) +
@@ -280,16 +285,10 @@ class Cluster : public ::testing::Test {
     }
     return newest;
   }
-  // The epochs of the run's monitor.jsonl, in the order the chief appended them; and what a run
-  // that trained every epoch once, whatever restarted under it, has there.
-  static std::vector<int> recorded_epochs(const std::filesystem::path& dir) {
-    std::ifstream monitor(dir / "monitor.jsonl");
-    std::vector<int> epochs;
-    for (std::string line; std::getline(monitor, line);) {
-      epochs.push_back(json::parse(line)["epoch"].get<int>());
-    }
-    return epochs;
-  }
+  // The slice's training samples (cifar10-slice.sh: 300 of each of the 5 training batches).
+  static constexpr int64_t kSliceTrainingSamples = 1500;
+  // What a run that trained every epoch once, whatever restarted under it, has in its
+  // monitor.jsonl (testing::recorded_epochs).
   static std::vector<int> every_epoch_once(int epochs) {
     std::vector<int> each(static_cast<size_t>(epochs));
     for (int i = 0; i < epochs; ++i) each[static_cast<size_t>(i)] = i + 1;
@@ -557,6 +556,7 @@ class Cluster : public ::testing::Test {
   // checkpoint.everySteps of the jobs submit() makes; 0 saves once an epoch, so that a test of an
   // interruption shows what the graceful stop saves that the schedule would not.
   int checkpoint_every_steps_ = 4;
+  int batch_size_ = 32;  // each trainer's (an elastic all-reduce job's: per slot of maxReplicas)
   // training.device of the jobs submit() makes ("": the CRD's default, auto).
   std::string device_;
   // What the jobs submit() makes keep their checkpoints in instead of the claim `checkpoints`:

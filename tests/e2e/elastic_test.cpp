@@ -4,8 +4,11 @@
 // leave at one, and the others go on without restarting: every epoch is recorded once.
 #include <gtest/gtest.h>
 
+#include <iostream>
+#include <sstream>
 #include <string>
 
+#include "framework/clock.h"
 #include "tests/e2e/cluster_fixture.h"
 
 namespace cifar::e2e {
@@ -36,6 +39,22 @@ class Elastic : public Cluster {
         .value("world", json::object())
         .value("workers", json());
   }
+  // Seconds from `pod_name`'s container start to its log's first line that says `said` after one
+  // that says `after` (to the second: the API's startedAt is whole seconds); -1 if none.
+  int64_t seconds_from_start_to(const std::string& pod_name, const std::string& after,
+                                const std::string& said) {
+    const auto started = pod(pod_name)["status"]["containerStatuses"][0]["state"]["running"].value(
+        "startedAt", std::string());
+    std::istringstream lines(kubectl({"logs", pod_name, "-n", ns_, "--timestamps"}).output);
+    bool seen = false;
+    for (std::string line; std::getline(lines, line);) {
+      seen = seen || line.find(after) != std::string::npos;
+      if (!seen || line.find(said) == std::string::npos || started.empty()) continue;
+      // "2026-12-01T08:16:04.123456789Z ..." to the second.
+      return (op::parse_time(line.substr(0, 19) + "Z") - op::parse_time(started)).count();
+    }
+    return -1;
+  }
   int scale(const std::string& job, int replicas) {
     const auto scaled = kubectl(
         {"scale", "cifartrainjob/" + job, "-n", ns_, "--replicas=" + std::to_string(replicas)});
@@ -44,74 +63,102 @@ class Elastic : public Cluster {
   }
 };
 
-// Enough epochs of the slice (16 steps each, a global batch of 3 x 32) for two resizes mid-run.
+// Enough epochs of the slice (15 steps each, a global batch of 4 x 25 that divides its 1500
+// samples, so that an epoch trains each once) for two resizes mid-run.
 constexpr int kEpochsAcrossTwoResizes = 10;
 
 TEST_F(Elastic, KubectlScaleGrowsAndShrinksARunningAllReduceJobWithNoRestart) {
   data_and_checkpoint_volumes();
   checkpoint_every_steps_ = 8;
-  submit("grow", kAllReduce, "    Worker: {replicas: 2, minReplicas: 1, maxReplicas: 3}\n", "",
+  batch_size_ = 25;
+  submit("grow", kAllReduce, "    Worker: {replicas: 2, minReplicas: 1, maxReplicas: 4}\n", "",
          "cifar10", kEpochsAcrossTwoResizes);
   ASSERT_TRUE(wait_until_training("grow")) << diagnose("grow");
   EXPECT_TRUE(pod_exists("grow-rendezvous"));
-  const auto first = uid("grow-worker-0");
+  const auto first = std::vector<std::string>{uid("grow-worker-0"), uid("grow-worker-1")};
   EXPECT_EQ(status_of("grow").value("workers", json::object()).value("summary", ""), "2/2");
 
-  // Up to 3: a third worker, created, joins the two at a step boundary.
-  ASSERT_EQ(scale("grow", 3), 0);
-  EXPECT_TRUE(wait_for([&] { return trains_in_a_world_of("grow-worker-2", 3); }, seconds(120)))
-      << logs("grow-worker-2") << diagnose("grow");
+  // Up to 4: two workers, created, join the two at a step boundary, handed the state from memory.
+  ASSERT_EQ(scale("grow", 4), 0);
+  for (const auto* name : {"grow-worker-2", "grow-worker-3"}) {
+    EXPECT_TRUE(wait_for([&] { return trains_in_a_world_of(name, 4); }, seconds(120)))
+        << logs(name) << diagnose("grow");
+  }
+  // How long a new worker took from its container's start to its first step (the model line
+  // comes right before it), recorded in docs/BENCHMARKS.md; the issue asks for <= 10 s.
+  for (const auto* name : {"grow-worker-2", "grow-worker-3"}) {
+    int64_t first_step = -1;
+    EXPECT_TRUE(wait_for(
+        [&] {
+          first_step =
+              seconds_from_start_to(name, " of 4: gloo process group", "trainable parameters");
+          return first_step >= 0;
+        },
+        seconds(60)))
+        << logs(name);
+    std::cout << name << ": first step in a group of 4 " << first_step
+              << " s after its container started\n";
+    EXPECT_NE(logs(name).find("memory (no checkpoint read)"), std::string::npos) << logs(name);
+  }
   // The operator learns the world from the workers' metrics: the workers column counts it, and
-  // an Event names who joined.
+  // Events name who joined.
   EXPECT_TRUE(wait_for(
       [&] {
-        return status_of("grow").value("workers", json::object()).value("summary", "") == "3/3";
+        return status_of("grow").value("workers", json::object()).value("summary", "") == "4/4";
       },
       seconds(30)))
       << status_of("grow").dump();
   EXPECT_TRUE(wait_for(
       [&] {
-        return world_workers("grow") == json{0, 1, 2};
+        return world_workers("grow") == json{0, 1, 2, 3};
       },
       seconds(30)))
-      << status_of("grow").dump();
-  EXPECT_TRUE(wait_for(
-      [&] {
-        return events("WorldChanged").find("grow-worker-2 joined at step ") != std::string::npos;
-      },
-      seconds(30)))
-      << events("WorldChanged");
-
-  // Down to 1: the two highest leave at a step boundary, worker 0 trains on alone.
-  ASSERT_EQ(scale("grow", 1), 0);
-  EXPECT_TRUE(wait_for([&] { return !pod_exists("grow-worker-1") && !pod_exists("grow-worker-2"); },
-                       seconds(90)))
-      << diagnose("grow");
-  // Within a round or two, not the collective timeout (60 s): a leaving worker whose SIGTERM came
-  // as it joined the next round (two leave at once) leaves that round too (rendezvous.h).
-  EXPECT_TRUE(wait_for([&] { return trains_in_a_world_of("grow-worker-0", 1); }, seconds(60)))
-      << logs("grow-worker-0");
-  const auto leaving = events("WorkerLeaving");
-  EXPECT_NE(leaving.find("worker grow-worker-2 leaves"), std::string::npos) << leaving;
-  EXPECT_NE(leaving.find("worker grow-worker-1 leaves"), std::string::npos) << leaving;
-  // In one world change or two, each leaver named with why.
-  EXPECT_TRUE(wait_for([&] { return world_workers("grow") == json{0}; }, seconds(30)))
       << status_of("grow").dump();
   EXPECT_TRUE(wait_for(
       [&] {
         const auto changes = events("WorldChanged");
-        return changes.find("grow-worker-1 left (the job was scaled down)") != std::string::npos &&
-               changes.find("grow-worker-2 left (the job was scaled down)") != std::string::npos;
+        return changes.find("grow-worker-2 joined") != std::string::npos &&
+               changes.find("grow-worker-3 joined") != std::string::npos;
+      },
+      seconds(30)))
+      << events("WorldChanged");
+
+  // Down to 2: the two highest leave at a step boundary (at once: one may get its SIGTERM as it
+  // joins the next round, and leaves that round too, rendezvous.h), and the two first train on.
+  ASSERT_EQ(scale("grow", 2), 0);
+  EXPECT_TRUE(wait_for([&] { return !pod_exists("grow-worker-2") && !pod_exists("grow-worker-3"); },
+                       seconds(90)))
+      << diagnose("grow");
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return world_workers("grow") == json{0, 1};
+      },
+      seconds(60)))
+      << status_of("grow").dump() << logs("grow-worker-0");
+  const auto leaving = events("WorkerLeaving");
+  EXPECT_NE(leaving.find("worker grow-worker-2 leaves"), std::string::npos) << leaving;
+  EXPECT_NE(leaving.find("worker grow-worker-3 leaves"), std::string::npos) << leaving;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        const auto changes = events("WorldChanged");
+        return changes.find("grow-worker-2 left (the job was scaled down)") != std::string::npos &&
+               changes.find("grow-worker-3 left (the job was scaled down)") != std::string::npos;
       },
       seconds(30)))
       << events("WorldChanged");
 
   ASSERT_TRUE(wait_for_state("grow", "Succeeded", seconds(600))) << diagnose("grow");
-  // Worker 0 trained through both resizes in one container: never recreated or restarted.
-  EXPECT_EQ(uid("grow-worker-0"), first);
+  // Workers 0 and 1 trained through both resizes in their first containers: never recreated or
+  // restarted.
+  EXPECT_EQ((std::vector<std::string>{uid("grow-worker-0"), uid("grow-worker-1")}), first);
   EXPECT_EQ(restart_count("grow-worker-0"), 0);
+  EXPECT_EQ(restart_count("grow-worker-1"), 0);
   EXPECT_EQ(status_of("grow").value("restarts", -1), 0) << status_of("grow").dump();
   EXPECT_EQ(recorded_epochs(run_dir("grow")), every_epoch_once(kEpochsAcrossTwoResizes));
+  // Each epoch, across the worlds of 2, 4 and 2 and the steps redone as they changed, trained
+  // each sample of the slice once (the chief's tally of what every rank trained).
+  EXPECT_EQ(epochs_not_training_each_sample_once(run_dir("grow"), kSliceTrainingSamples),
+            std::vector<json>{});
   // The store goes with the job (whatever cleanPodPolicy keeps).
   EXPECT_TRUE(wait_for([&] { return !pod_exists("grow-rendezvous"); }, seconds(60)));
 }

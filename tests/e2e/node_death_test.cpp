@@ -233,8 +233,9 @@ class AcrossNodes : public SecondNode {
 // Enough epochs of async PS on the CIFAR-10 slice for the last epoch's loss to end clearly below
 // chance's (~2.0-2.1 after six to eight epochs here), with the death early in the run.
 constexpr int kEpochsToLearnAcrossTheDeath = 8;
-// An elastic job of 3 workers (16 steps an epoch): still training when the node dies and after.
-constexpr int kElasticEpochs = 8;
+// An elastic job of 3 workers (a global batch of 3 x 25 that divides the slice's 1500 samples: 20
+// steps an epoch, each sample trained once): still training when the node dies and after.
+constexpr int kElasticEpochs = 7;
 
 // One death under three jobs: a parameter-server job whose PS is on the node that dies (the harder
 // half: a PS restored from the run's checkpoint under trainers that went on), an all-reduce job
@@ -272,6 +273,7 @@ TEST_F(AcrossNodes, JobsSurviveTheDeathOfANodeAndGoOnFromWhereTheyWere) {
   // left go on without waiting out a timeout or the grace, and those lost are replaced at once.
   // cleanPodPolicy None: the workers left are read after the job ended (a worker still running at
   // the chief's success would be deleted under the default).
+  batch_size_ = 25;
   submit("eldeath", kAllReduce, "    Worker: {replicas: 3, minReplicas: 2, maxReplicas: 3}\n",
          run_policy + "    cleanPodPolicy: None\n", "cifar10", kElasticEpochs);
 
@@ -314,6 +316,9 @@ TEST_F(AcrossNodes, JobsSurviveTheDeathOfANodeAndGoOnFromWhereTheyWere) {
   // death resumed from memory, and every epoch is recorded once.
   ASSERT_EQ(replaced.count("eldeath"), 1U);
   EXPECT_EQ(recorded_epochs(run_dir("eldeath")), every_epoch_once(kElasticEpochs));
+  // Each epoch trained each sample once, across the worlds of 3, 2 and 3 and the step redone.
+  EXPECT_EQ(epochs_not_training_each_sample_once(run_dir("eldeath"), kSliceTrainingSamples),
+            std::vector<json>{});
   bool resumed_from_memory = false;
   for (int i = 0; i < 3; ++i) {
     const auto name = "eldeath-worker-" + std::to_string(i);

@@ -138,6 +138,18 @@ train::UpdateResult AllReduceExchange::update(double lr) {
   return result;
 }
 
+std::optional<train::SampleTally> AllReduceExchange::tally_step(const train::SampleTally& mine) {
+  std::vector<torch::Tensor> sums{
+      torch::tensor({mine.count, mine.index_sum, mine.index_square_sum}, torch::kInt64)};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::SUM;
+  options.timeout = options_.wait.timeout;
+  wait_for_peers(*group_, group_->allreduce(sums, options), options_.wait,
+                 "sample-tally all-reduce");
+  return train::SampleTally{sums[0][0].item<int64_t>(), sums[0][1].item<int64_t>(),
+                            sums[0][2].item<int64_t>()};
+}
+
 bool AllReduceExchange::agree_to_stop(bool asked) {
   const auto start = std::chrono::steady_clock::now();
   const bool reform = rank() == 0 && must_reform_ && must_reform_();

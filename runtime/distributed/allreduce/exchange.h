@@ -55,6 +55,8 @@ class AllReduceExchange final : public train::LocalExchange {
   // One tiny all-reduce (max) of the ranks' stop requests, so that all stop after the same step
   // and rank 0's checkpoint is every rank's state. In an elastic job it also carries whether the
   // group must form again (`must_reform`, asked by rank 0): all then throw ReformGroup.
+  // Summed over the group (a small all-reduce a step).
+  std::optional<train::SampleTally> tally_step(const train::SampleTally& mine) override;
   bool agree_to_stop(bool asked) override;
   void committed(const train::TrainState& state) override;
   // The model and optimizer at the last step every rank completed, in a checkpoint's bytes: what

@@ -21,6 +21,7 @@
 
 #include "contract/env.h"
 #include "storage/store.h"
+#include "tests/support/monitor_records.h"
 #include "tests/support/object_store.h"
 #include "tests/support/parameters.h"
 #include "tests/support/process.h"
@@ -32,9 +33,11 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using cifar::testing::ChildProcess;
+using cifar::testing::epochs_not_training_each_sample_once;
 using cifar::testing::expect_same_training;
 using cifar::testing::parameters_in;
 using cifar::testing::read_file;
+using cifar::testing::recorded_epochs;
 using cifar::testing::TempDir;
 using cifar::testing::TrainArgs;
 
@@ -409,16 +412,6 @@ TEST(AllReduceJob, ResumedJobEndsWhereAnUninterruptedOneDoes) {
                        parameters_in(step_checkpoint(work.path() / "whole", 8)));
 }
 
-// The epochs of the run in `dir`, as its monitor.jsonl recorded them, in order.
-std::vector<int> recorded_epochs(const fs::path& dir) {
-  std::vector<int> epochs;
-  std::istringstream monitor(read_file(dir / "monitor.jsonl"));
-  for (std::string line; std::getline(monitor, line);) {
-    epochs.push_back(nlohmann::json::parse(line)["epoch"].get<int>());
-  }
-  return epochs;
-}
-
 // The newest checkpoint's step in `dir` (-1 if none).
 int newest_step(const fs::path& dir) {
   int newest = -1;
@@ -618,6 +611,9 @@ TEST(AllReduceJob, AnElasticJobGoesOnWithoutItsFrozenChiefAndTakesItBackAsARank)
       << record.dump();
   // The job's length does not depend on its world: 5 epochs of 24 steps, each recorded once.
   EXPECT_EQ(newest_step(dir), 5 * 24);
+  // Every epoch trained each of the 576 samples once, across the worlds of 3, 2 and 3 ranks and
+  // the steps redone after a loss.
+  EXPECT_EQ(epochs_not_training_each_sample_once(dir, 576), std::vector<nlohmann::json>{});
   EXPECT_EQ(recorded_epochs(dir), (std::vector<int>{1, 2, 3, 4, 5}))
       << read_file(dir / "monitor.jsonl");
 }
@@ -722,6 +718,7 @@ TEST(AllReduceJob, AnElasticJobWhoseRanksLeaveOneAfterTheOtherGoesOnWithTheRankL
       << second;
   EXPECT_EQ(read_file(log(0)).find("has not beaten at the rendezvous store"), std::string::npos)
       << read_file(log(0));
+  EXPECT_EQ(epochs_not_training_each_sample_once(dir, 576), std::vector<nlohmann::json>{});
   EXPECT_EQ(newest_step(dir), 3 * 24);
   EXPECT_EQ(recorded_epochs(dir), (std::vector<int>{1, 2, 3})) << read_file(dir / "monitor.jsonl");
 }
