@@ -11,6 +11,7 @@
 #include "distributed/allreduce/peer_lost.h"
 #include "distributed/allreduce/peer_wait.h"
 #include "distributed/allreduce/replicas.h"
+#include "metrics/runtime_metrics.h"
 #include "metrics/seconds_since.h"
 #include "train/done_marker.h"
 
