@@ -97,10 +97,11 @@ void count_workers(const Job& job, const PodsByName& pods, JobStatus& status) {
   status.workers = workers;
 }
 
-void report_world_change(const Job& job, const nlohmann::json& world_before, const PodsByName& pods,
-                         const NodeTroubles& troubled_nodes, Plan& plan) {
+void report_world_change(const Job& job, const nlohmann::json& progress_before,
+                         const PodsByName& pods, const NodeTroubles& troubled_nodes, Plan& plan) {
   const auto& world = world_in(plan.status.progress);
-  if (!job.spec.elastic() || world.is_null() || !world_before.is_object()) return;
+  const auto& world_before = world_in(progress_before);
+  if (!job.spec.elastic() || world.is_null() || world_before.is_null()) return;
   const auto before = workers_of(world_before);
   const auto now = workers_of(world);
   std::string changes;

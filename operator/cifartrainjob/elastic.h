@@ -28,12 +28,12 @@ void retire_surplus_workers(const Job& job, const PodsByName& pods, Plan& plan);
 // trains until it stops).
 void count_workers(const Job& job, const PodsByName& pods, JobStatus& status);
 
-// An elastic job whose world changed from `world_before` (the status.progress.world read before
-// this round) to plan.status.progress's: a Normal Event WorldChanged naming who joined and who
-// left, and why, at which step, and how many train now ("grow-worker-2 joined at step 812: 3
+// An elastic job whose world changed from the one in `progress_before` (the status.progress read
+// before this round) to plan.status.progress's: a Normal Event WorldChanged naming who joined and
+// who left, and why, at which step, and how many train now ("grow-worker-2 joined at step 812: 3
 // trainers"; "grow-worker-1 left (its node n2 was lost) at step 640: 2 trainers"). Nothing when
 // the same workers form a new round (a store restarted, a frozen rank came back).
-void report_world_change(const Job& job, const nlohmann::json& world_before, const PodsByName& pods,
-                         const NodeTroubles& troubled_nodes, Plan& plan);
+void report_world_change(const Job& job, const nlohmann::json& progress_before,
+                         const PodsByName& pods, const NodeTroubles& troubled_nodes, Plan& plan);
 
 }  // namespace cifar::op

@@ -52,8 +52,6 @@ Plan reconcile(const Job& job_as_given, const JobStatus& status, const Observed&
   }
   Plan plan;
   plan.status = status;
-  const auto world_before =
-      status.progress.is_object() ? status.progress.value("world", nlohmann::json()) : nullptr;
   if (observed.progress && !status.finished()) {
     plan.status.progress = *observed.progress;
     report_missing_trainers(job, now, plan);
@@ -66,7 +64,7 @@ Plan reconcile(const Job& job_as_given, const JobStatus& status, const Observed&
   }
   const auto pods = pods_by_name(observed.pods);
   if (observed.progress && !status.finished()) {
-    report_world_change(job, world_before, pods, observed.troubled_nodes, plan);
+    report_world_change(job, status.progress, pods, observed.troubled_nodes, plan);
   }
   const auto queued = queue_wait(job, pods, observed, plan.status);
   if (reconcile_finished(job.spec, pods, now, plan) == PhaseResult::kDone ||
