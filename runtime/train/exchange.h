@@ -88,8 +88,10 @@ class GradientExchange {
   // state to other trainers (an all-reduce rank regrouping) holds besides the model.
   virtual void committed(const TrainState& /*state*/) {}
 
-  // After each update: the samples the step trained over every trainer that steps with this one,
-  // from this trainer's `mine`; nullopt when not known (a PS trainer steps alone).
+  // After each backward, before its update: the samples the step trains over every trainer that
+  // steps with this one, from this trainer's `mine`; nullopt when not known (a PS trainer steps
+  // alone). Before the update, so that a peer lost in it leaves the step undone everywhere (an
+  // all-reduce rank then still holds the state before it, not a model a step ahead).
   virtual std::optional<SampleTally> tally_step(const SampleTally& /*mine*/) {
     return std::nullopt;
   }

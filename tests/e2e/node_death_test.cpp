@@ -139,10 +139,13 @@ class AcrossNodes : public SecondNode {
     EXPECT_TRUE(wait_for(
         [&] {
           for (const auto& job : jobs) {
-            if (training_again.count(job) != 0) continue;
+            // Both looked for until both are seen: an elastic job's workers left train on before
+            // the replacement runs.
+            if (training_again.count(job) != 0 && running_again.count(job) != 0) continue;
             const auto status = status_of(job);
             if (status.value("state", "") == "Succeeded") {
-              training_again[job] = running_again[job] = seconds_since(died);
+              training_again.emplace(job, seconds_since(died));
+              running_again.emplace(job, seconds_since(died));
               continue;
             }
             reasons[job].insert(status.value("reason", ""));
@@ -152,6 +155,7 @@ class AcrossNodes : public SecondNode {
               running_again[job] = seconds_since(died);
             }
             for (const auto& [pod_name, node_name] : now) {
+              if (training_again.count(job) != 0) break;
               if (node_name == lost_node || phase(pod_name) != "Running") continue;
               const auto at_loss = steps_at_loss[job].find(pod_name);  // a replacement: none
               if (steps_taken(pod_name) >
