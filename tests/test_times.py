@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The wall time of each test of a ctest run, printed after it: the slowest ones and every
-end-to-end case (label e2e), then the counts as one plain line.
+end-to-end case (label e2e), then where each failed test failed (googletest's failure lines and
+a few after each: the end of a CI log is often all that is shown of it), then the counts as one
+plain line.
 
 Usage (in the build directory, after `ctest --output-junit FILE`): test_times.py FILE [N]
 """
@@ -19,6 +21,18 @@ def labels_by_test() -> dict:
             if prop["name"] == "LABELS":
                 labels[test["name"]] = prop["value"]
     return labels
+
+
+def failure_excerpt(output: str, after: int = 6, most: int = 40) -> list:
+    """googletest's "Failure" lines of `output` with the `after` lines that follow each (the
+    expectation and its values), at most `most` lines, each cut to 240 characters."""
+    lines = output.splitlines()
+    shown = []
+    for index, line in enumerate(lines):
+        if line.rstrip().endswith(": Failure"):
+            shown.extend(lines[index:index + 1 + after])
+            shown.append("...")
+    return [line[:240] for line in shown[:most]]
 
 
 def main() -> int:
@@ -45,6 +59,13 @@ def main() -> int:
           "some side by side:")
     for case in e2e:
         print(row(*case))
+    for case in results.iter("testcase"):
+        if case.get("status") != "fail":
+            continue
+        output = "".join(case.findtext("system-out") or "")
+        print(f"\nWhere {case.get('name')} failed:")
+        for line in failure_excerpt(output) or ["(no googletest failure line in its output)"]:
+            print(f"  {line}")
     passed = sum(1 for _, _, status in cases if status == "run")
     failed = sum(1 for _, _, status in cases if status == "fail")
     skipped = len(cases) - passed - failed
