@@ -1,6 +1,5 @@
 #include "distributed/allreduce/peer_wait.h"
 
-#include <c10/util/Exception.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 #include "distributed/allreduce/peer_lost.h"
 #include "distributed/allreduce/process_group.h"
 #include "health/waits.h"
+#include "train/error_text.h"
 
 namespace cifar::allreduce {
 namespace {
@@ -20,13 +20,6 @@ using std::chrono::milliseconds;
 // How often a wait asks whether a peer went silent. Work::wait returns as soon as the work
 // completes, so a slice costs a step nothing.
 constexpr milliseconds kSlice{500};
-
-// c10::Error's what() carries a C++ backtrace: the message alone.
-std::string without_trace(const std::exception& e) {
-  if (const auto* error = dynamic_cast<const c10::Error*>(&e))
-    return error->what_without_backtrace();
-  return e.what();
-}
 
 [[noreturn]] void lost(const c10d::ProcessGroup& group, const PeerWait& wait,
                        const std::string& what, const std::string& why) {
@@ -58,7 +51,8 @@ void wait_for_peers(const c10d::ProcessGroup& group, const c10::intrusive_ptr<c1
           work->wait(slice);
           return;
         } catch (const std::exception& failed) {
-          lost(group, wait, what, "another rank died or did not answer: " + without_trace(failed));
+          lost(group, wait, what,
+               "another rank died or did not answer: " + train::error_text(failed));
         }
       }
       if (Clock::now() >= deadline) {

@@ -14,6 +14,7 @@
 
 #include "distributed/allreduce/process_group.h"
 #include "distributed/allreduce/rendezvous_keys.h"
+#include "train/error_text.h"
 
 namespace cifar::allreduce {
 namespace {
@@ -48,6 +49,23 @@ void initialise(c10d::Store& store) {
             bytes(rendezvous_keys::new_store_id(started.count(), ::getpid())));
   store.compareSet(rendezvous_keys::kRound, {}, bytes("0"));
 }
+
+// A round's prefix of the store whose waits last at most `bound` whatever their caller asks
+// (Gloo waits for its peers' addresses with its collective timeout). A group uses its store as it
+// forms only (NCCL's first collective reads it with get(), which this leaves alone).
+class FormationStore : public c10d::PrefixStore {
+ public:
+  FormationStore(const std::string& prefix, c10::intrusive_ptr<c10d::Store> store,
+                 milliseconds bound)
+      : PrefixStore(prefix, std::move(store)), bound_(bound) {}
+  void wait(const std::vector<std::string>& keys) override { wait(keys, bound_); }
+  void wait(const std::vector<std::string>& keys, const milliseconds& timeout) override {
+    PrefixStore::wait(keys, std::min(timeout, bound_));
+  }
+
+ private:
+  milliseconds bound_;
+};
 
 }  // namespace
 
@@ -116,11 +134,15 @@ c10::intrusive_ptr<c10d::ProcessGroup> Rendezvous::try_round(
     place.rank = static_cast<int>(joined - 1);
     place.world_size = static_cast<int>(*ranks);
   }
+  const auto collective_timeout =
+      milliseconds(static_cast<int64_t>(options_.timeout_seconds * 1000));
+  const auto formation_bound = std::min<milliseconds>(kFormationBound, collective_timeout);
   try {
-    store->setTimeout(milliseconds(static_cast<int64_t>(options_.timeout_seconds * 1000)));
-    auto group = make_process_group(
-        c10::make_intrusive<c10d::PrefixStore>("rdzv/" + std::to_string(round), store), place,
-        backend_);
+    store->setTimeout(formation_bound);
+    auto group = make_process_group(c10::make_intrusive<FormationStore>(
+                                        "rdzv/" + std::to_string(round), store, formation_bound),
+                                    place, backend_);
+    store->setTimeout(collective_timeout);
     spdlog::info("rank {} of {}: {} process group of round {} via the c10d store at {}:{}",
                  place.rank, place.world_size, contract::name_of(kBackendNames, backend_), round,
                  options_.master_addr, options_.master_port);
@@ -128,8 +150,12 @@ c10::intrusive_ptr<c10d::ProcessGroup> Rendezvous::try_round(
     current_group_ = group;
     if (elastic()) beat_ = std::make_unique<GroupBeat>(place, seen.store_id, round);
     return group;
-  } catch (...) {
+  } catch (const std::exception& e) {
     broken_ = joined_round;  // a rank went while the group formed: on to the next round
+    spdlog::warn(
+        "rank {} of {}: the group of round {} did not form (a rank that joined it may be gone; "
+        "each waits {} s for the others): {}; on to the next round",
+        place.rank, place.world_size, round, formation_bound.count() / 1000, train::error_text(e));
     throw;
   }
 }

@@ -36,6 +36,12 @@
 
 namespace cifar::allreduce {
 
+// The longest the ranks of a closed round wait for each other's addresses as their group forms
+// (at most the collective timeout): they were all at the store a moment before, so a rank whose
+// address does not come within it is gone (lost as the round closed), and the others give that
+// group up and form the next round's rather than wait the collective timeout for it.
+inline constexpr std::chrono::seconds kFormationBound{15};
+
 // form() left the rendezvous: its rank was asked to leave while it waited for a group.
 struct LeftTheRendezvous : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -197,6 +197,34 @@ TEST(Rendezvous, AnElasticRankThatWaitsToBeTakenInAndIsAskedToLeaveLeavesTheQueu
   EXPECT_EQ(formed->getSize(), 1);
 }
 
+// A rank lost as its round closed (SIGKILLed after it joined, before its group formed: here a
+// join that nobody follows) costs the rank left the formation bound, not the 120 s collective
+// timeout: it gives that group up, and forms the next round's with the rank that comes next.
+TEST(Rendezvous, AnElasticRankLostAsItsRoundClosedCostsTheOthersOnlyTheFormationBound) {
+  const int port = cifar::testing::free_port();
+  const auto store = Rendezvous::host_store("127.0.0.1", port);
+  const auto slot = [&](int number) {
+    auto options = elastic_slot(number, port);
+    options.min_world_size = 2;
+    options.timeout_seconds = 120;
+    return options;
+  };
+  Rendezvous staying(slot(0), Backend::kGloo);
+  const auto started = std::chrono::steady_clock::now();
+  auto group = form_async(staying);
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] { return store->add(rendezvous_keys::joined(0), 0) == 1; }, std::chrono::seconds(10)));
+  store->add(rendezvous_keys::joined(0), 1);  // the rank then lost
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return store->check({rendezvous_keys::closed(0)}); },
+                                       std::chrono::seconds(10)));
+  Rendezvous next(slot(2), Backend::kGloo);
+  const auto b = next.form([] {});
+  expect_one_group(staying, group.get(), next, b, 1);
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(took, kFormationBound + std::chrono::seconds(15))
+      << std::chrono::duration_cast<std::chrono::seconds>(took).count() << " s";
+}
+
 // What the fence throws while a rank waits (an older incarnation replaced meanwhile) ends the wait.
 TEST(Rendezvous, WhatTheCheckBetweenTriesThrowsEndsTheWait) {
   Rendezvous alone(rank_of_two(0, cifar::testing::free_port()), Backend::kGloo);
