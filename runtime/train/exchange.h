@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,9 @@ struct UpdateResult {
   int64_t step = 0;   // the job's updates so far (a PS's version counts every trainer's)
   bool done = false;  // the job has made its last update (PS: maybe another trainer's)
   double communication_seconds = 0;  // of the update, the time spent exchanging with others
+  // The samples the step trained over every trainer that steps with this one (nullopt: not known,
+  // a PS trainer steps alone).
+  std::optional<SampleTally> samples;
 };
 
 class GradientExchange {
@@ -80,21 +84,14 @@ class GradientExchange {
 
   // Around each step's backward (gradients of the previous step are cleared before it).
   virtual void begin_backward() {}
-  // After backward: turns this trainer's gradients into the next parameters at rate `lr`.
-  // Throws std::runtime_error when the job cannot go on (a rank or a PS gone for good).
-  virtual UpdateResult update(double lr) = 0;
+  // After backward: turns this trainer's gradients into the next parameters at rate `lr`;
+  // `trained`: the samples this trainer's step trained (UpdateResult::samples sums them). Throws
+  // std::runtime_error when the job cannot go on (a rank or a PS gone for good).
+  virtual UpdateResult update(double lr, const SampleTally& trained) = 0;
 
   // Where training stands after start() and after each update: what an exchange that hands its
   // state to other trainers (an all-reduce rank regrouping) holds besides the model.
   virtual void committed(const TrainState& /*state*/) {}
-
-  // After each backward, before its update: the samples the step trains over every trainer that
-  // steps with this one, from this trainer's `mine`; nullopt when not known (a PS trainer steps
-  // alone). Before the update, so that a peer lost in it leaves the step undone everywhere (an
-  // all-reduce rank then still holds the state before it, not a model a step ahead).
-  virtual std::optional<SampleTally> tally_step(const SampleTally& /*mine*/) {
-    return std::nullopt;
-  }
 
   // After each update that did not end the job: whether the job stops at this step, given
   // whether this process was asked to (train/graceful_stop.h). Trainers that step together must

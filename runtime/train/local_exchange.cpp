@@ -51,10 +51,10 @@ TrainState LocalExchange::start(const TrainableModel& model, const UpdatePlan& /
   return state;
 }
 
-UpdateResult LocalExchange::update(double lr) {
+UpdateResult LocalExchange::update(double lr, const SampleTally& trained) {
   set_learning_rate(*optimizer_, lr);
   optimizer_->step();
-  return {++step_, false, 0};
+  return {++step_, false, 0, trained};
 }
 
 void LocalExchange::save_checkpoint(const TrainState& state) {

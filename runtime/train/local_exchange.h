@@ -24,8 +24,7 @@ class LocalExchange : public GradientExchange {
   TrainState start(const TrainableModel& model, const UpdatePlan& plan,
                    metrics::RuntimeMetrics& metrics) override;
   [[nodiscard]] std::string describe() const override { return "trained in this process"; }
-  UpdateResult update(double lr) override;
-  std::optional<SampleTally> tally_step(const SampleTally& mine) override { return mine; }
+  UpdateResult update(double lr, const SampleTally& trained) override;
   void save_checkpoint(const TrainState& state) override;
   [[nodiscard]] const CheckpointManager* checkpoints() const override { return &checkpoints_; }
   void finish(const TrainState& /*state*/) override {}

@@ -241,8 +241,7 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
                                std::to_string(lr) +
                                ") or add --warmup-epochs. Checkpoints so far are kept.");
     }
-    const auto tally = exchange.tally_step(trained);
-    const auto update = exchange.update(lr);
+    const auto update = exchange.update(lr, trained);
     const auto t_update = Clock::now();
 
     const int64_t previous_step = state.step;
@@ -253,7 +252,7 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
     const double step_seconds = seconds_between(t_start, t_update);
     const double data_wait_seconds = seconds_between(t_start, t_data);
     state.add_batch(loss_value, logits.argmax(1).eq(labels).sum().item<int64_t>(), n, step_seconds);
-    if (tally) {
+    if (const auto& tally = update.samples) {
       // From an epoch's first batch (not within one resumed from a checkpoint without a tally).
       if (!state.epoch_samples && state.batch_in_epoch == 1) state.epoch_samples.emplace();
       if (state.epoch_samples) *state.epoch_samples += *tally;

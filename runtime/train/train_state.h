@@ -20,7 +20,7 @@ struct TrainState {
   int64_t epoch_seen = 0;
   double epoch_seconds = 0;
   double best_test_accuracy = 0;
-  // The samples the epoch trained so far over every trainer (GradientExchange::tally_step), when
+  // The samples the epoch trained so far over every trainer (UpdateResult::samples), when
   // known.
   std::optional<SampleTally> epoch_samples;
   // Read from a checkpoint: the incarnation of the pod that saved it (fence.h; 0: none).

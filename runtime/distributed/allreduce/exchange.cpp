@@ -91,13 +91,22 @@ std::pair<std::string, std::string> AllReduceExchange::newest_state() {
 }
 
 void AllReduceExchange::committed(const train::TrainState& state) {
+  const bool stepped = stepping_;
   committed_ = state;
   stepping_ = false;
-  // The next forward pass changes BatchNorm's running statistics before anything can fail: what
-  // this rank holds is their value now (they are small).
-  torch::NoGradGuard no_grad;
-  committed_buffers_.clear();
-  for (const auto& buffer : buffers_) committed_buffers_.push_back(buffer.clone());
+  {
+    // The next forward pass changes BatchNorm's running statistics before anything can fail:
+    // what this rank holds is their value now (they are small).
+    torch::NoGradGuard no_grad;
+    committed_buffers_.clear();
+    for (const auto& buffer : buffers_) committed_buffers_.push_back(buffer.clone());
+  }
+  // The replica check once the step is held, so that a rank lost in it leaves the others holding
+  // the step rather than nothing (a model a step ahead of its counters).
+  if (stepped && verify_every_ > 0 && state.step % verify_every_ == 0) {
+    verify_replicas(*group_, replica_, state.step, options_.wait);
+    ++verified_;
+  }
 }
 
 std::optional<HeldState> AllReduceExchange::held_state() {
@@ -120,26 +129,22 @@ std::string AllReduceExchange::describe() const {
 
 void AllReduceExchange::begin_backward() { buckets_->begin_backward(); }
 
-train::UpdateResult AllReduceExchange::update(double lr) {
+train::UpdateResult AllReduceExchange::update(double lr, const train::SampleTally& trained) {
   const auto start = std::chrono::steady_clock::now();
   buckets_->end_backward();
   // Each rank's forward updated BatchNorm's running statistics from its own batch: all take
   // rank 0's, as PyTorch DDP's broadcast_buffers does.
   if (!buffers_.empty()) broadcast_coalesced(*group_, buffers_, options_.wait);
-  double communication = seconds_since(start);
+  const auto samples = sum_over_group(trained);
+  const double communication = seconds_since(start);
   stepping_ = true;  // the model is a step ahead of the state until committed()
-  auto result = LocalExchange::update(lr);
-  if (verify_every_ > 0 && result.step % verify_every_ == 0) {
-    const auto verify_start = std::chrono::steady_clock::now();
-    verify_replicas(*group_, replica_, result.step, options_.wait);
-    ++verified_;
-    communication += seconds_since(verify_start);
-  }
+  auto result = LocalExchange::update(lr, trained);
+  result.samples = samples;
   result.communication_seconds = communication;
   return result;
 }
 
-std::optional<train::SampleTally> AllReduceExchange::tally_step(const train::SampleTally& mine) {
+train::SampleTally AllReduceExchange::sum_over_group(const train::SampleTally& mine) {
   std::vector<torch::Tensor> sums{
       torch::tensor({mine.count, mine.index_sum, mine.index_square_sum}, torch::kInt64)};
   c10d::AllreduceOptions options;
@@ -147,8 +152,7 @@ std::optional<train::SampleTally> AllReduceExchange::tally_step(const train::Sam
   options.timeout = options_.wait.timeout;
   wait_for_peers(*group_, group_->allreduce(sums, options), options_.wait,
                  "sample-tally all-reduce");
-  return train::SampleTally{sums[0][0].item<int64_t>(), sums[0][1].item<int64_t>(),
-                            sums[0][2].item<int64_t>()};
+  return {sums[0][0].item<int64_t>(), sums[0][1].item<int64_t>(), sums[0][2].item<int64_t>()};
 }
 
 bool AllReduceExchange::agree_to_stop(bool asked) {

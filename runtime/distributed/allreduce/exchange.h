@@ -48,16 +48,17 @@ class AllReduceExchange final : public train::LocalExchange {
                           metrics::RuntimeMetrics& metrics) override;
   [[nodiscard]] std::string describe() const override;
   void begin_backward() override;
-  // Waits for the gradients' all-reduce and the buffers' broadcast, then steps; every
-  // --verify-replicas steps checks that the ranks agree bit for bit. Throws std::runtime_error
-  // if a rank is gone or the replicas diverged.
-  train::UpdateResult update(double lr) override;
+  // Waits for the gradients' all-reduce and the buffers' broadcast, sums the step's samples over
+  // the group (a small all-reduce), then steps. No collective comes between the optimizer step
+  // and committed(), so a rank lost in one leaves the others holding a whole step: the one
+  // before, or this one. Throws std::runtime_error if a rank is gone.
+  train::UpdateResult update(double lr, const train::SampleTally& trained) override;
   // One tiny all-reduce (max) of the ranks' stop requests, so that all stop after the same step
   // and rank 0's checkpoint is every rank's state. In an elastic job it also carries whether the
   // group must form again (`must_reform`, asked by rank 0): all then throw ReformGroup.
-  // Summed over the group (a small all-reduce a step).
-  std::optional<train::SampleTally> tally_step(const train::SampleTally& mine) override;
   bool agree_to_stop(bool asked) override;
+  // Holds `state`; after a step, every --verify-replicas-every steps, checks that the ranks agree
+  // bit for bit (throws std::runtime_error if a rank is gone or the replicas diverged).
   void committed(const train::TrainState& state) override;
   // The model and optimizer at the last step every rank completed, in a checkpoint's bytes: what
   // this rank hands to the next group. Nothing before start(), or where an update was under way
@@ -68,6 +69,8 @@ class AllReduceExchange final : public train::LocalExchange {
 
  private:
   [[nodiscard]] int rank() const;
+  // `mine` summed over the group.
+  train::SampleTally sum_over_group(const train::SampleTally& mine);
   // The group's newest state and where it came from (for the log); empty: nothing to continue.
   std::pair<std::string, std::string> newest_state();
 

@@ -54,7 +54,8 @@ void GroupBeat::run() {
       }
       heard(counts, Clock::now());
       const bool waiting = store->add(rendezvous_keys::waiting(round_), 0) > 0;
-      const bool moved_on = rendezvous_keys::number_at(*store, rendezvous_keys::kRound) != round_;
+      store_round_ = rendezvous_keys::number_at(*store, rendezvous_keys::kRound);
+      const bool moved_on = store_round_ != round_;
       const bool new_store =
           rendezvous_keys::text(store->get(rendezvous_keys::kStoreId)) != store_id_;
       if (new_store) store_replaced_ = true;
@@ -91,6 +92,10 @@ std::optional<std::string> GroupBeat::silent_peer() const {
     return "the rendezvous store at " + place_.master_addr + ":" +
            std::to_string(place_.master_port) +
            " is a new one (restarted), which the group did not form at";
+  }
+  if (const int64_t now_at = store_round_; now_at > round_) {
+    return "the store has moved on to round " + std::to_string(now_at) + ": the others left the " +
+           "group of round " + std::to_string(round_) + " (this rank was frozen or cut off)";
   }
   const std::lock_guard lock(mutex_);
   const auto now = Clock::now();

@@ -39,7 +39,9 @@ class GroupBeat {
   // Also said once the store this rank reaches is a new one (restarted: its pod replaced, say on
   // a node that died, perhaps with a peer): the group belongs to a store that is gone, so a
   // collective stuck on a lost peer ends at once, not after the silence the new store needs to
-  // see, and the group forms again there.
+  // see, and the group forms again there. And once the store has moved on to a later round while
+  // this rank waits (it was frozen or cut off, and the others left the group for another): their
+  // old group's connections stay open until their processes end, so the wait would not.
   [[nodiscard]] std::optional<std::string> silent_peer() const;
 
   // How long a peer may not beat before it counts as gone: ten beats, room for a rank starved of
@@ -57,6 +59,7 @@ class GroupBeat {
   int64_t round_;
   std::atomic<bool> must_reform_{false};
   std::atomic<bool> store_replaced_{false};
+  std::atomic<int64_t> store_round_{-1};  // the store's round, as last read
   mutable std::mutex mutex_;
   std::vector<int64_t> beats_;                   // each rank's count, as last read
   std::vector<Clock::time_point> last_changed_;  // when each rank's count last moved

@@ -199,7 +199,8 @@ std::string ParameterServerExchange::describe() const {
                      total_updates_);
 }
 
-train::UpdateResult ParameterServerExchange::update(double lr) {
+train::UpdateResult ParameterServerExchange::update(double lr,
+                                                    const train::SampleTally& /*trained*/) {
   const auto start = std::chrono::steady_clock::now();
   const auto pulled =
       client_->push_pull(place().rank, staging_->gradients(), staging_->host_params, lr);
@@ -207,7 +208,7 @@ train::UpdateResult ParameterServerExchange::update(double lr) {
   version_ = pulled.version;
   if (!pulled.stopping) saved_for_stopping_ = false;
   shard_stopping_ = pulled.stopping;
-  return {version_, pulled.done, metrics::seconds_since(start)};
+  return {version_, pulled.done, metrics::seconds_since(start), std::nullopt};
 }
 
 bool ParameterServerExchange::wants_checkpoint() const {

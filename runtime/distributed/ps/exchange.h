@@ -37,7 +37,7 @@ class ParameterServerExchange final : public train::GradientExchange {
                           metrics::RuntimeMetrics& metrics) override;
   [[nodiscard]] std::string describe() const override;
   // Pushes the gradients, pulls the parameters (one round trip to all shards in parallel).
-  train::UpdateResult update(double lr) override;
+  train::UpdateResult update(double lr, const train::SampleTally& trained) override;
   // The chief, once a PS says it is stopping (its pod interrupted alone): that PS's state must be
   // saved now, and the PS that replaces it restores it.
   [[nodiscard]] bool wants_checkpoint() const override;

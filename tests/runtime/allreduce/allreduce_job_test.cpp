@@ -13,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -569,7 +570,8 @@ TEST(AllReduceJob, AnElasticJobGoesOnWithoutItsFrozenChiefAndTakesItBackAsARank)
   const int lost_at = newest_step(dir);
   ranks[chief]->send(SIGCONT);
   ASSERT_TRUE(cifar::testing::wait_for([&] { return trains_in_a_later_round_of_3(chief); }, 90s))
-      << read_file(log(chief));
+      << read_file(log(chief)) << "---- the others:\n"
+      << read_file(log(staying)) << read_file(log(leaving));
   // A scale-down: one slot asked to stop leaves at a step boundary, and the others go on without
   // it. Asked once its round of 3 trains (the model line), so that it leaves a training group.
   ASSERT_TRUE(cifar::testing::wait_for([&] { return trains_in_a_later_round_of_3(leaving); }, 60s))
@@ -723,6 +725,65 @@ TEST(AllReduceJob, AnElasticJobWhoseRanksLeaveOneAfterTheOtherGoesOnWithTheRankL
   EXPECT_EQ(recorded_epochs(dir), (std::vector<int>{1, 2, 3})) << read_file(dir / "monitor.jsonl");
 }
 
+// The rank processes `launch` started (its children but the rendezvous store).
+std::vector<pid_t> ranks_launched_by(pid_t launch) {
+  const auto of = [](pid_t pid) { return "/proc/" + std::to_string(pid); };
+  std::istringstream children(
+      read_file(of(launch) + "/task/" + std::to_string(launch) + "/children"));
+  std::vector<pid_t> ranks;
+  for (pid_t child = 0; children >> child;) {
+    if (read_file(of(child) + "/cmdline").find("rendezvous-store") == std::string::npos) {
+      ranks.push_back(child);
+    }
+  }
+  return ranks;
+}
+
+// `cifar-train launch` of an elastic job (--min-ranks 2, at most 3 ranks), whose store is a child
+// of its own: a rank SIGKILLed mid-run (as the OOM killer does). The two left stay in their
+// processes, launch starts the rank again, and it joins them, handed their state from memory; the
+// job ends 0 at the step a fixed job would, each epoch recorded once and each sample trained once
+// an epoch.
+TEST(AllReduceJob, AnElasticLaunchStartsAKilledRankAgainAndTheOthersHandItTheirState) {
+  TempDir work;
+  auto launcher = launch(3);
+  launcher.insert(launcher.end(), {"--max-restarts", "1"});
+  const auto dir = work.path() / "elastic";
+  const auto log = work.path() / "job.log";
+  ChildProcess job(command(work.path(), "elastic", launcher,
+                           {"-b", "8", "-e", "3", "--min-ranks", "2", "--rendezvous-settle", "1"}),
+                   log);
+  // 576 samples, a global batch of 24: 24 steps an epoch.
+  ASSERT_TRUE(cifar::testing::wait_for([&] { return newest_step(dir) >= 24; }, 120s))
+      << read_file(log);
+  const auto ranks = ranks_launched_by(job.pid());
+  ASSERT_EQ(ranks.size(), 3U) << read_file(log);
+  ::kill(ranks[1], SIGKILL);
+  EXPECT_EQ(job.wait(), 0) << read_file(log);
+
+  const auto text = read_file(log);
+  EXPECT_TRUE(std::regex_search(
+      text, std::regex("rank [0-2] exited with 137; the others train on, and it starts again \\(0 "
+                       "restarts left\\)")))
+      << text;
+  // The others went on in their processes: launch started none of them again.
+  EXPECT_EQ(text.find("exited with"), text.rfind("exited with")) << text;
+  // A round of 3 after the first: the rank started again among them (as they regrouped, or at a
+  // step boundary of the two), handed their state from memory.
+  std::smatch round;
+  int64_t latest_round_of_3 = 0;
+  for (auto from = text.cbegin(); std::regex_search(
+           from, text.cend(), round, std::regex(" of 3: gloo process group of round (\\d+)"));
+       from = round.suffix().first) {
+    latest_round_of_3 = std::max<int64_t>(latest_round_of_3, std::stoll(round[1].str()));
+  }
+  EXPECT_GT(latest_round_of_3, 0) << text;
+  EXPECT_NE(text.find("memory (no checkpoint read)"), std::string::npos) << text;
+  EXPECT_EQ(newest_step(dir), 3 * 24);
+  EXPECT_EQ(recorded_epochs(dir), (std::vector<int>{1, 2, 3})) << read_file(dir / "monitor.jsonl");
+  EXPECT_EQ(epochs_not_training_each_sample_once(dir, 576), std::vector<nlohmann::json>{});
+}
+
 // An all-reduce job of two ranks checkpointing every 4 steps into a bucket of a store of the
 // test's own (whose endpoint and keys the ranks inherit), started; `more`: flags besides.
 struct AllReduceOnOwnStore {
@@ -835,6 +896,22 @@ TEST(AllReduceJob, WithoutRanksItSaysHowToGetThem) {
   const auto result = cifar::testing::run_process({CIFAR_TRAIN_BIN, "--strategy", "allreduce"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.output.find("cifar-train launch -n N"), std::string::npos) << result.output;
+}
+
+// A --min-ranks that is no number is launch's usage error, before any process starts.
+TEST(AllReduceJob, AnElasticLaunchWhoseMinRanksIsNoNumberIsRefused) {
+  for (const auto& given : {std::vector<std::string>{"--min-ranks", "two"},
+                            std::vector<std::string>{"--min-ranks=2x"}}) {
+    auto args = launch(2);
+    args.insert(args.end(), given.begin(), given.end());
+    const auto result = cifar::testing::run_process(args);
+    EXPECT_EQ(result.exit_code, 2) << result.output;
+    EXPECT_NE(result.output.find("cifar-train launch: --min-ranks "), std::string::npos)
+        << result.output;
+    EXPECT_NE(result.output.find(": not a whole number"), std::string::npos) << result.output;
+    EXPECT_EQ(result.output.find("rendezvous-store: listening"), std::string::npos)
+        << result.output;
+  }
 }
 
 }  // namespace
