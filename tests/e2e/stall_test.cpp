@@ -121,9 +121,11 @@ TEST_F(Stalls, ARankFrozenUnderALongCollectiveTimeoutIsDetectedAndTheGroupReplac
               message.find("[never answered in") != std::string::npos)
       << message;
   EXPECT_NE(message.find("frozen-worker-0 at step"), std::string::npos) << message;
-  // Rank 0 waits for the frozen rank in one of a step's collectives: a gradient bucket's, or the
-  // stop agreement's that ends the step (a CI run froze rank 1 between the two).
+  // Rank 0 waits for the frozen rank in one of a step's collectives: a gradient bucket's, the
+  // sample tally's after them (rank 1 frozen once its buckets were sent, as it waited for rank
+  // 0's), or the stop agreement's that ends the step.
   EXPECT_TRUE(message.find("waiting on gradient all-reduce") != std::string::npos ||
+              message.find("waiting on sample-tally all-reduce") != std::string::npos ||
               message.find("waiting on stop-request all-reduce") != std::string::npos)
       << message;
   EXPECT_NE(message.find("with rank 0's group: the other rank for"), std::string::npos) << message;
