@@ -5,7 +5,7 @@ JOBS ?= 2
 WERROR ?= ON
 
 .PHONY: all deps configure build control-plane node kueue tools go-parts go-node go-kueue \
-        fake-gpu-plugin images cluster cluster-stop test \
+        fake-gpu-plugin images cluster cluster-stop cluster-sim cluster-sim-stop test \
         demo bench format tidy chart-files clean
 
 all: build
@@ -84,6 +84,17 @@ cluster: images node $(if $(filter 1,$(KUEUE)),kueue)
 cluster-stop:
 	bash deploy/object-store/stop.sh $(BUILD_DIR)/object-store
 	bash deploy/local-cluster/stop.sh $(BUILD_DIR)/cluster
+
+# A simulated GPU fleet (deploy/sim-cluster): the local cluster's one real node running the operator
+# (and Kueue with KUEUE=1), and NODES nodes (default 1000) of 8 GPUs each that kwok simulates,
+# whose pods run (and chiefs succeed) without a process. For measuring the operator at scale.
+SIM_NODES = $(if $(filter command line environment,$(origin NODES)),$(NODES),1000)
+cluster-sim: images node $(if $(filter 1,$(KUEUE)),kueue)
+	bash deploy/sim-cluster/start.sh --nodes $(SIM_NODES) $(if $(filter 1,$(KUEUE)),--kueue) \
+	  $(BUILD_DIR)/cluster-sim $(BUILD_DIR)/images
+
+cluster-sim-stop:
+	bash deploy/local-cluster/stop.sh $(BUILD_DIR)/cluster-sim
 
 # Every Go part the tests use (and the fake GPU plugin, whose API comes from a Go module), each its own target so that `make -j` builds them side by side:
 # go-node includes the control plane (whose build shares a staging directory with it). Go's module

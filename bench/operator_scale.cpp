@@ -1,8 +1,11 @@
-// One operator, many jobs: submits N jobs of 1 PS, 1 master, 4 workers and 1 evaluator (as
-// CifarTrainJobs, or as Kubeflow TFJobs of the same shape) into an empty namespace, watches the
-// pods appear, and reports the time from the first submission to the last pod created, and the
+// One operator, many jobs: submits N jobs of 1 PS, 1 master, W workers (4 by default) and 1
+// evaluator (as CifarTrainJobs, or as Kubeflow TFJobs of the same shape) into an empty namespace,
+// watches the pods appear, and reports the time from the first submission to the last pod
+// created (and, with --until running, to the last pod Running: on a cluster with nodes), and the
 // operator's CPU seconds (from the first submission until it goes idle) and peak RSS from /proc.
-// bench/operator_scale.sh starts the control plane and the operators around it.
+// bench/operator_scale.sh starts the control plane and the operators around it;
+// bench/operator_fleet.sh runs it on the simulated fleet (deploy/sim-cluster), where
+// --run-seconds makes each job's chief succeed that long after it started.
 //   bench-operator-scale --kubeconfig K --namespace NS --kind cifar|tfjob --operator-pid PID
 #include <unistd.h>
 
@@ -28,34 +31,64 @@ using cifar::bench::peak_rss_mib;
 using nlohmann::json;
 using Steady = std::chrono::steady_clock;
 
-constexpr int kPodsPerJob = 7;  // 1 PS, 1 master, 4 workers, 1 evaluator
+// The shape of every job: 1 PS, 1 master, `workers` workers with `worker_gpus` GPUs each, 1
+// evaluator; on the simulated fleet, a chief (the master) that kwok ends after `run_seconds` (0:
+// it never ends) and an evaluator 5 s later (the real one exits once it has evaluated the chief's
+// final checkpoint, which the job waits for).
+struct JobShape {
+  int workers = 4;
+  int worker_gpus = 0;
+  int run_seconds = 0;
+  [[nodiscard]] size_t pods() const { return static_cast<size_t>(workers) + 3; }
+};
 
-json cifar_job(const std::string& name) {
-  return cifar::bench::cifar_job(name, {{"PS", {{"replicas", 1}}},
-                                        {"Master", {{"replicas", 1}}},
-                                        {"Worker", {{"replicas", 4}}},
-                                        {"Evaluator", {{"replicas", 1}}}});
+// deploy/sim-cluster/stages.yaml reads it on a replica of index 0.
+json run_annotations(const JobShape& shape, int after_chief = 0) {
+  if (shape.run_seconds == 0) return json::object();
+  return {{"sim.cifartrain.io/run-seconds", std::to_string(shape.run_seconds + after_chief)}};
 }
 
-json tf_replica(int replicas) {
-  const json container = {{"name", "tensorflow"},
-                          {"image", "cifar-train:bench"},
-                          {"args", json::array({"-m", "resnet20"})}};
-  return {{"replicas", replicas},
-          {"restartPolicy", "OnFailure"},
-          {"template", {{"spec", {{"containers", json::array({container})}}}}}};
+json with_annotations(json replica, const json& annotations) {
+  if (!annotations.empty()) replica["template"] = {{"metadata", {{"annotations", annotations}}}};
+  return replica;
 }
 
-json tf_job(const std::string& name) {
+json gpu_limits(const JobShape& shape) {
+  return {{"limits", {{"nvidia.com/gpu", shape.worker_gpus}}}};
+}
+
+json cifar_job(const std::string& name, const JobShape& shape) {
+  json worker = {{"replicas", shape.workers}};
+  if (shape.worker_gpus > 0) worker["resources"] = gpu_limits(shape);
+  return cifar::bench::cifar_job(
+      name, {{"PS", {{"replicas", 1}}},
+             {"Master", with_annotations({{"replicas", 1}}, run_annotations(shape))},
+             {"Worker", worker},
+             {"Evaluator", with_annotations({{"replicas", 1}}, run_annotations(shape, 5))}});
+}
+
+json tf_replica(int replicas, const json& annotations = json::object(),
+                const json& resources = json::object()) {
+  json container = {{"name", "tensorflow"},
+                    {"image", "cifar-train:bench"},
+                    {"args", json::array({"-m", "resnet20"})}};
+  if (!resources.empty()) container["resources"] = resources;
+  json tmpl = {{"spec", {{"containers", json::array({container})}}}};
+  if (!annotations.empty()) tmpl["metadata"] = {{"annotations", annotations}};
+  return {{"replicas", replicas}, {"restartPolicy", "OnFailure"}, {"template", tmpl}};
+}
+
+json tf_job(const std::string& name, const JobShape& shape) {
   return {{"apiVersion", "kubeflow.org/v1"},
           {"kind", "TFJob"},
           {"metadata", {{"name", name}}},
           {"spec",
            {{"tfReplicaSpecs",
              {{"PS", tf_replica(1)},
-              {"Master", tf_replica(1)},
-              {"Worker", tf_replica(4)},
-              {"Evaluator", tf_replica(1)}}}}}};
+              {"Master", tf_replica(1, run_annotations(shape))},
+              {"Worker", tf_replica(shape.workers, json::object(),
+                                    shape.worker_gpus > 0 ? gpu_limits(shape) : json::object())},
+              {"Evaluator", tf_replica(1, run_annotations(shape, 5))}}}}}};
 }
 
 }  // namespace
@@ -69,6 +102,9 @@ int run(int argc, char** argv) {
   int submitters = 4;
   int pid = 0;
   bool submit_only = false;
+  JobShape shape;
+  std::string until = "created";
+  int timeout_minutes = 10;
   app.add_option("--kubeconfig", kubeconfig)->required();
   app.add_option("--namespace", ns, "An empty namespace, created if missing")->required();
   app.add_option("--kind", kind)->check(CLI::IsMember({"cifar", "tfjob"}))->capture_default_str();
@@ -79,6 +115,22 @@ int run(int argc, char** argv) {
   auto* pid_option =
       app.add_option("--operator-pid", pid, "The operator's process, for CPU and RSS");
   app.add_flag("--submit-only", submit_only, "Only create the jobs (a warm-up), measure nothing");
+  app.add_option("--workers", shape.workers, "Workers a job")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--worker-gpus", shape.worker_gpus, "nvidia.com/gpu a worker")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--run-seconds", shape.run_seconds,
+                 "The chief's annotation sim.cifartrain.io/run-seconds (0: none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--until", until, "Until every pod is created, or Running (a cluster with nodes)")
+      ->check(CLI::IsMember({"created", "running"}))
+      ->capture_default_str();
+  app.add_option("--timeout-minutes", timeout_minutes)
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (!submit_only && pid_option->count() == 0) {
     std::cerr << "bench-operator-scale: --operator-pid is required\n";
@@ -97,11 +149,15 @@ int run(int argc, char** argv) {
     const auto listed = client.list(pods);
     if (!listed["items"].empty()) throw std::runtime_error("namespace " + ns + " has pods already");
 
-    // Every pod as it is created, from a watch that starts before the first submission.
-    const size_t expected = static_cast<size_t>(jobs) * kPodsPerJob;
+    // Every pod as it is created (and as it runs), from a watch that starts before the first
+    // submission.
+    const size_t expected = static_cast<size_t>(jobs) * shape.pods();
+    const bool wait_running = until == "running";
     std::mutex mu;
     std::set<std::string> seen;
+    std::set<std::string> running;
     Steady::time_point all_created{};
+    Steady::time_point all_running{};
     std::atomic<bool> done{false};
     std::thread watcher([&] {
       auto version = listed["metadata"].value("resourceVersion", "");
@@ -110,11 +166,17 @@ int run(int argc, char** argv) {
             pods, {"", "", version},
             [&](const cifar::kube::WatchEvent& event) {
               version = event.object["metadata"].value("resourceVersion", version);
-              if (event.type != "ADDED") return true;
+              if (event.type != "ADDED" && event.type != "MODIFIED") return true;  // bookmarks
+              const auto name = event.object["metadata"]["name"].get<std::string>();
               const std::lock_guard lock(mu);
-              seen.insert(event.object["metadata"]["name"].get<std::string>());
-              if (seen.size() == expected) {
+              if (seen.insert(name).second && seen.size() == expected) {
                 all_created = Steady::now();
+                if (!wait_running) done = true;
+              }
+              const auto phase = event.object.value("status", json::object()).value("phase", "");
+              if (wait_running && phase == "Running" && running.insert(name).second &&
+                  running.size() == expected) {
+                all_running = Steady::now();
                 done = true;
               }
               return !done.load();
@@ -136,7 +198,7 @@ int run(int argc, char** argv) {
       threads.emplace_back([&] {
         for (int i = next++; i < jobs; i = next++) {
           const auto name = "job-" + std::to_string(i);
-          client.create(path, kind == "cifar" ? cifar_job(name) : tf_job(name));
+          client.create(path, kind == "cifar" ? cifar_job(name, shape) : tf_job(name, shape));
         }
       });
     }
@@ -148,7 +210,7 @@ int run(int argc, char** argv) {
       return 0;
     }
 
-    const auto deadline = start + std::chrono::minutes(10);
+    const auto deadline = start + std::chrono::minutes(timeout_minutes);
     while (!done.load() && Steady::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -156,7 +218,9 @@ int run(int argc, char** argv) {
       done = true;
       watcher.join();
       throw std::runtime_error("only " + std::to_string(seen.size()) + " of " +
-                               std::to_string(expected) + " pods after 10 minutes");
+                               std::to_string(expected) + " pods created and " +
+                               std::to_string(running.size()) + " running after " +
+                               std::to_string(timeout_minutes) + " minutes");
     }
     watcher.join();
     // CPU until the operator is idle: its status writes and services come after the pods.
@@ -172,8 +236,9 @@ int run(int argc, char** argv) {
       return std::chrono::duration<double>(t - start).count();
     };
     std::cout << kind << " jobs=" << jobs << " pods=" << expected
-              << " submit_s=" << seconds(submitted) << " all_pods_s=" << seconds(all_created)
-              << " cpu_s=" << cpu - cpu_before << " peak_rss_mib=" << peak_rss_mib(pid) << "\n";
+              << " submit_s=" << seconds(submitted) << " all_pods_s=" << seconds(all_created);
+    if (wait_running) std::cout << " all_running_s=" << seconds(all_running);
+    std::cout << " cpu_s=" << cpu - cpu_before << " peak_rss_mib=" << peak_rss_mib(pid) << "\n";
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "bench-operator-scale: " << e.what() << "\n";

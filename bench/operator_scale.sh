@@ -15,60 +15,13 @@ root=$(cd "$here/.." && pwd)
 build=${1:-build}
 jobs=${2:-100}
 rounds=${ROUNDS:-3}
-{ read -r kubeflow_bin; read -r kubeflow_src; } < <("$here/kubeflow/build.sh")
 # shellcheck source=bench/support/control_plane.sh
 . "$here/support/control_plane.sh"
-k apply --server-side -f "$kubeflow_src/manifests/base/crds/kubeflow.org_tfjobs.yaml" >/dev/null
-k wait --for=condition=Established --timeout=60s crd/cifartrainjobs.cifartrain.io crd/tfjobs.kubeflow.org >/dev/null
-k create namespace kubeflow >/dev/null
-k -n kubeflow create secret generic training-operator-webhook-cert >/dev/null
-k create -f "$here/kubeflow/webhook.yaml" >/dev/null
+# shellcheck source=bench/support/kubeflow.sh
+. "$here/support/kubeflow.sh"
+install_kubeflow
+k wait --for=condition=Established --timeout=60s crd/cifartrainjobs.cifartrain.io >/dev/null
 
-wait_ready() {  # url, seconds
-  for _ in $(seq $(($2 * 10))); do
-    [ "$(curl -s "$1" 2>/dev/null)" = ok ] && return 0
-    kill -0 "$operator_pid" 2>/dev/null || { echo "the operator exited; its log:" >&2; cat "$log" >&2; exit 1; }
-    sleep 0.1
-  done
-  echo "the operator was not ready after $2 s; its log:" >&2
-  cat "$log" >&2
-  exit 1
-}
-start_cifar() {  # namespace
-  local health
-  health=$(free_port)
-  "$root/$build/bin/cifar-operator" --kubeconfig "$kubeconfig" --namespace "$1" --no-leader-elect \
-    --metrics-port "$(free_port)" --health-port "$health" >"$log" 2>&1 &
-  operator_pid=$!
-  wait_ready "http://127.0.0.1:$health/readyz" 60
-}
-# The training-operator waits for its cert rotator's Secret to appear as files in
-# /tmp/k8s-webhook-server/serving-certs (a path it does not let us choose), where a pod mounts the
-# Secret: here we play the kubelet and copy the Secret there. One benchmark per machine at a time.
-start_kubeflow() {  # namespace, qps, burst
-  local health certs=/tmp/k8s-webhook-server/serving-certs
-  health=$(free_port)
-  rm -rf "$certs"
-  mkdir -p "$certs"
-  MY_POD_NAMESPACE=kubeflow "$kubeflow_bin" --kubeconfig "$kubeconfig" \
-    --namespace "$1" --enable-scheme=tfjob --kube-api-qps "$2" --kube-api-burst "$3" \
-    --metrics-bind-address "127.0.0.1:$(free_port)" --health-probe-bind-address "127.0.0.1:$health" \
-    --webhook-server-port "$(free_port)" --zap-devel=false >"$log" 2>&1 &
-  operator_pid=$!
-  for _ in $(seq 300); do
-    k -n kubeflow get secret training-operator-webhook-cert -o jsonpath='{.data.ca\.crt}' | grep -q . && break
-    sleep 0.1
-  done
-  for f in tls.crt tls.key ca.crt; do  # each file whole or not at all: the operator polls them
-    k -n kubeflow get secret training-operator-webhook-cert -o jsonpath="{.data.${f//./\\.}}" | base64 -d >"$certs/.$f"
-    mv "$certs/.$f" "$certs/$f"
-  done
-  wait_ready "http://127.0.0.1:$health/readyz" 60
-}
-stop_operator() {
-  kill "$operator_pid" && wait "$operator_pid" 2>/dev/null || true
-  operator_pid=""
-}
 # Removes the namespace's jobs, pods and services (no garbage collector runs here).
 clear_namespace() {
   k -n "$1" delete cifartrainjobs,tfjobs,pods,services --all --wait=false >/dev/null

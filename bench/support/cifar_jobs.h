@@ -1,5 +1,6 @@
 // The CifarTrainJobs the operator benchmarks submit: a synthetic-data ResNet-20 parameter-server
-// job of the given replicas (they never run: the benchmarks measure the operator).
+// job of the given replicas (they never run: the benchmarks measure the operator), checkpointing
+// to a bucket (an evaluator needs a store it shares with the trainers; no pod ever reaches it).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,9 @@ inline nlohmann::json cifar_job(const std::string& name, const nlohmann::json& r
       {"image", "cifar-train:bench"},
       {"model", {{"name", "resnet20"}}},
       {"dataset", {{"name", "synthetic"}}},
+      {"checkpoint",
+       {{"uri", "s3://checkpoints/bench"},
+        {"s3", {{"endpoint", "http://store.invalid:8333"}, {"credentialsSecret", "store-keys"}}}}},
       {"strategy", {{"type", "ParameterServer"}, {"parameterServer", {{"mode", "sync"}}}}},
       {"replicaSpecs", replica_specs}};
   if (!run_policy.empty()) spec["runPolicy"] = run_policy;

@@ -9,7 +9,8 @@
 # except what the kubelets and containerd insist on writing elsewhere, which stop.sh removes.
 # The images (scripts/build-images.sh) are loaded into every node, and the operator and its CRD
 # installed with the Helm chart (deploy/helm).
-#   deploy/local-cluster/start.sh [--nodes N] [--gpus G [--gpu-taint]] DIR [IMAGES_DIR]
+#   deploy/local-cluster/start.sh [--nodes N] [--gpus G [--gpu-taint]] [--node-monitor-grace S]
+#                                 [--audit-log] DIR [IMAGES_DIR]
 # N: 1 (default) to 8. IMAGES_DIR holds pause.tar (made here), runtime.tar and operator.tar
 # (default ~/.cache/cifartrain/images).
 # G (default 0): every node but node 1 is a GPU node with G fake nvidia.com/gpu (node.sh says
@@ -17,6 +18,11 @@
 # (deploy/kind/nvidia-runtimeclass.yaml); --gpu-taint taints the GPU nodes nvidia.com/gpu:NoSchedule
 # as many GPU clusters do. The devices are not there: pods that ask for them are scheduled,
 # allocated and given NVIDIA_VISIBLE_DEVICES as on a GPU node, and run on the CPU.
+# S (default 20s): how long a node that stops answering stays Ready (the controller manager's
+# --node-monitor-grace-period); deploy/sim-cluster's simulated nodes renew their leases less often.
+# --audit-log: the API server writes every request it served (but Leases and health checks), one
+# JSON line each with its verb, resource and client's user agent, to DIR/logs/audit.log (what
+# bench/operator_fleet.sh counts an operator's requests by).
 #
 # Addresses: node 1's pod bridge cifar0 is 10.244.0.1/24, and the API server and CoreDNS listen
 # there (every pod reaches them; nothing listens on eth0); node N's pods are 10.244.N-1.0/24.
@@ -24,16 +30,23 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-nodes=1 gpus=0 gpu_taint=false
+nodes=1 gpus=0 gpu_taint=false audit=false
+# A node that stops answering is NotReady after this long (Kubernetes' default is 50 s; here a node
+# death is something to show, so it is found quickly). Every kubelet renews its lease every 5 s
+# (node.sh).
+node_monitor_grace_period=20s
 while [[ "${1:-}" == --* ]]; do
   case $1 in
     --nodes) nodes=${2:-}; shift 2 ;;
     --gpus) gpus=${2:-}; shift 2 ;;
     --gpu-taint) gpu_taint=true; shift ;;
-    *) echo "start.sh: unknown option $1 (--nodes N, --gpus G, --gpu-taint)" >&2; exit 2 ;;
+    --node-monitor-grace) node_monitor_grace_period=${2:-}; shift 2 ;;
+    --audit-log) audit=true; shift ;;
+    *) echo "start.sh: unknown option $1 (--nodes N, --gpus G, --gpu-taint, --node-monitor-grace S, --audit-log)" >&2; exit 2 ;;
   esac
 done
 [[ "$nodes" =~ ^[1-8]$ ]] || { echo "start.sh: --nodes takes 1 to 8, not '$nodes'" >&2; exit 2; }
+[[ "$node_monitor_grace_period" =~ ^[1-9][0-9]*s$ ]] || { echo "start.sh: --node-monitor-grace takes seconds such as 50s, not '$node_monitor_grace_period'" >&2; exit 2; }
 [[ "$gpus" =~ ^([0-9]|[1-5][0-9]|6[0-4])$ ]] || { echo "start.sh: --gpus takes 0 to 64, not '$gpus'" >&2; exit 2; }
 if [ "$gpus" -gt 0 ] && [ "$nodes" -lt 2 ]; then
   echo "start.sh: --gpus makes nodes 2.. GPU nodes (node 1 runs the control plane and the operator): --nodes 2 or more" >&2
@@ -47,11 +60,6 @@ api_ip=10.244.0.1  # node 1's bridge
 cluster_cidr=10.244.0.0/16
 service_cidr=10.96.0.0/24
 api_port=6443
-# A node that stops answering is NotReady after this long (Kubernetes' default is 50 s; here a node
-# death is something to show, so it is found quickly). Every kubelet renews its
-# lease every 5 s (node.sh).
-node_monitor_grace_period=20s
-
 bin=$("$here/build.sh" node)
 network_policy_agent="$("$repo/deploy/tools/build.sh" kube-network-policies)/network-policy-agent"
 "$here/stop.sh" "$dir"  # whatever a previous run left
@@ -102,6 +110,23 @@ spawn etcd "$bin/etcd" --name=cluster --data-dir="$dir/etcd" \
   --initial-cluster="cluster=http://127.0.0.1:$peer_port" --unsafe-no-fsync=true --log-level=warn
 wait_for etcd 30 curl -fs "http://127.0.0.1:$etcd_port/health"
 
+audit_flags=()
+if $audit; then
+  cat >"$dir/audit-policy.yaml" <<'POLICY'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: None
+  resources: [{group: coordination.k8s.io, resources: [leases]}]
+- level: None
+  nonResourceURLs: ["/healthz*", "/readyz*", "/livez*", "/version", "/metrics"]
+- level: Metadata
+POLICY
+  audit_flags=(--audit-policy-file="$dir/audit-policy.yaml" --audit-log-path="$dir/logs/audit.log"
+    --audit-log-maxsize=2048 --audit-log-mode=batch)
+fi
+
 spawn kube-apiserver "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" \
   --bind-address="$api_ip" --advertise-address="$api_ip" --secure-port="$api_port" \
   --tls-cert-file="$dir/pki/apiserver.crt" --tls-private-key-file="$dir/pki/apiserver.key" \
@@ -112,7 +137,7 @@ spawn kube-apiserver "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$etc
   --service-account-signing-key-file="$dir/pki/service-account.key" \
   --service-account-key-file="$dir/pki/service-account.key" \
   --service-cluster-ip-range="$service_cidr" --authorization-mode=Node,RBAC \
-  --cert-dir="$dir/apiserver-certs" --v=1
+  --cert-dir="$dir/apiserver-certs" "${audit_flags[@]}" --v=1
 wait_for kube-apiserver 120 "${kubectl[@]}" get --raw /readyz
 # The AdminNetworkPolicy API (the administrator's rules, above a namespace's NetworkPolicies), which
 # every node's policy agent enforces: before the nodes, so that their agents find it.

@@ -40,7 +40,7 @@ for i in $nodes; do
   stop_daemon "node$i-kube-proxy"
   stop_daemon "node$i-containerd"
 done
-for name in coredns kube-scheduler kube-controller-manager kube-apiserver etcd; do
+for name in kwok coredns kube-scheduler kube-controller-manager kube-apiserver etcd; do
   stop_daemon "$name"
 done
 rm -f "$dir/pids"

@@ -5,16 +5,16 @@
 # configs (tests/kind), SeaweedFS (a real S3-compatible object store: the storage tests and the
 # local cluster's checkpoint bucket), the local cluster's NetworkPolicy enforcement
 # (kube-network-policies), hangfs (a FUSE view of a directory whose reads can be made to hang:
-# the stall tests' dataset volume that stops answering), and fetches the Prometheus Operator's
-# CRDs (tests/helm). Each is a
+# the stall tests' dataset volume that stops answering), kwok (the simulated nodes of
+# deploy/sim-cluster), and fetches the Prometheus Operator's CRDs (tests/helm). Each is a
 # directory here whose go.mod pins it (with any local sources); the binaries are cached outside
 # the repo ($CIFAR_TOOLS_CACHE, default ~/.cache/cifartrain/tools) under a key of that
 # directory's contents (not of its path), so a warm run does nothing and a new pin rebuilds.
 # Prints the directory holding the binaries.
-#   deploy/tools/build.sh helm|prometheus|kind|seaweedfs|kube-network-policies|hangfs|prometheus-operator-crds
+#   deploy/tools/build.sh helm|prometheus|kind|seaweedfs|kube-network-policies|hangfs|kwok|prometheus-operator-crds
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-tool=${1:?usage: build.sh helm|prometheus|kind|seaweedfs|kube-network-policies|hangfs|prometheus-operator-crds}
+tool=${1:?usage: build.sh helm|prometheus|kind|seaweedfs|kube-network-policies|hangfs|kwok|prometheus-operator-crds}
 module=$here/$tool
 [ -f "$module/go.mod" ] || { echo "build.sh: no tool '$tool' (no $module/go.mod)" >&2; exit 1; }
 source "$here/../../scripts/go-build.sh"
@@ -89,6 +89,10 @@ case $tool in
       src=$(module_dir "sigs.k8s.io/network-policy-api@$(version sigs.k8s.io/network-policy-api)")
       cp "$src/config/crd/standard/$crd" "$out/bin/$crd.partial" && mv "$out/bin/$crd.partial" "$out/bin/$crd"
     fi
+    ;;
+  kwok)
+    # kwok's controller alone (not kwokctl: the control plane is the local cluster's own).
+    go_build "$out" "$module" "" "" sigs.k8s.io/kwok/cmd/kwok
     ;;
   hangfs)
     go_build "$out" "$module" "" "" cifartrain.io/tools/hangfs

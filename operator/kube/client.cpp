@@ -39,11 +39,14 @@ http::client::http_client_config make_config(const ClusterAccess& access,
   return config;
 }
 
+// `user_agent` (the client's field manager) names the client in the API server's audit log and
+// its per-client views, as client-go's binary name does.
 http::http_request make_request(const std::string& method, const std::string& uri,
-                                const ClusterAccess& access) {
+                                const ClusterAccess& access, const std::string& user_agent) {
   http::http_request request(utility::conversions::to_string_t(method));
   request.set_request_uri(utility::conversions::to_string_t(uri));
   request.headers().add(U("Accept"), U("application/json"));
+  request.headers().add(U("User-Agent"), utility::conversions::to_string_t(user_agent));
   if (!access.bearer_token.empty()) {
     request.headers().add(U("Authorization"),
                           utility::conversions::to_string_t("Bearer " + access.bearer_token));
@@ -142,7 +145,7 @@ json Client::call(const std::string& method, const std::string& uri,
   // once, so the pool is dropped and the second attempt connects anew. (A create whose first
   // attempt did reach the server gets 409 AlreadyExists, which callers treat as done.)
   for (int attempt = 1;; ++attempt) {
-    auto request = make_request(method, uri, access_);
+    auto request = make_request(method, uri, access_, field_manager_);
     if (!body.empty()) request.set_body(body, content_type);
     const auto pool = http();
     try {
@@ -254,7 +257,8 @@ void Client::watch(const ResourcePath& path, const ListOptions& options,
     return true;
   };
   try {
-    auto request = client.request(make_request("GET", uri, access_), cancel.get_token());
+    auto request =
+        client.request(make_request("GET", uri, access_, field_manager_), cancel.get_token());
     if (!wait(request)) return;
     auto response = request.get();
     if (response.status_code() >= 400) {
