@@ -49,13 +49,17 @@ kubeconfig, ns, down_file, affected_file, start = sys.argv[1:6]
 down, affected, start = set(open(down_file).read().split()), set(open(affected_file).read().split()), float(start)
 k = ["kubectl", "--kubeconfig", kubeconfig]
 all_not_ready = None
+def table(*args):  # kubectl's custom columns: lighter on the API server and here than JSON
+    out = subprocess.check_output(k + list(args) + ["--no-headers"], text=True)
+    return [line.split() for line in out.splitlines()]
 while time.time() - start < 900:
-    nodes = json.loads(subprocess.check_output(k + ["get", "nodes", "-o", "json"]))["items"]
-    not_ready = sum(1 for n in nodes if n["metadata"]["name"] in down and not any(
-        c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions", [])))
-    pods = json.loads(subprocess.check_output(k + ["-n", ns, "get", "pods", "-o", "json"]))["items"]
-    back = sum(1 for p in pods if p["metadata"]["name"] in affected and p["spec"].get("nodeName") not in down
-               and p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp"))
+    nodes = table("get", "nodes", "-l", "sim.cifartrain.io/node-down",
+                  "-o", 'custom-columns=N:.metadata.name,R:.status.conditions[?(@.type=="Ready")].status')
+    not_ready = sum(1 for name, ready in nodes if name in down and ready != "True")
+    pods = table("-n", ns, "get", "pods", "-o",
+                 "custom-columns=N:.metadata.name,NODE:.spec.nodeName,P:.status.phase,D:.metadata.deletionTimestamp")
+    back = sum(1 for name, node, phase, deleted in pods
+               if name in affected and node not in down and phase == "Running" and deleted == "<none>")
     now = time.time() - start
     if all_not_ready is None and not_ready == len(down):
         all_not_ready = now

@@ -140,20 +140,21 @@ python3 - "$results" "$steady" <<'PY'
 import re, sys
 names = {"cifar": "cifar-operator", "kubeflow-default": "training-operator v1.9.3 (qps 20)",
          "kubeflow-unthrottled": "training-operator v1.9.3 (qps 1000)"}
-print("| operator | jobs (pods) | all pods exist s | all pods Running s | CPU s | peak RSS MiB | "
-      "requests/job (by verb) | queue depth max | steady req/s | steady CPU % |")
-print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+print("| operator | jobs (pods) | all pods exist s | all pods Running s | CPU s (burst) | peak RSS MiB | "
+      "requests/job (by verb) | queue depth max | reconcile p50/p99 (bucket) | steady req/s | steady CPU % |")
+print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")
 steady = float(sys.argv[2])
 for line in open(sys.argv[1]):
     run = line.split()[0]
-    f = dict(re.findall(r"(\w+)=([\d.]+)", line.split("burst[")[0]))
-    burst = dict(re.findall(r"(\w+)=(\d+)", line.split("burst[")[1].split("]")[0]))
-    st = dict(re.findall(r"(\w+)=(\d+)", line.split("steady[")[1].split("]")[0]))
+    bracketed = dict(re.findall(r"(\w+)\[([^\]]*)\]", line))
+    f = dict(re.findall(r"(\w+)=([\d.]+)", re.sub(r"\w+\[[^\]]*\]", "", line)))
+    burst = {v: int(n) for v, n in re.findall(r"(\w+)=(\d+)", bracketed["burst"])}
+    st = {v: int(n) for v, n in re.findall(r"(\w+)=(\d+)", bracketed["steady"])}
     jobs = int(f["jobs"])
-    per_job = sum(int(v) for v in burst.values()) / jobs
-    verbs = ", ".join(f"{v} {int(n) / jobs:.1f}" for v, n in sorted(burst.items()))
+    verbs = ", ".join(f"{v} {n / jobs:.1f}" for v, n in sorted(burst.items()))
+    quantiles = f"{f['p50_le_s']}/{f['p99_le_s']} s" if "p50_le_s" in f else "-"
     print(f"| {names[run]} | {jobs} ({f['pods']}) | {float(f['all_pods_s']):.1f} | "
           f"{float(f['all_running_s']):.1f} | {float(f['cpu_s']):.1f} | {float(f['peak_rss_mib']):.0f} | "
-          f"{per_job:.1f} ({verbs}) | {f['depth_max']} | {sum(int(v) for v in st.values()) / steady:.1f} | "
-          f"{100 * float(f['steady_cpu_s']) / steady:.1f} |")
+          f"{sum(burst.values()) / jobs:.1f} ({verbs}) | {f['depth_max']} | {quantiles} | "
+          f"{sum(st.values()) / steady:.2f} | {100 * float(f['steady_cpu_s']) / steady:.1f} |")
 PY

@@ -34,7 +34,7 @@ std::string Holdup::describe(Clock::time_point now) const {
   if (reason.empty()) return "pod " + pod + " is still starting";
   if (reason == reason::kNotOwned) return "pod " + pod + " " + message;
   if (reason == reason::kNodeLost && node_trouble) {
-    return "pod " + pod + " " + describe_trouble(node, *node_trouble, now) + message;
+    return "pod " + pod + " " + describe_trouble(node, *node_trouble) + message;
   }
   std::string text = "pod " + pod + " is waiting: " + reason;
   if (!message.empty()) text += ": " + message;

@@ -25,13 +25,10 @@ const NodeTrouble* trouble_of(const nlohmann::json& pod, const NodeTroubles& tro
   return found == troubled.end() ? nullptr : &found->second;
 }
 
-std::string describe_trouble(const std::string& node, const NodeTrouble& trouble,
-                             Clock::time_point now) {
+std::string describe_trouble(const std::string& node, const NodeTrouble& trouble) {
   if (trouble.out_of_service) return "is on node " + node + ", which is out of service";
-  const auto lost_for =
-      std::max<int64_t>(0, std::chrono::duration_cast<seconds>(now - trouble.since).count());
-  std::string text = "is on node " + node + ", not Ready for " + std::to_string(lost_for) + " s (" +
-                     trouble.reason;
+  std::string text = "is on node " + node + ", not Ready since " + format_time(trouble.since) +
+                     " (" + trouble.reason;
   if (!trouble.message.empty()) text += ": " + trouble.message;
   return text + ")";
 }
@@ -51,7 +48,7 @@ std::set<std::string> replace_pods_on_lost_nodes(const Job& job, const PodsByNam
     replaced.insert(name);
     plan.force_delete_pods.push_back(name);
     plan.events.push_back({"Warning", std::string(reason::kNodeLost),
-                           "pod " + name + " " + describe_trouble(pod_node(pod), *trouble, now) +
+                           "pod " + name + " " + describe_trouble(pod_node(pod), *trouble) +
                                ": deleting it for good and creating it again on a live node "
                                "(not counted against backoffLimit)"});
   }

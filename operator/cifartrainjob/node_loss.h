@@ -20,9 +20,11 @@ namespace cifar::op {
 // The trouble of the node a pod is on, if it has any.
 const NodeTrouble* trouble_of(const nlohmann::json& pod, const NodeTroubles& troubled);
 
-// "is on node n2, not Ready for 35 s (NodeStatusUnknown: Kubelet stopped posting node status.)"
-std::string describe_trouble(const std::string& node, const NodeTrouble& trouble,
-                             Clock::time_point now);
+// "is on node n2, not Ready since 2026-12-01T13:38:20Z (NodeStatusUnknown: Kubelet stopped
+// posting node status.)". The same words at every reconcile until the trouble changes (no
+// running count), so that a status condition holding them is not written again each time: a
+// rack lost at once reconciles its jobs many times over (docs/BENCHMARKS.md, section 21).
+std::string describe_trouble(const std::string& node, const NodeTrouble& trouble);
 
 // The pods on a node in trouble that are due to be replaced (runPolicy.nodeFailureGraceSeconds
 // after the node stopped being Ready, at once if it is out of service): their names go to

@@ -112,9 +112,13 @@ TEST(NodeFailure, APodOnALostNodeIsReportedUntilTheGraceEnds) {
   ASSERT_NE(held, nullptr);
   EXPECT_EQ(held->reason, reason::kNodeLost);
   EXPECT_EQ(held->message,
-            "pod j-worker-1 is on node b, not Ready for 12 s (NodeStatusUnknown: Kubelet stopped "
-            "posting node status.); it is replaced once the node has been lost 30 s "
-            "(runPolicy.nodeFailureGraceSeconds)");
+            "pod j-worker-1 is on node b, not Ready since " + format_time(kT0) +
+                " (NodeStatusUnknown: Kubelet stopped posting node status.); it is replaced once "
+                "the node has been lost 30 s (runPolicy.nodeFailureGraceSeconds)");
+  // The same words a few seconds on: a reconcile in between writes no new status.
+  const auto later = reconcile(job, testing::running_since(kT0), observed, kT0 + seconds(15));
+  ASSERT_NE(later.status.condition(ConditionType::kPodsNotReady), nullptr);
+  EXPECT_EQ(later.status.condition(ConditionType::kPodsNotReady)->message, held->message);
   ASSERT_TRUE(plan.requeue_after);
   EXPECT_LE(*plan.requeue_after, seconds(19));  // at the end of the grace
   EXPECT_EQ(plan.status.state, ConditionType::kRunning);
