@@ -107,13 +107,23 @@ void Informer::for_each(const std::function<void(const json&)>& visit) const {
 }
 
 std::string Informer::relist() {
-  auto listed = client_.list(path_, selector_);
+  // In pages, each trimmed before the next is read: one whole list of a fleet's pods is tens of
+  // megabytes of JSON and several times that parsed (the chart's 256 Mi limit was crossed at
+  // 5,700 pods: docs/BENCHMARKS.md, section 21).
   std::map<std::string, json> fresh;
-  for (auto& item : listed["items"]) {
-    if (transform_) transform_(item);
-    auto key = key_of(item);  // before the move: `a = b` evaluates b first in C++17
-    fresh[std::move(key)] = std::move(item);
-  }
+  std::string version;
+  kube::ListPage next{kListPageSize, ""};
+  do {
+    auto page = client_.list(path_, selector_, next);
+    for (auto& item : page["items"]) {
+      if (transform_) transform_(item);
+      auto key = key_of(item);  // before the move: `a = b` evaluates b first in C++17
+      fresh[std::move(key)] = std::move(item);
+    }
+    const auto& metadata = page["metadata"];
+    version = metadata.value("resourceVersion", "");  // every page's is the first page's
+    next.continue_token = metadata.value("continue", "");
+  } while (!next.continue_token.empty());
   std::vector<json> changed;
   {
     const std::lock_guard lock(mu_);
@@ -131,7 +141,6 @@ std::string Informer::relist() {
   relists_ += 1;
   synced_ = true;
   for (const auto& object : changed) on_change_(object);
-  auto version = listed["metadata"].value("resourceVersion", "");
   // A watch without a version starts "now" and would miss what changed since the list.
   if (version.empty())
     throw std::runtime_error("the list of " + path_.str() + " has no resourceVersion");

@@ -63,7 +63,8 @@ class Informer {
 
  private:
   void run();
-  std::string relist();  // returns the list's resourceVersion
+  std::string relist();                          // returns the list's resourceVersion
+  static constexpr int64_t kListPageSize = 500;  // client-go's reflector pages alike
   // Cache updates, with the index kept in step; the caller holds mu_.
   void store(const std::string& key, nlohmann::json object);
   void erase(const std::string& key);

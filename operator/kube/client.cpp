@@ -174,8 +174,16 @@ void Client::renew(const std::shared_ptr<Http>& broken) {
 
 json Client::get(const ResourcePath& path) { return call("GET", path.str(), "", ""); }
 
-json Client::list(const ResourcePath& path, const ListOptions& options) {
-  return call("GET", path.str() + query(options, false, {}), "", "");
+json Client::list(const ResourcePath& path, const ListOptions& options, const ListPage& page) {
+  auto uri = path.str() + query(options, false, {});
+  const char* separator = uri.find('?') == std::string::npos ? "?" : "&";
+  if (page.limit > 0) {
+    uri += separator + std::string("limit=") + std::to_string(page.limit);
+    separator = "&";
+  }
+  if (!page.continue_token.empty())
+    uri += separator + std::string("continue=") + encode(page.continue_token);
+  return call("GET", uri, "", "");
 }
 
 json Client::create(const ResourcePath& path, const json& object) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -61,6 +62,13 @@ struct ListOptions {
   std::string resource_version;  // watch: start after it
 };
 
+// One page of a list: at most `limit` items (0: all), the one after the page whose
+// metadata.continue `continue_token` is (empty: the first).
+struct ListPage {
+  int64_t limit = 0;
+  std::string continue_token;
+};
+
 // application/merge-patch+json, strategic-merge-patch+json (built-in types only: it knows a list's
 // merge key, e.g. takes one finalizer out of metadata.finalizers), apply-patch+yaml.
 enum class PatchType { kMerge, kStrategicMerge, kApply };
@@ -80,7 +88,8 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   nlohmann::json get(const ResourcePath& path);
-  nlohmann::json list(const ResourcePath& path, const ListOptions& options = {});
+  nlohmann::json list(const ResourcePath& path, const ListOptions& options = {},
+                      const ListPage& page = {});
   nlohmann::json create(const ResourcePath& path, const nlohmann::json& object);
   // kApply: server-side apply as field_manager, forcing ownership of the fields it sets.
   nlohmann::json patch(const ResourcePath& path, const nlohmann::json& patch, PatchType type);

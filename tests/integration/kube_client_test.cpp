@@ -215,6 +215,23 @@ TEST_F(KubeClient, WatchStreamsChangesAfterTheListedVersion) {
   EXPECT_EQ(seen.back(), "DELETED w");
 }
 
+// What an informer's relist does with a fleet's pods: pages of `limit`, each naming the next.
+TEST_F(KubeClient, AListInPagesHasEveryItemOnce) {
+  for (int i = 0; i < 5; ++i) client_.create(pods(ns_), pod_manifest("p" + std::to_string(i), "a"));
+  ListPage next{2, ""};
+  std::vector<std::string> names;
+  int pages = 0;
+  do {
+    const auto page = client_.list(pods(ns_), {}, next);
+    ++pages;
+    EXPECT_LE(page["items"].size(), 2U);
+    for (const auto& item : page["items"]) names.push_back(item["metadata"]["name"]);
+    next.continue_token = page["metadata"].value("continue", "");
+  } while (!next.continue_token.empty() && pages < 10);
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(names, (std::vector<std::string>{"p0", "p1", "p2", "p3", "p4"}));
+}
+
 TEST_F(KubeClient, AStoppedWatchReturnsPromptly) {
   std::atomic<bool> stop{false};
   const auto start = std::chrono::steady_clock::now();
