@@ -18,6 +18,8 @@ percent=${4:-10}
 kubeconfig=$cluster/kubeconfig
 audit=$cluster/logs/audit.log
 k() { kubectl --kubeconfig "$kubeconfig" "$@"; }
+# shellcheck source=bench/support/fleet.sh
+. "$here/support/fleet.sh"
 pid=$(pgrep -o -x cifar-operator) || { echo "fleet_storm.sh: no cifar-operator runs on $cluster" >&2; exit 1; }
 ns=fleet-storm
 k create namespace "$ns" >/dev/null
@@ -39,7 +41,7 @@ print("\n".join(p["metadata"]["name"] for p in json.load(sys.stdin)["items"] if 
 echo "fleet_storm.sh: $count of ${#all[@]} nodes down, $(wc -l <"$work/affected") pods of $jobs jobs on them" >&2
 
 offset=$(wc -l <"$audit")
-cpu0=$(awk '{print ($14 + $15) / 100}' /proc/"$pid"/stat)
+cpu0=$(cpu_seconds "$pid")
 start=$(date +%s.%N)
 bash "$root/deploy/sim-cluster/nodes.sh" down "$cluster" "${down[@]}"
 # Every 2 s: how many of the down nodes are NotReady, how many affected pods run on a live node.
@@ -71,16 +73,9 @@ while time.time() - start < 900:
 else:
     sys.exit("fleet_storm.sh: not every pod ran again within 900 s")
 PY
-cpu1=$(awk '{print ($14 + $15) / 100}' /proc/"$pid"/stat)
+cpu1=$(cpu_seconds "$pid")
 sleep 2  # the audit log is written in batches
-tail -n +"$((offset + 1))" "$audit" | python3 -c '
-import collections, json, sys
-counts = collections.Counter()
-for line in sys.stdin:
-    event = json.loads(line)
-    if event.get("userAgent", "").startswith("cifar-operator"):
-        counts[event["verb"] + " " + event.get("objectRef", {}).get("resource", "-")] += 1
-print("operator requests: " + ", ".join(f"{what} {n}" for what, n in sorted(counts.items())))'
+echo "operator requests: $(audit_requests "$offset" cifar-operator)"
 echo "operator CPU from the failure until every pod ran again: $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {print b - a}') s"
 bash "$root/deploy/sim-cluster/nodes.sh" up "$cluster" "${down[@]}"
 k -n "$ns" delete cifartrainjobs --all --wait=false >/dev/null

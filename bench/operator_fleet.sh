@@ -21,8 +21,8 @@ root=$(cd "$here/.." && pwd)
 build=${1:-build}
 cluster=$(cd "${2:-build/cluster-sim}" && pwd)
 shift $(($# < 2 ? $# : 2))
-counts=("${@:-100 300 1000}")
-read -r -a counts <<<"${counts[*]}"
+counts=("$@")
+((${#counts[@]})) || counts=(100 300 1000)
 steady=${STEADY:-60}
 kubeconfig=$cluster/kubeconfig
 audit=$cluster/logs/audit.log
@@ -43,6 +43,8 @@ cleanup() {
 trap cleanup EXIT
 # shellcheck source=bench/support/kubeflow.sh
 . "$here/support/kubeflow.sh"
+# shellcheck source=bench/support/fleet.sh
+. "$here/support/fleet.sh"
 install_kubeflow
 
 # The chart's cifar-operator: its process here (CPU, RSS) and its metrics on its pod's address.
@@ -60,21 +62,6 @@ sample_depth() {
     awk -v a="$value" -v b="$max" 'BEGIN {exit !(a > b)}' && max=$value && echo "$max" >"$3"
     sleep 1
   done
-}
-# requests OFFSET AGENT: the audit log's requests after line OFFSET from user agents starting
-# AGENT, by verb ("create=9000 get=12 ..."; watches opened count as watch); by verb and resource
-# on stderr.
-requests() {
-  tail -n +"$(($1 + 1))" "$audit" | python3 -c '
-import collections, json, sys
-agent, verbs, resources = sys.argv[1], collections.Counter(), collections.Counter()
-for line in sys.stdin:
-    event = json.loads(line)
-    if event.get("userAgent", "").startswith(agent):
-        verbs[event["verb"]] += 1
-        resources[event["verb"] + " " + event.get("objectRef", {}).get("resource", "-")] += 1
-print("  " + agent + ": " + ", ".join(f"{what} {n}" for what, n in sorted(resources.items())), file=sys.stderr)
-print(" ".join(f"{verb}={n}" for verb, n in sorted(verbs.items())) or "none=0")' "$2"
 }
 # reconcile_quantiles BEFORE AFTER: between two scrapes of cifar-operator's metrics, its
 # reconciles, their p50 and p99 (the upper bound of the bucket of cifar_operator_reconcile_seconds
@@ -118,14 +105,14 @@ for jobs in "${counts[@]}"; do
       --timeout-minutes 30 --operator-pid "$pid") || { tail -50 "$log" >&2 || true; exit 1; }
     kill "$sampler_pid" && sampler_pid=""
     sleep 2  # the audit log is written in batches
-    burst=$(requests "$offset" "$agent")  # the burst: from the first submission to every pod Running
+    burst=$(audit_requests "$offset" "$agent")  # the burst: from the first submission to every pod Running
     # Steady state: every job running.
     offset=$(wc -l <"$audit")
-    cpu0=$(awk '{print ($14 + $15) / 100}' /proc/"$pid"/stat)
+    cpu0=$(cpu_seconds "$pid")
     sleep "$steady"
-    cpu1=$(awk '{print ($14 + $15) / 100}' /proc/"$pid"/stat)
+    cpu1=$(cpu_seconds "$pid")
     sleep 2
-    steady_requests=$(requests "$offset" "$agent")
+    steady_requests=$(audit_requests "$offset" "$agent")
     curl -fs "$metrics" >"$work/metrics-after"
     quantiles=$([ $kind != cifar ] || reconcile_quantiles "$work/metrics-before" "$work/metrics-after")
     echo "$run $line depth_max=$(cat "$work/depth") burst[$burst] steady_cpu_s=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN {print b - a}') steady[$steady_requests] $quantiles" | tee -a "$results" >&2
