@@ -29,11 +29,12 @@ std::string owner_key(const json& object) {
   return m.value("namespace", "") + "/" + job->get<std::string>();
 }
 
-// A pod as the controller reads it: metadata, status, its node, and its containers' names and
-// ports (the metrics port); the rest of the spec (env with TF_CONFIG, args, resources) is what we
-// wrote.
+// A pod as the controller reads it: metadata, status (trimmed), its node, and its containers'
+// names and ports (the metrics port); the rest of the spec (env with TF_CONFIG, args, resources)
+// is what we wrote.
 void trim_pod(json& pod) {
   Informer::strip_managed_fields(pod);
+  if (const auto status = pod.find("status"); status != pod.end()) trim_pod_status(*status);
   auto spec = pod.find("spec");
   if (spec == pod.end()) return;
   json containers = json::array();
@@ -127,9 +128,8 @@ void JobController::run(const std::atomic<bool>& stop) {
     spdlog::warn("the node cache has not synced (RBAC on nodes?): pods on lost nodes go unnoticed");
   }
   ready_ = !stop.load();
-  spdlog::info("caches synced: {} jobs, {} pods; {} workers",
-               jobs_->list([](auto&) { return true; }).size(),
-               pods_->list([](auto&) { return true; }).size(), options_.workers);
+  spdlog::info("caches synced: {} jobs, {} pods; {} workers", jobs_->size(), pods_->size(),
+               options_.workers);
   std::vector<std::thread> workers;
   workers.reserve(static_cast<size_t>(options_.workers));
   for (int i = 0; i < options_.workers; ++i) workers.emplace_back([&] { work(stop); });
@@ -137,7 +137,7 @@ void JobController::run(const std::atomic<bool>& stop) {
   if (options_.progress_interval.count() > 0) {
     progress = std::thread([&] {
       ProgressScraper(
-          *jobs_, *pods_, options_.progress_interval,
+          *jobs_, *pods_, options_.progress_interval, options_.progress_concurrency,
           [this](const std::string& key, json reading) { put_progress(key, std::move(reading)); },
           [this](const std::string& key, const JobLiveness& answered, const MissedPods& missed) {
             put_heard(key, answered, missed);

@@ -33,6 +33,8 @@ struct ControllerOptions {
   int workers = 2;
   // How often status.progress is read from the running jobs' metrics endpoints (0: never).
   std::chrono::milliseconds progress_interval{15000};
+  // At most this many pods' endpoints read at once (each read waits up to 2 s for an answer).
+  int progress_concurrency = 64;
 };
 
 class JobController {

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <map>
+#include <optional>
 
 #include "api/job.h"
 #include "api/status.h"
@@ -14,6 +15,7 @@
 #include "contract/metrics.h"
 #include "contract/ports.h"
 #include "contract/roles.h"
+#include "framework/bounded_parallel.h"
 #include "framework/clock.h"
 #include "framework/owner.h"
 #include "framework/pod_status.h"
@@ -46,25 +48,21 @@ struct Target {
   std::string job_key;
   std::string pod_name;
   std::string pod_uid;
+  std::string url;
   PodMetrics pod;
-  pplx::task<std::string> body;
+  std::optional<PodLiveness> heard;  // none: it did not answer
 };
 
-// Never throws: a failure is in the task, seen when it is waited for.
-pplx::task<std::string> fetch(const std::string& url) {
-  try {
-    web::http::client::http_client_config config;
-    config.set_timeout(kScrapeTimeout);
-    web::http::client::http_client http(utility::conversions::to_string_t(url), config);
-    return http.request(web::http::methods::GET).then([](const web::http::http_response& response) {
-      if (response.status_code() != web::http::status_codes::OK) {
-        throw std::runtime_error("HTTP " + std::to_string(response.status_code()));
-      }
-      return response.extract_utf8string(true);
-    });
-  } catch (...) {
-    return pplx::task_from_exception<std::string>(std::current_exception());
+// The body of `url`'s answer; throws on a failure, a timeout or another status than 200.
+std::string fetch(const std::string& url) {
+  web::http::client::http_client_config config;
+  config.set_timeout(kScrapeTimeout);
+  web::http::client::http_client http(utility::conversions::to_string_t(url), config);
+  const auto response = http.request(web::http::methods::GET).get();
+  if (response.status_code() != web::http::status_codes::OK) {
+    throw std::runtime_error("HTTP " + std::to_string(response.status_code()));
   }
+  return response.extract_utf8string(true).get();
 }
 
 // What a pod that answered says of its liveness (contract/metrics.h): its steps, its heartbeat,
@@ -96,10 +94,12 @@ json without_timestamp(json progress) {
 }  // namespace
 
 ProgressScraper::ProgressScraper(const Informer& jobs, const Informer& pods,
-                                 std::chrono::milliseconds interval, Sink sink, HeardSink heard)
+                                 std::chrono::milliseconds interval, int concurrency, Sink sink,
+                                 HeardSink heard)
     : jobs_(jobs),
       pods_(pods),
       interval_(interval),
+      concurrency_(concurrency),
       sink_(std::move(sink)),
       heard_(std::move(heard)) {}
 
@@ -107,7 +107,7 @@ void ProgressScraper::run(const std::atomic<bool>& stop) {
   while (!stop.load()) {
     const auto next = Steady::now() + interval_;
     try {
-      scrape_once();
+      scrape_once(stop);
     } catch (const std::exception& e) {
       spdlog::warn("progress: {}", e.what());
     }
@@ -115,7 +115,7 @@ void ProgressScraper::run(const std::atomic<bool>& stop) {
   }
 }
 
-void ProgressScraper::scrape_once() {
+void ProgressScraper::scrape_once(const std::atomic<bool>& stop) {
   std::map<std::string, json> running;      // job key -> its status
   std::map<std::string, std::string> uids;  // job key -> its UID, whose pods alone are scraped
   // Jobs whose pods may train: running, or not all created or restarted yet (an asynchronous job
@@ -133,10 +133,9 @@ void ProgressScraper::scrape_once() {
     uids[Informer::key_of(job)] = job["metadata"].value("uid", "");
   }
   if (running.empty()) return;
-  // Which pods each job has, and what to scrape; the fetches start only once nothing can throw
-  // any more (a started task must be waited for).
+  // Which pods each job has, and what to scrape.
   std::map<std::string, JobPods> job_pods;
-  std::vector<std::pair<Target, std::string>> planned;  // target, URL
+  std::vector<Target> targets;
   for (const auto& [key, status] : running) {
     auto& roles = job_pods[key];
     for (const auto& pod : pods_.indexed(key)) {
@@ -149,38 +148,47 @@ void ProgressScraper::scrape_once() {
       auto url = metrics_url(pod);
       if (url.empty()) continue;
       const auto& meta = pod["metadata"];
-      planned.emplace_back(Target{key,
-                                  meta.value("name", ""),
-                                  meta.value("uid", ""),
-                                  {std::string(role_name(*role)), *index, {}},
-                                  {}},
-                           std::move(url));
+      targets.push_back(Target{key,
+                               meta.value("name", ""),
+                               meta.value("uid", ""),
+                               std::move(url),
+                               {std::string(role_name(*role)), *index, {}},
+                               std::nullopt});
     }
   }
-  std::vector<Target> targets;
-  targets.reserve(planned.size());
-  for (auto& [target, url] : planned) {
-    target.body = fetch(url);
-    targets.push_back(std::move(target));
-  }
-  std::map<std::string, std::vector<PodMetrics>> scraped;
-  std::map<std::string, JobLiveness> heard;
-  std::map<std::string, MissedPods> missed;
-  for (auto& target : targets) {
+  // Each pod's answer is parsed where it was fetched: the bodies are not held all at once.
+  const auto started = Steady::now();
+  for_each_bounded(targets.size(), static_cast<size_t>(concurrency_), [&](size_t i) {
+    auto& target = targets[i];
+    if (stop.load()) return;  // a round of unanswering pods takes minutes: not a shutdown
     try {
-      const auto body = target.body.get();
+      const auto body = fetch(target.url);
       target.pod.samples = parse_metric_samples(body);
       // PS 0's per-trainer series alone are read (job_progress's `trainers`).
       if (target.pod.role == contract::role_name(Role::kPs) && target.pod.index == 0) {
         target.pod.by_trainer = parse_samples_by_label(body, contract::metric::kTrainerLabel);
       }
-      heard[target.job_key][target.pod_name] =
-          liveness_of(target.pod_uid, target.pod.samples, body);
-      scraped[target.job_key].push_back(std::move(target.pod));
-    } catch (const std::exception& e) {  // every task is observed, failed or not
-      missed[target.job_key][target.pod_name] = target.pod_uid;
+      target.heard = liveness_of(target.pod_uid, target.pod.samples, body);
+    } catch (const std::exception& e) {
       spdlog::debug("progress: {} {}-{}: {}", target.job_key, target.pod.role, target.pod.index,
                     e.what());
+    }
+  });
+  if (stop.load()) return;
+  const auto took = Steady::now() - started;
+  if (took > interval_) {
+    spdlog::info("progress: a round of {} pods took {:.1f} s, longer than the interval",
+                 targets.size(), std::chrono::duration<double>(took).count());
+  }
+  std::map<std::string, std::vector<PodMetrics>> scraped;
+  std::map<std::string, JobLiveness> heard;
+  std::map<std::string, MissedPods> missed;
+  for (auto& target : targets) {
+    if (target.heard) {
+      heard[target.job_key][target.pod_name] = std::move(*target.heard);
+      scraped[target.job_key].push_back(std::move(target.pod));
+    } else {
+      missed[target.job_key][target.pod_name] = target.pod_uid;
     }
   }
   if (heard_) {

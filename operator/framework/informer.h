@@ -52,6 +52,7 @@ class Informer {
   [[nodiscard]] std::optional<nlohmann::json> get(const std::string& key) const;
   [[nodiscard]] std::vector<nlohmann::json> list(
       const std::function<bool(const nlohmann::json&)>& filter) const;
+  [[nodiscard]] size_t size() const;
   // The objects whose index value is `value`.
   [[nodiscard]] std::vector<nlohmann::json> indexed(const std::string& value) const;
   // Visits every cached object under the cache's lock, without copying: `visit` must be quick.

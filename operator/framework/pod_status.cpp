@@ -1,6 +1,7 @@
 #include "framework/pod_status.h"
 
 #include <array>
+#include <initializer_list>
 #include <utility>
 
 namespace cifar::op {
@@ -190,6 +191,33 @@ bool pod_ready(const json& pod) {
     if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
   }
   return false;
+}
+
+void trim_pod_status(json& status) {
+  json trimmed = json::object();
+  const auto keep = [](json& from, json& to, std::initializer_list<const char*> fields) {
+    for (const auto* field : fields) {
+      if (const auto it = from.find(field); it != from.end()) to[field] = std::move(*it);
+    }
+  };
+  keep(status, trimmed, {"phase", "reason", "message", "podIP"});
+  if (const auto conditions = status.find("conditions"); conditions != status.end()) {
+    auto& kept = trimmed["conditions"] = json::array();
+    for (auto& condition : *conditions) {
+      const auto type = condition.value("type", "");
+      if (type != "PodScheduled" && type != "Ready") continue;
+      kept.push_back(json::object());
+      keep(condition, kept.back(), {"type", "status", "reason", "message"});
+    }
+  }
+  if (const auto containers = status.find("containerStatuses"); containers != status.end()) {
+    auto& kept = trimmed["containerStatuses"] = json::array();
+    for (auto& container : *containers) {
+      kept.push_back(json::object());
+      keep(container, kept.back(), {"name", "state", "lastState", "restartCount"});
+    }
+  }
+  status = std::move(trimmed);
 }
 
 }  // namespace cifar::op
