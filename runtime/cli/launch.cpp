@@ -58,7 +58,7 @@ pid_t spawn(const std::vector<std::string>& args, const Env& env, const std::str
 // The value of --min-ranks among the ranks' flags ("--min-ranks N" or "--min-ranks=N"): nullopt
 // where it is not given (a fixed job); throws std::invalid_argument where it is no number.
 std::optional<int> min_ranks_in(const std::vector<std::string>& args) {
-  const std::string flag = "--min-ranks";
+  const std::string flag(contract::flag::kMinRanks.name);
   for (size_t i = 0; i < args.size(); ++i) {
     std::string value;
     if (args[i] == flag && i + 1 < args.size()) {
