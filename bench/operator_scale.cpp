@@ -39,6 +39,7 @@ struct JobShape {
   int workers = 4;
   int worker_gpus = 0;
   int run_seconds = 0;
+  std::string queue;  // a Kueue LocalQueue (runPolicy.schedulingPolicy.queue); "": none
   [[nodiscard]] size_t pods() const { return static_cast<size_t>(workers) + 3; }
 };
 
@@ -61,10 +62,12 @@ json cifar_job(const std::string& name, const JobShape& shape) {
   json worker = {{"replicas", shape.workers}};
   if (shape.worker_gpus > 0) worker["resources"] = gpu_limits(shape);
   return cifar::bench::cifar_job(
-      name, {{"PS", {{"replicas", 1}}},
-             {"Master", with_annotations({{"replicas", 1}}, run_annotations(shape))},
-             {"Worker", worker},
-             {"Evaluator", with_annotations({{"replicas", 1}}, run_annotations(shape, 5))}});
+      name,
+      {{"PS", {{"replicas", 1}}},
+       {"Master", with_annotations({{"replicas", 1}}, run_annotations(shape))},
+       {"Worker", worker},
+       {"Evaluator", with_annotations({{"replicas", 1}}, run_annotations(shape, 5))}},
+      shape.queue.empty() ? json::object() : json{{"schedulingPolicy", {{"queue", shape.queue}}}});
 }
 
 json tf_replica(int replicas, const json& annotations = json::object(),
@@ -125,6 +128,7 @@ int run(int argc, char** argv) {
                  "The chief's annotation sim.cifartrain.io/run-seconds (0: none)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--queue", shape.queue, "Kueue LocalQueue of every job (cifar only)");
   app.add_option("--until", until, "Until every pod is created, or Running (a cluster with nodes)")
       ->check(CLI::IsMember({"created", "running"}))
       ->capture_default_str();
@@ -132,6 +136,10 @@ int run(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (!shape.queue.empty() && kind != "cifar") {
+    std::cerr << "bench-operator-scale: --queue is for --kind cifar\n";
+    return 2;
+  }
   if (!submit_only && pid_option->count() == 0) {
     std::cerr << "bench-operator-scale: --operator-pid is required\n";
     return 2;
