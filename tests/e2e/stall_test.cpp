@@ -48,12 +48,12 @@ class Stalls : public Cluster {
   // say the job is Stalled.
   Stall submit_and_freeze(const std::string& job, const std::string& strategy,
                           const std::string& replicas, const std::string& run_policy,
-                          const std::string& pod) {
+                          const std::string& pod, int epochs = kLongEnoughToHalt) {
     data_and_checkpoint_volumes();
     submit(job, strategy, replicas,
            "  runPolicy: {stallTimeoutSeconds: " + std::to_string(kStallSeconds) +
                ", onStall: Restart" + run_policy + "}\n",
-           "cifar10", kLongEnoughToHalt);
+           "cifar10", epochs);
     if (!wait_until_training(job) || !wait_for_checkpoint(run_dir(job))) {
       ADD_FAILURE() << "no checkpoint before the fault" << diagnose(job);
       return {};
@@ -173,10 +173,15 @@ TEST_F(Stalls, AFrozenParameterServerIsDetectedAndReplacedAloneAndTheJobSucceeds
 // new pods all land on the other node; the job succeeds there.
 TEST_F(Stalls, ASecondStallOnANodeMakesItSuspectAndTheGroupIsPlacedOffIt) {
   const std::string job = "twice";
+  // Epochs enough that the replaced group still trains for a few scrapes when the first freeze
+  // lands late (an epoch is ~5 s here): a CI run froze it after epoch 2 of 3, and the group ended
+  // 3 s after its replacement, before any scrape heard it train.
+  constexpr int kEpochs = 7;
   const auto first = submit_and_freeze(
       job, "  strategy: {type: AllReduce, allReduce: {backend: gloo, timeoutSeconds: 600}}\n",
       "    Worker: {replicas: 2}\n",
-      ", backoffLimit: 6, schedulingPolicy: {spreadAcrossNodes: Required}", job + "-worker-1");
+      ", backoffLimit: 6, schedulingPolicy: {spreadAcrossNodes: Required}", job + "-worker-1",
+      kEpochs);
   ASSERT_TRUE(first.seen);
   const auto node = placement(job)[job + "-worker-1"];
   ASSERT_FALSE(node.empty());
