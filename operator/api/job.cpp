@@ -331,6 +331,32 @@ JobSpec parse_spec(const json& spec) {
   return s;
 }
 
+namespace {
+
+// runPolicy.schedulingPolicy.topology (JobSpec::topology).
+std::optional<JobSpec::Topology> parse_topology(const json& scheduling, const std::string& queue) {
+  constexpr const char* kPath = "runPolicy.schedulingPolicy.topology";
+  if (!scheduling.contains("topology")) return std::nullopt;
+  const auto& topology = object_at(scheduling, "topology", "runPolicy.schedulingPolicy.");
+  const auto required =
+      member<std::string>(topology, "required", "", "runPolicy.schedulingPolicy.topology.");
+  const auto preferred =
+      member<std::string>(topology, "preferred", "", "runPolicy.schedulingPolicy.topology.");
+  if (required.empty() == preferred.empty()) {
+    throw InvalidSpec(kPath,
+                      "give one of required or preferred: the node label of the topology level "
+                      "(e.g. cifartrain.io/rack) whose one domain is to hold the job's pods");
+  }
+  if (queue.empty()) {
+    throw InvalidSpec(kPath,
+                      "needs runPolicy.schedulingPolicy.queue: Kueue's Topology Aware Scheduling "
+                      "places the pods of the groups it admits");
+  }
+  return JobSpec::Topology{!required.empty(), required.empty() ? preferred : required};
+}
+
+}  // namespace
+
 void parse_run_policy(const json& spec, JobSpec& s) {
   const auto& run = object_at(spec, "runPolicy", "");
   s.restart_policy =
@@ -351,6 +377,7 @@ void parse_run_policy(const json& spec, JobSpec& s) {
   s.priority_class =
       member<std::string>(scheduling, "priorityClass", "", "runPolicy.schedulingPolicy.");
   s.queue = member<std::string>(scheduling, "queue", "", "runPolicy.schedulingPolicy.");
+  s.topology = parse_topology(scheduling, s.queue);
   s.spread_across_nodes = named_member(scheduling, "spreadAcrossNodes", s.spread_across_nodes,
                                        kNodeSpreadNames, "runPolicy.schedulingPolicy.");
   // Bounded as the CRD bounds them (2^31-1 s, 68 years): a time point that far on still fits.

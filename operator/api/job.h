@@ -187,6 +187,15 @@ struct JobSpec {
   // A Kueue LocalQueue of the job's namespace: the job's pods wait there, gated, until Kueue admits
   // them all as one group ("": no queue, the pods go straight to the scheduler).
   std::string queue;
+  // runPolicy.schedulingPolicy.topology: a topology level (the node label of a rack, a block, a
+  // zone) within whose one domain Kueue's Topology Aware Scheduling places all of the job's pods:
+  // required (the job waits until one domain has room for all of them) or preferred (as few
+  // domains as it can). Needs a queue and a Kueue ResourceFlavor with a Topology of that level.
+  struct Topology {
+    bool required = true;
+    std::string level;
+  };
+  std::optional<Topology> topology;
   NodeSpread spread_across_nodes = NodeSpread::kPreferred;
 
   // Whether the job's workers are elastic (replicaSpecs.Worker.minReplicas/maxReplicas).

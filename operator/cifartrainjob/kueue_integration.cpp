@@ -37,6 +37,13 @@ void join_pod_group(const Job& job, json& pod_metadata) {
   metadata["annotations"][std::string(kueue::kPodGroupTotalCountAnnotation)] =
       std::to_string(pod_count(job.spec));
   metadata["annotations"][std::string(kueue::kRetriableInGroupAnnotation)] = "false";
+  if (const auto& topology = job.spec.topology) {
+    auto& annotations = metadata["annotations"];
+    annotations[std::string(topology->required ? kueue::kPodSetRequiredTopologyAnnotation
+                                               : kueue::kPodSetPreferredTopologyAnnotation)] =
+        topology->level;
+    annotations[std::string(kueue::kPodSetGroupNameAnnotation)] = pod_group_name(job);
+  }
 }
 
 std::optional<QueueWait> find_eviction(const kueue::WorkloadState* workload,

@@ -28,8 +28,9 @@ std::string pod_group_name(const Job& job);
 // pod_group_name does not make. From the name alone, so also once the group's pods are gone.
 std::optional<std::string> job_name_of_pod_group(std::string_view group);
 
-// Makes a pod of a job with a queue one of its pod group: the queue's and the group's labels, and
-// the group's size.
+// Makes a pod of a job with a queue one of its pod group: the queue's and the group's labels, the
+// group's size, and the job's topology request (JobSpec::topology) for Kueue's Topology Aware
+// Scheduling.
 void join_pod_group(const Job& job, nlohmann::json& pod_metadata);
 
 // Why a job with a queue waits, its state Queued with this reason and message: some of its pods

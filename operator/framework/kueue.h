@@ -24,6 +24,15 @@ inline constexpr std::string_view kPodGroupTotalCountAnnotation =
 // "false": the group ends (and gives back its quota) once none of its pods is left to run, instead
 // of waiting for replacements of the failed ones until all N succeeded.
 inline constexpr std::string_view kRetriableInGroupAnnotation = "kueue.x-k8s.io/retriable-in-group";
+// Topology Aware Scheduling, on every pod of a group alike: the topology level (a node label)
+// whose one domain must (required) or should (preferred) hold the pod set, and one name for all
+// the group's pod sets (Kueue makes a pod set of each pod shape: PS, chief, workers, evaluator),
+// so that they are placed in the same domain.
+inline constexpr std::string_view kPodSetRequiredTopologyAnnotation =
+    "kueue.x-k8s.io/podset-required-topology";
+inline constexpr std::string_view kPodSetPreferredTopologyAnnotation =
+    "kueue.x-k8s.io/podset-preferred-topology";
+inline constexpr std::string_view kPodSetGroupNameAnnotation = "kueue.x-k8s.io/podset-group-name";
 // What Kueue's webhook puts on a pod it manages.
 inline constexpr std::string_view kManagedLabel = "kueue.x-k8s.io/managed";
 inline constexpr std::string_view kPodFinalizer = "kueue.x-k8s.io/managed";

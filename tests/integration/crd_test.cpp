@@ -249,6 +249,16 @@ TEST_F(CifarTrainJobCrd, InvalidSpecsAreRefusedWithAMessageNamingTheProblem) {
        "  strategy: {type: ParameterServer}\n  replicaSpecs:\n    PS: {replicas: 1}\n"
        "    Worker: {replicas: 2, minReplicas: 1, maxReplicas: 4}\n",
        "an elastic job (replicaSpecs.Worker.minReplicas) needs strategy.type AllReduce"},
+      {"a topology without a queue",
+       kValidSpec + "  runPolicy: {schedulingPolicy: {topology: {required: cifartrain.io/rack}}}\n",
+       "topology needs a queue"},
+      {"a topology both required and preferred",
+       kValidSpec + "  runPolicy: {schedulingPolicy: {queue: team-a, topology: "
+                    "{required: cifartrain.io/rack, preferred: cifartrain.io/block}}}\n",
+       "give one of required or preferred"},
+      {"a topology of neither",
+       kValidSpec + "  runPolicy: {schedulingPolicy: {queue: team-a, topology: {}}}\n",
+       "give one of required or preferred"},
   };
   int n = 0;
   for (const auto& c : cases) {
@@ -370,6 +380,20 @@ TEST_F(CifarTrainJobCrd, AJobsQueueCannotChange) {
   EXPECT_NE(moved.exit_code, 0);
   EXPECT_NE(moved.output.find("queue cannot be changed"), std::string::npos) << moved.output;
   EXPECT_EQ(get("queued")["spec"]["runPolicy"]["schedulingPolicy"]["queue"], "team-a");
+}
+
+// Kueue places a pod group once, when it admits it: a topology asked for later would not move it.
+TEST_F(CifarTrainJobCrd, AJobsTopologyCannotChange) {
+  const auto with = [](const std::string& topology) {
+    return kValidSpec + "  runPolicy: {schedulingPolicy: {queue: team-a, topology: " + topology +
+           "}}\n";
+  };
+  ASSERT_EQ(apply(job("placed", with("{required: cifartrain.io/rack}"))).exit_code, 0);
+  const auto widened = apply(job("placed", with("{preferred: cifartrain.io/rack}")));
+  EXPECT_NE(widened.exit_code, 0);
+  EXPECT_NE(widened.output.find("topology cannot be changed"), std::string::npos) << widened.output;
+  EXPECT_EQ(get("placed")["spec"]["runPolicy"]["schedulingPolicy"]["topology"]["required"],
+            "cifartrain.io/rack");
 }
 
 TEST_F(CifarTrainJobCrd, WholeGpusAreAcceptedAsNumbersOrStrings) {

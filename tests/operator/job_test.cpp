@@ -170,6 +170,36 @@ TEST(ParseSpec, AnElasticJobsBoundsAndNeedsAreInvalidSpecNamingTheField) {
       "runPolicy.schedulingPolicy.queue", "cannot be queued in Kueue yet");
 }
 
+// runPolicy.schedulingPolicy.topology: one of required or preferred, and only with a queue.
+TEST(ParseSpec, ATopologyRequestIsOneLevelForAQueuedJob) {
+  const auto with = [](json topology, const std::string& queue = "team") {
+    return [topology = std::move(topology), queue](json& s) {
+      s["runPolicy"]["schedulingPolicy"] = {{"topology", topology}};
+      if (!queue.empty()) s["runPolicy"]["schedulingPolicy"]["queue"] = queue;
+    };
+  };
+  auto spec = minimal_spec();
+  with({{"required", "cifartrain.io/rack"}})(spec);
+  const auto required = parse_spec(spec).topology;
+  ASSERT_TRUE(required.has_value());
+  EXPECT_TRUE(required->required);
+  EXPECT_EQ(required->level, "cifartrain.io/rack");
+  spec = minimal_spec();
+  with({{"preferred", "cifartrain.io/block"}})(spec);
+  const auto preferred = parse_spec(spec).topology;
+  ASSERT_TRUE(preferred.has_value());
+  EXPECT_FALSE(preferred->required);
+  EXPECT_EQ(preferred->level, "cifartrain.io/block");
+  EXPECT_FALSE(parse_spec(minimal_spec()).topology.has_value());
+
+  const std::string field = "runPolicy.schedulingPolicy.topology";
+  expect_invalid(with(json::object()), field, "one of required or preferred");
+  expect_invalid(with({{"required", "a"}, {"preferred", "b"}}), field,
+                 "one of required or preferred");
+  expect_invalid(with({{"required", "cifartrain.io/rack"}}, ""), field,
+                 "needs runPolicy.schedulingPolicy.queue");
+}
+
 TEST(ParseSpec, WhatTheSchemaCannotCheckIsInvalidSpecNamingTheField) {
   expect_invalid(
       [](json& s) {

@@ -191,6 +191,30 @@ TEST(KueuePods, EveryPodCarriesTheGroup) {
   EXPECT_FALSE(plain["metadata"].contains("annotations"));
 }
 
+// Topology Aware Scheduling: every pod asks for the job's level alike, under one pod-set group
+// name, so that Kueue keeps the PS, the chief and the workers (each a pod set of its own shape)
+// in one domain.
+TEST(KueuePods, EveryPodCarriesTheTopologyRequest) {
+  for (const bool required : {true, false}) {
+    auto job = make_job();
+    job.spec.topology = JobSpec::Topology{required, "cifartrain.io/rack"};
+    const auto asked = std::string(required ? kueue::kPodSetRequiredTopologyAnnotation
+                                            : kueue::kPodSetPreferredTopologyAnnotation);
+    const auto other = std::string(required ? kueue::kPodSetPreferredTopologyAnnotation
+                                            : kueue::kPodSetRequiredTopologyAnnotation);
+    for (const auto& p : desired_pods(job)) {
+      const auto& annotations = p["metadata"]["annotations"];
+      EXPECT_EQ(annotations.value(asked, ""), "cifartrain.io/rack");
+      EXPECT_FALSE(annotations.contains(other));
+      EXPECT_EQ(annotations.value(std::string(kueue::kPodSetGroupNameAnnotation), ""), kGroup);
+    }
+  }
+  // Without a topology, no such annotation.
+  const auto plain = desired_pod(make_job(), Role::kMaster, 0)["metadata"]["annotations"];
+  EXPECT_FALSE(plain.contains(std::string(kueue::kPodSetRequiredTopologyAnnotation)));
+  EXPECT_FALSE(plain.contains(std::string(kueue::kPodSetGroupNameAnnotation)));
+}
+
 TEST(KueuePods, TheReleasePatchTakesOnlyKueuesFinalizer) {
   EXPECT_EQ(kueue::release_patch(),
             json::parse(R"({"metadata": {"$deleteFromPrimitiveList/finalizers":
