@@ -20,6 +20,8 @@ quota_percent=${4:-25}
 run_seconds=${5:-60}
 kubeconfig=$cluster/kubeconfig
 k() { kubectl --kubeconfig "$kubeconfig" "$@"; }
+# shellcheck source=bench/support/fleet.sh
+. "$here/support/fleet.sh"
 k get crd clusterqueues.kueue.x-k8s.io >/dev/null 2>&1 ||
   { echo "fleet_kueue.sh: no Kueue on $cluster: start it with deploy/sim-cluster/start.sh --kueue" >&2; exit 1; }
 pgrep -o -x cifar-operator >/dev/null || { echo "fleet_kueue.sh: no cifar-operator runs on $cluster" >&2; exit 1; }
@@ -28,31 +30,8 @@ gpus=$(($(k get nodes -l sim.cifartrain.io/kwok=true --no-headers | wc -l) * 8))
 quota=$((gpus * quota_percent / 100))
 ns=fleet-kueue
 k create namespace "$ns" >/dev/null
-k apply -f - >/dev/null <<EOF
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: $ns}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: $ns}
-spec:
-  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $ns}}
-  resourceGroups:
-  - coveredResources: [cpu, memory, nvidia.com/gpu]
-    flavors:
-    - name: $ns
-      resources:
-      - {name: cpu, nominalQuota: 100000}
-      - {name: memory, nominalQuota: 1000Ti}
-      - {name: nvidia.com/gpu, nominalQuota: $quota}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: fleet, namespace: $ns}
-spec: {clusterQueue: $ns}
-EOF
-k wait --for=jsonpath='{.status.conditions[?(@.type=="Active")].status}'=True "clusterqueue/$ns" --timeout=60s >/dev/null
+kueue_queue "$ns" fleet "$ns" "$quota" | k apply -f - >/dev/null
+kueue_queue_ready "$ns"
 echo "fleet_kueue.sh: $jobs jobs of 6 GPUs into a quota of $quota of the fleet's $gpus GPUs, $run_seconds s each" >&2
 
 start=$(date +%s.%N)

@@ -20,6 +20,8 @@ workers=${6:-8}
 gpus_per_worker=${7:-4}
 kubeconfig=$cluster/kubeconfig
 k() { kubectl --kubeconfig "$kubeconfig" "$@"; }
+# shellcheck source=bench/support/fleet.sh
+. "$here/support/fleet.sh"
 k get crd topologies.kueue.x-k8s.io >/dev/null 2>&1 ||
   { echo "fleet_topology.sh: no Kueue on $cluster: start it with deploy/sim-cluster/start.sh --kueue" >&2; exit 1; }
 [[ "$mode" =~ ^(required|preferred)$ ]] || { echo "fleet_topology.sh: required or preferred, not '$mode'" >&2; exit 2; }
@@ -43,36 +45,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 gpus=$(($(k get nodes -l sim.cifartrain.io/kwok=true --no-headers | wc -l) * 8))
 k create namespace "$ns" >/dev/null
-queue() {  # NAME FLAVOR-SPEC-EXTRA
-  cat <<EOF
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ResourceFlavor
-metadata: {name: $ns-$1}
-spec:
-  nodeLabels: {sim.cifartrain.io/kwok: "true"}
-  $2
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: ClusterQueue
-metadata: {name: $ns-$1}
-spec:
-  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: $ns}}
-  resourceGroups:
-  - coveredResources: [cpu, memory, nvidia.com/gpu]
-    flavors:
-    - name: $ns-$1
-      resources:
-      - {name: cpu, nominalQuota: 100000}
-      - {name: memory, nominalQuota: 1000Ti}
-      - {name: nvidia.com/gpu, nominalQuota: $gpus}
----
-apiVersion: kueue.x-k8s.io/v1beta2
-kind: LocalQueue
-metadata: {name: $1, namespace: $ns}
-spec: {clusterQueue: $ns-$1}
-EOF
-}
 {
   cat <<EOF
 apiVersion: kueue.x-k8s.io/v1beta2
@@ -84,12 +56,11 @@ spec:
   - nodeLabel: cifartrain.io/rack
   - nodeLabel: kubernetes.io/hostname
 EOF
-  queue placed "topologyName: $ns"
-  queue spread ""
+  kueue_queue "$ns-placed" placed "$ns" "$gpus" "{nodeLabels: {sim.cifartrain.io/kwok: \"true\"}, topologyName: $ns}"
+  kueue_queue "$ns-spread" spread "$ns" "$gpus" "{nodeLabels: {sim.cifartrain.io/kwok: \"true\"}}"
 } | k apply -f - >/dev/null
-for queue in placed spread; do
-  k wait --for=jsonpath='{.status.conditions[?(@.type=="Active")].status}'=True "clusterqueue/$ns-$queue" --timeout=60s >/dev/null
-done
+kueue_queue_ready "$ns-placed"
+kueue_queue_ready "$ns-spread"
 
 # The jobs, "spread-N" without the topology request first, "placed-N" with it once they all run:
 # Kueue's TAS counts another queue's pods on a node once they are bound, so groups admitted while
