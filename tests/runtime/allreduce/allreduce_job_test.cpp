@@ -750,12 +750,31 @@ TEST(AllReduceJob, AnElasticLaunchStartsAKilledRankAgainAndTheOthersHandItTheirS
   launcher.insert(launcher.end(), {"--max-restarts", "1"});
   const auto dir = work.path() / "elastic";
   const auto log = work.path() / "job.log";
+  // 576 samples, a global batch of 24: 24 steps an epoch; 5 epochs, so that the rank started
+  // again has time to start (its process and torch) while the two left train on.
+  constexpr int kEpochs = 5;
   ChildProcess job(command(work.path(), "elastic", launcher,
-                           {"-b", "8", "-e", "3", "--min-ranks", "2", "--rendezvous-settle", "1"}),
+                           {"-b", "8", "-e", std::to_string(kEpochs), "--min-ranks", "2",
+                            "--rendezvous-settle", "1"}),
                    log);
-  // 576 samples, a global batch of 24: 24 steps an epoch.
-  ASSERT_TRUE(cifar::testing::wait_for([&] { return newest_step(dir) >= 24; }, 120s))
+  // The latest round the job's log shows with all 3 ranks (-1: none yet).
+  const auto latest_round_of_3 = [&] {
+    const auto text = read_file(log);
+    std::smatch round;
+    int64_t latest = -1;
+    for (auto from = text.cbegin(); std::regex_search(
+             from, text.cend(), round, std::regex(" of 3: gloo process group of round (\\d+)"));
+         from = round.suffix().first) {
+      latest = std::max<int64_t>(latest, std::stoll(round[1].str()));
+    }
+    return latest;
+  };
+  // The kill once all three train together past the first epoch: under load one rank may start
+  // after the first round formed with two and join at a later step boundary.
+  ASSERT_TRUE(cifar::testing::wait_for(
+      [&] { return newest_step(dir) >= 24 && latest_round_of_3() >= 0; }, 120s))
       << read_file(log);
+  const auto round_of_3_before_the_kill = latest_round_of_3();
   const auto ranks = ranks_launched_by(job.pid());
   ASSERT_EQ(ranks.size(), 3U) << read_file(log);
   ::kill(ranks[1], SIGKILL);
@@ -768,19 +787,13 @@ TEST(AllReduceJob, AnElasticLaunchStartsAKilledRankAgainAndTheOthersHandItTheirS
       << text;
   // The others went on in their processes: launch started none of them again.
   EXPECT_EQ(text.find("exited with"), text.rfind("exited with")) << text;
-  // A round of 3 after the first: the rank started again among them (as they regrouped, or at a
+  // A round of 3 after the kill: the rank started again among them (as they regrouped, or at a
   // step boundary of the two), handed their state from memory.
-  std::smatch round;
-  int64_t latest_round_of_3 = 0;
-  for (auto from = text.cbegin(); std::regex_search(
-           from, text.cend(), round, std::regex(" of 3: gloo process group of round (\\d+)"));
-       from = round.suffix().first) {
-    latest_round_of_3 = std::max<int64_t>(latest_round_of_3, std::stoll(round[1].str()));
-  }
-  EXPECT_GT(latest_round_of_3, 0) << text;
+  EXPECT_GT(latest_round_of_3(), round_of_3_before_the_kill) << text;
   EXPECT_NE(text.find("memory (no checkpoint read)"), std::string::npos) << text;
-  EXPECT_EQ(newest_step(dir), 3 * 24);
-  EXPECT_EQ(recorded_epochs(dir), (std::vector<int>{1, 2, 3})) << read_file(dir / "monitor.jsonl");
+  EXPECT_EQ(newest_step(dir), kEpochs * 24);
+  EXPECT_EQ(recorded_epochs(dir), (std::vector<int>{1, 2, 3, 4, 5}))
+      << read_file(dir / "monitor.jsonl");
   EXPECT_EQ(epochs_not_training_each_sample_once(dir, 576), std::vector<nlohmann::json>{});
 }
 
