@@ -8,10 +8,10 @@
 # otherwise); the spread jobs show the count can tell them apart (the operator spreads a job's pods
 # over nodes). Leaves the fleet as it found it (namespace, queues, flavors and Topology deleted).
 #   bench/fleet_topology.sh [build-dir] [cluster-dir] [jobs] [required|preferred] [level] [workers] [gpus]
-#   (build, build/cluster-sim, 50, required, cifartrain.io/rack, 8, 4)
+#   (build, build/cluster-sim, 50, required, cifartrain.io/rack, 8, 4; build-dir is not read: the
+#   argument stands first, as in the other fleet scripts)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
 cluster=$(cd "${2:-build/cluster-sim}" && pwd)
 jobs=${3:-50}
 mode=${4:-required}
