@@ -321,12 +321,13 @@ JobSpec parse_spec(const json& spec) {
                       "share: its chief, which writes the run, moves among them");
   }
   parse_run_policy(spec, s);
-  if (s.elastic() && !s.queue.empty()) {
-    // Kueue admits a pod group of a fixed size; how an elastic job's size changes are admitted is
-    // not built yet (docs/ARCHITECTURE.md, "Elastic jobs").
-    throw InvalidSpec("runPolicy.schedulingPolicy.queue",
-                      "an elastic job (replicaSpecs.Worker.minReplicas) cannot be queued in Kueue "
-                      "yet: submit it without a queue, or as a fixed-size job");
+  if (s.elastic() && s.topology) {
+    // Its workers above the minimum are Kueue groups of their own, each placed as it is admitted
+    // (docs/ARCHITECTURE.md, "Elastic jobs"): no one domain could be promised for the job.
+    throw InvalidSpec("runPolicy.schedulingPolicy.topology",
+                      "not for an elastic job (replicaSpecs.Worker.minReplicas): Kueue admits and "
+                      "places its workers above the minimum one by one, so one topology domain "
+                      "cannot hold the job");
   }
   return s;
 }

@@ -215,6 +215,7 @@ void from_json(const json& j, JobStatus& status) {
     workers.desired = w->value("desired", 0);
     workers.selector = w->value("selector", "");
     workers.reason = w->value("reason", "");
+    workers.message = w->value("message", "");
   }
   if (const auto r = j.find("reason"); r != j.end()) status.summary_reason = r->get<std::string>();
   if (const auto m = j.find("message"); m != j.end()) {
@@ -264,6 +265,7 @@ void to_json(json& j, const JobStatus& status) {
                     {"summary", std::to_string(w.training) + "/" + std::to_string(w.desired)},
                     {"selector", w.selector}};
     if (!w.reason.empty()) j["workers"]["reason"] = w.reason;
+    if (!w.message.empty()) j["workers"]["message"] = w.message;
   }
   if (status.summary_reason) j["reason"] = *status.summary_reason;
   if (status.summary_message) j["message"] = *status.summary_message;

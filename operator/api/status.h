@@ -73,6 +73,9 @@ inline constexpr std::string_view kPodStopped = "PodStopped";
 inline constexpr std::string_view kWorkerLeaving = "WorkerLeaving";
 // An elastic job's world (the workers training in its newest round) changed: who joined, who left.
 inline constexpr std::string_view kWorldChanged = "WorldChanged";
+// An elastic job's worker above minReplicas waits for Kueue to admit its group while the others
+// train (status.workers.reason, and an Event as it starts waiting).
+inline constexpr std::string_view kWaitingForAdmission = "WaitingForAdmission";
 // A pod deleted on purpose whose grace period ran out before its graceful stop had saved the
 // job's state (unsaved_stop.h): an Event only; the job goes on from its last checkpoint.
 inline constexpr std::string_view kStopNotSaved = "StopNotSaved";
@@ -168,9 +171,10 @@ struct WorkerCount {
   int desired = 0;       // replicaSpecs.Worker.replicas
   std::string selector;  // the label selector of the job's workers, for an autoscaler
   std::string reason;    // why training differs from desired ("" when they agree)
+  std::string message;   // the reason in words, where there is more to say (who waits for what)
   bool operator==(const WorkerCount& other) const {
     return training == other.training && desired == other.desired && selector == other.selector &&
-           reason == other.reason;
+           reason == other.reason && message == other.message;
   }
 };
 

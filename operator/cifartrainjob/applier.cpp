@@ -190,11 +190,10 @@ void Applier::update_status_and_delete(const json& object, const Job& job, const
       if (e.status() != 404) throw;
     }
   }
-  if (plan.delete_workload) {
+  for (const auto& workload : plan.delete_workloads) {
     try {
-      client_.remove(kueue::workloads(job.namespace_).named(*plan.delete_workload));
-      spdlog::info("{}: deleted Kueue Workload {}, whose admission ended", key,
-                   *plan.delete_workload);
+      client_.remove(kueue::workloads(job.namespace_).named(workload));
+      spdlog::info("{}: deleted Kueue Workload {}, whose admission ended", key, workload);
     } catch (const kube::ApiError& e) {
       if (e.status() != 404) throw;
     }

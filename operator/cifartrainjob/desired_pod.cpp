@@ -204,7 +204,9 @@ json pod_from_template(const Job& job, Role role, int index) {
   if (!metadata.contains("labels")) metadata["labels"] = json::object();
   metadata["labels"].update(replica_labels(job, role, index));
   metadata["ownerReferences"] = json::array({owner_reference(job)});
-  if (!job.spec.queue.empty()) join_pod_group(job, metadata);
+  if (!job.spec.queue.empty()) {
+    join_pod_group(job, role == Role::kWorker ? std::optional<int>(index) : std::nullopt, metadata);
+  }
   pod["spec"]["hostname"] = pod_name(job, role, index);
   pod["spec"]["subdomain"] = job.name;
   return pod;
@@ -301,6 +303,8 @@ json desired_rendezvous_store(const Job& job) {
         // the kubelet; the workers retry until the store answers.
         {"securityContext", restricted_container()}}});
   pod["spec"] = std::move(spec);
+  // Part of the job's own Kueue group: the workers cannot train without it.
+  if (!s.queue.empty()) join_pod_group(job, std::nullopt, pod["metadata"]);
   return pod;
 }
 

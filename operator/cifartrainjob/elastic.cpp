@@ -78,9 +78,12 @@ std::string why_it_left(const Job& job, int index, const PodsByName& pods, const
 
 }  // namespace
 
-void count_workers(const Job& job, const PodsByName& pods, JobStatus& status) {
+void count_workers(const Job& job, const PodsByName& pods,
+                   const std::map<int, std::string>& waiting_for_admission, Plan& plan) {
+  auto& status = plan.status;
   const int desired = job.spec.count(Role::kWorker);
   if (desired == 0) return;
+  const auto reason_before = status.workers ? status.workers->reason : std::string();
   int ready = 0;
   for (const auto& [name, pod] : pods) {
     if (pod_role(pod) == Role::kWorker && !pod_terminating(pod) && pod_ready(pod)) ++ready;
@@ -94,6 +97,18 @@ void count_workers(const Job& job, const PodsByName& pods, JobStatus& status) {
                      std::string(contract::role_name(Role::kWorker));
   if (workers.training < desired) workers.reason = "Joining";
   if (workers.training > desired) workers.reason = "Leaving";
+  if (!waiting_for_admission.empty()) {
+    workers.reason = reason::kWaitingForAdmission;
+    for (const auto& [index, why] : waiting_for_admission) {
+      workers.message += (workers.message.empty() ? "" : "; ") +
+                         pod_name(job, Role::kWorker, index) + " waits in queue " + job.spec.queue +
+                         " for Kueue to admit it (" + why + ")";
+    }
+    workers.message += "; the others train on";
+    if (reason_before != reason::kWaitingForAdmission) {
+      plan.events.push_back({"Normal", std::string(reason::kWaitingForAdmission), workers.message});
+    }
+  }
   status.workers = workers;
 }
 

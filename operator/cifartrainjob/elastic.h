@@ -4,7 +4,9 @@
 // worker's replacement need nothing here.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "api/job.h"
 #include "cifartrainjob/plan.h"
@@ -22,11 +24,14 @@ void keep_rendezvous_store(const Job& job, const PodsByName& pods, Plan& plan);
 // path), with an Event; not charged to backoffLimit. Nothing for a fixed job.
 void retire_surplus_workers(const Job& job, const PodsByName& pods, Plan& plan);
 
-// status.workers: the workers training against the desired size. An elastic job's training are
-// its world's (status.progress.world, the workers of the newest round) once one was reported;
+// plan.status.workers: the workers training against the desired size. An elastic job's training
+// are its world's (status.progress.world, the workers of the newest round) once one was reported;
 // before, and for a fixed job, the workers whose pod is ready (of any index: a leaving one still
-// trains until it stops).
-void count_workers(const Job& job, const PodsByName& pods, JobStatus& status);
+// trains until it stops). `waiting_for_admission` (kueue_integration.h): the workers Kueue has not
+// admitted, with why; while there are any the reason is WaitingForAdmission, the message names
+// them, and an Event says so as they start waiting.
+void count_workers(const Job& job, const PodsByName& pods,
+                   const std::map<int, std::string>& waiting_for_admission, Plan& plan);
 
 // An elastic job whose world changed from the one in `progress_before` (the status.progress read
 // before this round) to plan.status.progress's: a Normal Event WorldChanged naming who joined and

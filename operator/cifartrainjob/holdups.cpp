@@ -43,7 +43,8 @@ std::string Holdup::describe(Clock::time_point now) const {
 
 std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
                                  const std::map<std::string, std::string>& foreign,
-                                 const NodeTroubles& troubled, std::optional<Time> admitted_since) {
+                                 const NodeTroubles& troubled,
+                                 const AdmittedSince& admitted_since) {
   const auto& spec = job.spec;
   std::vector<Holdup> holdups;
   for (const auto& [name, controller] : foreign) {
@@ -98,7 +99,8 @@ std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
       holdup.permanent = cannot_heal(waiting->reason);
     }
     auto created = pod_created_at(pod);
-    if (created && admitted_since && *admitted_since > *created) created = admitted_since;
+    const auto admitted = admitted_since ? admitted_since(pod) : std::nullopt;
+    if (created && admitted && *admitted > *created) created = admitted;
     if (!pod_started(pod) && created) {
       holdup.since = *created;
       if (spec.startup_deadline_seconds > 0) {
@@ -114,7 +116,7 @@ std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
 
 void report_holdups(const Job& job, const PodsByName& pods,
                     const std::map<std::string, std::string>& foreign, const NodeTroubles& troubled,
-                    Clock::time_point now, Plan& plan, std::optional<Time> admitted_since) {
+                    Clock::time_point now, Plan& plan, const AdmittedSince& admitted_since) {
   auto& status = plan.status;
   auto holdups = find_holdups(job, pods, foreign, troubled, admitted_since);
   // A pod this round deletes for good is reported by its Event, not as still waiting; nor is one

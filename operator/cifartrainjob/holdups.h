@@ -5,7 +5,9 @@
 // that cannot heal (InvalidImageName) fails it at once.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,19 +34,21 @@ struct Holdup {
   std::optional<NodeTrouble> node_trouble;                          // and what is wrong with it
   [[nodiscard]] std::string describe(Clock::time_point now) const;  // "pod x is waiting: ..."
 };
+// When Kueue admitted a pod's group, if it did (nullptr: no queue).
+using AdmittedSince = std::function<std::optional<Time>(const nlohmann::json& pod)>;
 // `foreign` names held by pods the job does not control come first (reason NotOwned). A pod's
 // startup deadline counts from its creation, or from `admitted_since` (Kueue admitted its group)
 // if that is later: a pod gated in a queue has not begun to start.
 std::vector<Holdup> find_holdups(const Job& job, const PodsByName& pods,
                                  const std::map<std::string, std::string>& foreign = {},
                                  const NodeTroubles& troubled = {},
-                                 std::optional<Time> admitted_since = std::nullopt);
+                                 const AdmittedSince& admitted_since = nullptr);
 // Ends the job on a holdup past its deadline or one that cannot heal; otherwise sets condition
 // PodsNotReady from the first holdup with a reason (a Warning Event when that is news), or turns it
 // False when nothing holds the pods, and asks to look again at the next deadline.
 void report_holdups(const Job& job, const PodsByName& pods,
                     const std::map<std::string, std::string>& foreign, const NodeTroubles& troubled,
                     Clock::time_point now, Plan& plan,
-                    std::optional<Time> admitted_since = std::nullopt);
+                    const AdmittedSince& admitted_since = nullptr);
 
 }  // namespace cifar::op

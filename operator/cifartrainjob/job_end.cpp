@@ -34,7 +34,7 @@ void finish(const Job& job, const PodsByName& pods, bool succeeded, std::string_
   const auto& spec = job.spec;
   auto& status = plan.status;
   plan.create_pods.clear();
-  plan.delete_workload.reset();  // Kueue would delete the pods kept by cleanPodPolicy with it
+  plan.delete_workloads.clear();  // Kueue would delete the pods kept by cleanPodPolicy with it
   plan.create_token_secret = false;
   plan.create_network_policy.reset();
   plan.create_service.reset();

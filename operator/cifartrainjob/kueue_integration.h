@@ -6,6 +6,7 @@
 // for Kueue's finalizer and the Workload of an admission that ended.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -23,15 +24,28 @@ namespace cifar::op {
 // The Kueue pod group of a job with a queue: "<job>-<first 8 characters of its uid>" (at most 60
 // characters: job names are at most 51). Its Workload has this name. A job deleted and applied
 // again under its name is a new group, never counted to the old one's Workload.
+//
+// An elastic job is more than one group (docs/ARCHITECTURE.md, "Elastic jobs"): Kueue v0.17
+// admits a plain pod group of a fixed size, so this group is the part that never changes (its
+// rendezvous store and its first minReplicas workers), admitted all or nothing, and each worker
+// above the minimum is a group of one of its own (worker_pod_group_name), admitted when the quota
+// has room for it while the others train, and ended, its quota given back, when it leaves.
 std::string pod_group_name(const Job& job);
-// The inverse: the name of the job whose pod group (and Workload) is `group`, nullopt for a name
-// pod_group_name does not make. From the name alone, so also once the group's pods are gone.
+// The group of elastic worker `index` (>= minReplicas): "<job>-<first 6 characters of its
+// uid>-<index>", at most 63 characters (a label value's limit) for a 51-character job name and
+// index 1023 (maxReplicas is at most 1024).
+std::string worker_pod_group_name(const Job& job, int index);
+// Whether worker `index` of the job is a group of its own (an elastic job's, above minReplicas).
+bool in_own_pod_group(const JobSpec& spec, int index);
+// The inverse of both: the name of the job whose pod group (and Workload) is `group`, nullopt for
+// a name they do not make. From the name alone, so also once the group's pods are gone.
 std::optional<std::string> job_name_of_pod_group(std::string_view group);
 
-// Makes a pod of a job with a queue one of its pod group: the queue's and the group's labels, the
-// group's size, and the job's topology request (JobSpec::topology) for Kueue's Topology Aware
-// Scheduling.
-void join_pod_group(const Job& job, nlohmann::json& pod_metadata);
+// Makes a pod of a job with a queue one of its pod groups (`worker_index`: a worker's index, for
+// an elastic job's worker above the minimum; nullopt for any other pod): the queue's and the
+// group's labels, the group's size, and the job's topology request (JobSpec::topology) for
+// Kueue's Topology Aware Scheduling.
+void join_pod_group(const Job& job, std::optional<int> worker_index, nlohmann::json& pod_metadata);
 
 // Why a job with a queue waits, its state Queued with this reason and message: some of its pods
 // are gated until Kueue admits its group (Kueue's reason and message; WaitingForWorkload before
@@ -46,6 +60,30 @@ struct QueueWait {
 };
 std::optional<QueueWait> queue_wait(const Job& job, const PodsByName& pods,
                                     const Observed& observed, const JobStatus& status);
+
+// The workers of an elastic job above minReplicas that wait for Kueue to admit them, by index,
+// with Kueue's why: their pods are gated while the others train. Empty when none waits.
+std::map<int, std::string> workers_waiting_for_admission(const Job& job, const PodsByName& pods,
+                                                         const Observed& observed);
+// When Kueue admitted `pod`'s group (the job's, or an elastic worker's own), if it did.
+std::optional<Time> group_admitted_since(const Job& job, const nlohmann::json& pod,
+                                         const Observed& observed);
+// An elastic job's workers above the minimum are made only once the job's own group is admitted:
+// made with it, Kueue may admit one of them first, with quota the job's group then lacks, and
+// the worker, which cannot train without the others, holds what they wait for (seen on the
+// cluster). So while the job waits in its queue (`queued`, queue_wait's) they are not made.
+bool waits_for_the_jobs_admission(const JobSpec& spec, int index,
+                                  const std::optional<QueueWait>& queued);
+// For the same reason, those there go while the job waits in its queue again (Kueue evicted its
+// group: they have nobody to train with); they come back once it is admitted.
+void remove_workers_of_a_queued_job(const Job& job, const PodsByName& pods,
+                                    const std::optional<QueueWait>& queued, Plan& plan);
+// The group of an elastic job's worker `index` ended an admission and its Workload is still
+// there (the worker left, failed or was preempted): it is deleted (plan.delete_workloads) and the
+// worker is not created again until it is gone, so that it queues as a new group. True while the
+// worker's pod must wait for that.
+bool worker_waits_for_its_ended_workload(const Job& job, int index, const Observed& observed,
+                                         Plan& plan);
 
 // Kueue's preemption and the readmission after it. Kueue evicted the group (preempted it, or
 // evicted it for another reason) if its Workload says so, or the pods it stops do (they outlive a

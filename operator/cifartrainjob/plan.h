@@ -37,6 +37,9 @@ struct Observed {
   // false until the cache of Workloads has synced (nothing is decided from its absence before).
   std::optional<kueue::WorkloadState> workload;
   bool workload_known = true;
+  // An elastic job's workers above minReplicas are groups of their own (kueue_integration.h):
+  // their Workloads, by worker index, those Kueue has made.
+  std::map<int, kueue::WorkloadState> worker_workloads;
   // The job's pods deleted since the last round that were killed at the end of their grace
   // period, as the API server last showed them (unsaved_stop.h): nowhere else is their end seen.
   std::vector<nlohmann::json> deleted_pods;
@@ -64,9 +67,9 @@ struct Plan {
   // a failed pod of a group until a replacement appears, and the replacement, of the same name,
   // cannot be created while it is there.
   std::vector<std::string> release_pods;
-  // The Kueue Workload of an admission that ended (the group was preempted, suspended, or all its
-  // pods ended): deleted before the pods are created again, which then queue as a new group.
-  std::optional<std::string> delete_workload;
+  // Kueue Workloads of admissions that ended (the group was preempted, suspended, or all its pods
+  // ended): deleted before their pods are created again, which then queue as a new group.
+  std::vector<std::string> delete_workloads;
   JobStatus status;  // the job's whole new status
   // The restarts backoffLimit counts, status.restarts as this round leaves it (restart_count.h),
   // for the operator's metrics.

@@ -119,6 +119,11 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
       // A name held by a pod the job does not control is reported (report_holdups), not taken.
       if (foreign.count(pod_name(job, role, index)) > 0) continue;
       if (role == Role::kPs && chief_held) continue;
+      if (role == Role::kWorker &&
+          (waits_for_the_jobs_admission(spec, index, queued) ||
+           worker_waits_for_its_ended_workload(job, index, observed, plan))) {
+        continue;
+      }
       plan.create_pods.push_back(desired_pod(job, role, index));
       avoid_nodes(plan.create_pods.back(),
                   status.suspect_nodes.value_or(std::vector<std::string>{}));
@@ -127,7 +132,8 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
     keep_rendezvous_store(job, pods, plan);
   }
   retire_surplus_workers(job, pods, plan);
-  count_workers(job, pods, status);
+  remove_workers_of_a_queued_job(job, pods, queued, plan);
+  count_workers(job, pods, workers_waiting_for_admission(job, pods, observed), plan);
   for (const auto& name : tally.stopped) {
     plan.delete_pods.push_back(name);
     plan.events.push_back({"Normal", std::string(reason::kPodStopped),
@@ -164,8 +170,9 @@ void reconcile_replicas(const Job& job, const PodsByName& pods, const Observed& 
   set_progressing_state(job, tally,
                         !tally.retryable.empty() || !tally.stopped.empty() || !replaced.empty(),
                         queued, now, plan);
-  report_holdups(job, pods, foreign, observed.troubled_nodes, now, plan,
-                 observed.workload ? observed.workload->admitted_since : std::nullopt);
+  report_holdups(
+      job, pods, foreign, observed.troubled_nodes, now, plan,
+      [&](const nlohmann::json& pod) { return group_admitted_since(job, pod, observed); });
 }
 
 }  // namespace cifar::op

@@ -14,8 +14,8 @@
 namespace cifar::op {
 
 // The in-place restarts of `pod` that count: all the kubelet made, less the latest when it followed
-// a refusal (contract::is_refusal: the store's or the dataset's): a refusal ends the job and is never
-// retried, so that restart, the kubelet's alone (OnFailure), was no try of the job's.
+// a refusal (contract::is_refusal: the store's or the dataset's): a refusal ends the job and is
+// never retried, so that restart, the kubelet's alone (OnFailure), was no try of the job's.
 int64_t chargeable_restarts(const nlohmann::json& pod);
 // Charges every pod of `pods` its chargeable restarts as they stand (a charge is never lowered)
 // and returns the new status.restarts.

@@ -30,6 +30,14 @@ void WorkloadWatch::observe(const Job& job, Observed& observed) {
   if (const auto cached = workloads_.get(job.namespace_ + "/" + pod_group_name(job))) {
     observed.workload = kueue::workload_state(*cached);
   }
+  if (!job.spec.elastic()) return;
+  const auto& workers = job.spec.replicas.at(Role::kWorker);
+  for (int index = workers.min_replicas; index < workers.max_replicas; ++index) {
+    if (const auto cached =
+            workloads_.get(job.namespace_ + "/" + worker_pod_group_name(job, index))) {
+      observed.worker_workloads.emplace(index, kueue::workload_state(*cached));
+    }
+  }
 }
 
 }  // namespace cifar::op

@@ -22,8 +22,8 @@ class WorkloadWatch {
   // `namespace_`: where the jobs are ("": every namespace).
   WorkloadWatch(kube::Client& client, const std::string& namespace_, OnChange on_change);
 
-  // Observed::workload and workload_known for a job with a queue (the watch starts with the first
-  // such job); nothing for a job without one.
+  // Observed::workload, worker_workloads and workload_known for a job with a queue (the watch
+  // starts with the first such job); nothing for a job without one.
   void observe(const Job& job, Observed& observed);
   void stop() { workloads_.stop(); }
 

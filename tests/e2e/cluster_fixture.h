@@ -135,7 +135,7 @@ class Cluster : public ::testing::Test {
     if (!stalls_expected_) {
       const auto alarms =
           kubectl({"get", "events", "-n", ns_, "--field-selector", "reason=TrainersStalled", "-o",
-                   "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}"});
+                   R"(jsonpath={range .items[*]}{.message}{"\n"}{end})"});
       EXPECT_EQ(alarms.output, "") << "the stall rule's false alarms";
     }
     if (HasFailure()) {
@@ -423,6 +423,36 @@ class Cluster : public ::testing::Test {
     return kubectl(
         {"patch", "ctj", name, "-n", ns_, "--type=merge", "-p",
          std::string(R"({"spec":{"runPolicy":{"suspend":)") + (on ? "true" : "false") + "}}}"});
+  }
+
+  // An elastic job (docs/ARCHITECTURE.md, "Elastic jobs"): `kubectl scale`, as a user resizes it.
+  int scale(const std::string& job, int replicas) {
+    const auto scaled = kubectl(
+        {"scale", "cifartrainjob/" + job, "-n", ns_, "--replicas=" + std::to_string(replicas)});
+    EXPECT_EQ(scaled.exit_code, 0) << scaled.output;
+    return scaled.exit_code;
+  }
+  std::string logs(const std::string& pod_name) {
+    return kubectl({"logs", pod_name, "-n", ns_}).output;
+  }
+  // Whether `pod_name` trains in a round of `world` ranks (its log's "rank R of N: gloo").
+  bool trains_in_a_world_of(const std::string& pod_name, int world) {
+    return logs(pod_name).find(" of " + std::to_string(world) + ": gloo process group") !=
+           std::string::npos;
+  }
+  // status.progress.world.workers: the workers of the group that trains now, as the operator
+  // scraped them.
+  json world_workers(const std::string& job) {
+    return status_of(job)
+        .value("progress", json::object())
+        .value("world", json::object())
+        .value("workers", json());
+  }
+  // The messages of the namespace's Events of `reason`, space-separated.
+  std::string events(const std::string& reason) {
+    return kubectl({"get", "events", "-n", ns_, "--field-selector", "reason=" + reason, "-o",
+                    "jsonpath={.items[*].message}"})
+        .output;
   }
 
   // Whether pod `pod_name`'s current container has trained a step since it said `since` (on its

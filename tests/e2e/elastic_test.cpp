@@ -17,29 +17,7 @@ namespace {
 
 class Elastic : public Cluster {
  protected:
-  std::string logs(const std::string& pod_name) {
-    return kubectl({"logs", pod_name, "-n", ns_}).output;
-  }
-  // Whether `pod_name` trains in a round of `world` ranks (its log's "rank R of N: gloo").
-  bool trains_in_a_world_of(const std::string& pod_name, int world) {
-    return logs(pod_name).find(" of " + std::to_string(world) + ": gloo process group") !=
-           std::string::npos;
-  }
   std::string uid(const std::string& pod_name) { return pod(pod_name)["metadata"]["uid"]; }
-  // The messages of the namespace's Events of `reason`, space-separated.
-  std::string events(const std::string& reason) {
-    return kubectl({"get", "events", "-n", ns_, "--field-selector", "reason=" + reason, "-o",
-                    "jsonpath={.items[*].message}"})
-        .output;
-  }
-  // status.progress.world.workers: the workers of the group that trains now, as the operator
-  // scraped them.
-  json world_workers(const std::string& job) {
-    return status_of(job)
-        .value("progress", json::object())
-        .value("world", json::object())
-        .value("workers", json());
-  }
   // Seconds from `pod_name`'s container start to its log's first line that says `said` after one
   // that says `after` (to the second: the API's startedAt is whole seconds); -1 if none.
   int64_t seconds_from_start_to(const std::string& pod_name, const std::string& after,
@@ -55,12 +33,6 @@ class Elastic : public Cluster {
       return (op::parse_time(line.substr(0, 19) + "Z") - op::parse_time(started)).count();
     }
     return -1;
-  }
-  int scale(const std::string& job, int replicas) {
-    const auto scaled = kubectl(
-        {"scale", "cifartrainjob/" + job, "-n", ns_, "--replicas=" + std::to_string(replicas)});
-    EXPECT_EQ(scaled.exit_code, 0) << scaled.output;
-    return scaled.exit_code;
   }
 };
 

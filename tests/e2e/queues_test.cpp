@@ -3,7 +3,8 @@
 // names a LocalQueue is one Kueue pod group: all-or-nothing (two jobs for a quota of one: one runs
 // whole, the other waits with every pod gated, then runs), its quota given back when it ends (a PS
 // job's pods included), and a preemption by a higher-priority job that is not charged as a restart
-// and resumes from the checkpoint once readmitted.
+// and resumes from the checkpoint once readmitted. An elastic job in a queue: its workers above
+// the minimum admitted one by one while the others train.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -335,6 +336,111 @@ TEST_F(Queues, APreemptedJobIsNotChargedAndResumesFromItsCheckpoint) {
   EXPECT_GE(cost.resumed_from, cost.stopped_after - 1) << rank0;
   EXPECT_LE(cost.resumed_from, cost.stopped_after) << rank0;
   EXPECT_EQ(recorded_epochs(dir), every_epoch_once(kLowEpochs));
+}
+
+// A ClusterQueue of 800m CPU (and memory enough: the rendezvous store asks for some) for an
+// elastic job whose own group (its store, 50m, and two workers of 300m) fits, and whose third
+// worker (300m more) does not until the quota grows.
+class ElasticQueues : public Queues {
+ protected:
+  [[nodiscard]] std::string quota_resources() const override { return "cpu, memory"; }
+  [[nodiscard]] std::string quota() const override {
+    return "{name: cpu, nominalQuota: 800m}, {name: memory, nominalQuota: 64Gi}";
+  }
+  void set_cpu_quota(const std::string& quota) {
+    const auto patched =
+        kubectl({"patch", "clusterqueue", ns_, "--type=json", "-p",
+                 R"([{"op": "replace", "path": "/spec/resourceGroups/0/flavors/0/resources/0/)"
+                 R"(nominalQuota", "value": ")" +
+                     quota + R"("}])"});
+    ASSERT_EQ(patched.exit_code, 0) << patched.output;
+  }
+  json workers_status(const std::string& job) {
+    return status_of(job).value("workers", json::object());
+  }
+};
+
+// Enough epochs of the slice (20 steps each: a global batch of 3 x 25 that divides its 1500
+// samples) for a worker to be admitted, join, and leave mid-run.
+constexpr int kEpochsForAnAdmissionAndALeave = 16;
+
+// Kueue v0.17 admits a plain pod group of a fixed size: an elastic job's fixed part (its store
+// and minReplicas workers) is one group, admitted whole, and each worker above the minimum a group
+// of one, admitted when the quota has room while the others train; a scale-down ends the
+// worker's group and gives its quota back (docs/ARCHITECTURE.md, "Elastic jobs").
+TEST_F(ElasticQueues, AWorkerBeyondTheQuotaWaitsWhileTheOthersTrainAndAScaleDownGivesItsQuotaBack) {
+  data_and_checkpoint_volumes();
+  checkpoint_every_steps_ = 8;
+  batch_size_ = 25;
+  submit("flex", kAllReduce,
+         "    Worker: {replicas: 3, minReplicas: 2, maxReplicas: 3, "
+         "resources: {requests: {cpu: 300m}}}\n",
+         in_queue(), "cifar10", kEpochsForAnAdmissionAndALeave);
+  ASSERT_TRUE(wait_until_training("flex")) << diagnose("flex");
+  // Workers 0 and 1 train as a world of 2; worker 2 waits, gated, and the job says why in Kueue's
+  // words, once, while its state is Running (not Queued: its own group was admitted).
+  EXPECT_TRUE(wait_for(
+      [&] {
+        const auto workers = workers_status("flex");
+        return workers.value("reason", "") == "WaitingForAdmission" &&
+               workers.value("message", "").find("flex-worker-2 waits in queue team") !=
+                   std::string::npos &&
+               workers.value("message", "").find("insufficient") != std::string::npos;
+      },
+      seconds(60)))
+      << workers_status("flex").dump();
+  EXPECT_EQ(state("flex"), "Running");
+  EXPECT_TRUE(trains_in_a_world_of("flex-worker-0", 2)) << logs("flex-worker-0");
+  EXPECT_FALSE(pod("flex-worker-2")["spec"].value("schedulingGates", json::array()).empty());
+  EXPECT_NE(events("WaitingForAdmission").find("flex-worker-2 waits"), std::string::npos)
+      << events("WaitingForAdmission");
+  EXPECT_EQ(in_use(), "650m");  // the store and two workers
+
+  // The quota grows: Kueue admits worker 2's group, and it joins the two at a step boundary.
+  const auto grown = Steady::now();
+  set_cpu_quota("1");
+  EXPECT_TRUE(wait_for([&] { return trains_in_a_world_of("flex-worker-2", 3); }, seconds(120)))
+      << logs("flex-worker-2") << diagnose("flex");
+  std::cerr << "flex-worker-2: training in a world of 3 " << seconds_since(grown)
+            << " s after the quota grew\n";
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return world_workers("flex") == json{0, 1, 2};
+      },
+      seconds(30)))
+      << status_of("flex").dump();
+  EXPECT_TRUE(
+      wait_for([&] { return workers_status("flex").value("reason", "").empty(); }, seconds(30)))
+      << workers_status("flex").dump();
+  EXPECT_EQ(in_use(), "950m");
+
+  // Scaled down: worker 2 leaves at a step boundary, its group ends, and Kueue has its quota
+  // again while the two train on.
+  const auto shrunk = Steady::now();
+  ASSERT_EQ(scale("flex", 2), 0);
+  EXPECT_TRUE(wait_for([&] { return !pod_exists("flex-worker-2"); }, seconds(90)))
+      << diagnose("flex");
+  EXPECT_TRUE(wait_for([&] { return in_use() == "650m"; }, seconds(60))) << in_use();
+  std::cerr << "flex-worker-2: its quota back " << seconds_since(shrunk)
+            << " s after the scale-down\n";
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return world_workers("flex") == json{0, 1};
+      },
+      seconds(60)))
+      << status_of("flex").dump();
+  EXPECT_EQ(state("flex"), "Running") << diagnose("flex");
+
+  ASSERT_TRUE(wait_for_state("flex", "Succeeded", seconds(600))) << diagnose("flex");
+  EXPECT_EQ(restart_count("flex-worker-0"), 0);
+  EXPECT_EQ(restart_count("flex-worker-1"), 0);
+  EXPECT_EQ(status_of("flex").value("restarts", -1), 0) << status_of("flex").dump();
+  EXPECT_EQ(recorded_epochs(run_dir("flex")), every_epoch_once(kEpochsForAnAdmissionAndALeave));
+  EXPECT_EQ(epochs_not_training_each_sample_once(run_dir("flex"), kSliceTrainingSamples),
+            std::vector<json>{});
+  // The job ended: every group with it, nothing of the quota held.
+  EXPECT_TRUE(wait_for([&] { return admitted_workloads() == 0 && in_use() == "0"; }, seconds(60)))
+      << "admitted " << admitted_workloads() << ", cpu in use " << in_use();
 }
 
 }  // namespace

@@ -256,6 +256,11 @@ TEST_F(CifarTrainJobCrd, InvalidSpecsAreRefusedWithAMessageNamingTheProblem) {
        kValidSpec + "  runPolicy: {schedulingPolicy: {queue: team-a, topology: "
                     "{required: cifartrain.io/rack, preferred: cifartrain.io/block}}}\n",
        "give one of required or preferred"},
+      {"a topology for an elastic job",
+       elastic_spec("replicas: 2, minReplicas: 1, maxReplicas: 4") +
+           "  checkpoint: {volume: {claimName: c}}\n"
+           "  runPolicy: {schedulingPolicy: {queue: team-a, topology: {required: rack}}}\n",
+       "topology is not for an elastic job"},
       {"a topology of neither",
        kValidSpec + "  runPolicy: {schedulingPolicy: {queue: team-a, topology: {}}}\n",
        "give one of required or preferred"},

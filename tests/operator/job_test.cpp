@@ -112,7 +112,8 @@ void expect_invalid(const std::function<void(json&)>& edit, const std::string& f
 }
 
 // An elastic job's bounds, as the CRD's CEL rules check them, for a server that did not; and what
-// only the operator knows: an elastic job shares its run, and is not queued (not built yet).
+// only the operator knows: an elastic job shares its run. Queued it may be, but not placed in one
+// topology domain: its workers above the minimum are admitted one by one.
 TEST(ParseSpec, AnElasticJobsBoundsAndNeedsAreInvalidSpecNamingTheField) {
   const auto elastic = [](json& s, int replicas, int min, int max) {
     s["replicaSpecs"]["Worker"] = {
@@ -162,12 +163,17 @@ TEST(ParseSpec, AnElasticJobsBoundsAndNeedsAreInvalidSpecNamingTheField) {
         s.erase("checkpoint");
       },
       "checkpoint.volume", "chief, which writes the run, moves among them");
+  auto queued = minimal_spec();
+  elastic(queued, 3, 2, 4);
+  queued["runPolicy"] = {{"schedulingPolicy", {{"queue", "team"}}}};
+  EXPECT_EQ(parse_spec(queued).queue, "team");
   expect_invalid(
       [&](json& s) {
         elastic(s, 3, 2, 4);
-        s["runPolicy"] = {{"schedulingPolicy", {{"queue", "team"}}}};
+        s["runPolicy"] = {
+            {"schedulingPolicy", {{"queue", "team"}, {"topology", {{"required", "rack"}}}}}};
       },
-      "runPolicy.schedulingPolicy.queue", "cannot be queued in Kueue yet");
+      "runPolicy.schedulingPolicy.topology", "not for an elastic job");
 }
 
 // runPolicy.schedulingPolicy.topology: one of required or preferred, and only with a queue.

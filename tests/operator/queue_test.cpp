@@ -34,29 +34,34 @@ Job make_job(const std::string& queue = "team-a") {
   return Job{"j", "ns", "0123abcd-5678-90ef-1234-567890abcdef", parse_spec(spec), ""};
 }
 
-// The job's pods as Kueue's webhook leaves them (labelled, its finalizer on), created at kT0,
-// `gated` or running.
+// A pod as Kueue's webhook leaves it (labelled, its finalizer on), created at kT0, `gated` or
+// running.
+json as_kueue_pod(json p, bool gated, const std::string& uid) {
+  p["metadata"]["creationTimestamp"] = format_time(kT0);
+  p["metadata"]["uid"] = uid;
+  p["metadata"]["labels"][std::string(kueue::kManagedLabel)] = "true";
+  p["metadata"]["finalizers"] = {std::string(kueue::kPodFinalizer)};
+  if (gated) {
+    p["spec"]["schedulingGates"] = {{{"name", "kueue.x-k8s.io/admission"}}};
+    p["status"] = {
+        {"phase", "Pending"},
+        {"conditions",
+         {{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "SchedulingGated"}}}}};
+  } else {
+    p["spec"]["nodeName"] = "node-1";
+    p["status"] = {{"phase", "Running"},
+                   {"containerStatuses",
+                    {{{"name", "cifar-train"}, {"state", {{"running", json::object()}}}}}}};
+  }
+  return p;
+}
+
+// The job's pods as Kueue's webhook leaves them, `gated` or running.
 std::vector<json> kueue_pods(const Job& job, bool gated) {
   std::vector<json> pods;
   int i = 0;
-  for (auto p : desired_pods(job)) {
-    p["metadata"]["creationTimestamp"] = format_time(kT0);
-    p["metadata"]["uid"] = "pod-" + std::to_string(i++);
-    p["metadata"]["labels"][std::string(kueue::kManagedLabel)] = "true";
-    p["metadata"]["finalizers"] = {std::string(kueue::kPodFinalizer)};
-    if (gated) {
-      p["spec"]["schedulingGates"] = {{{"name", "kueue.x-k8s.io/admission"}}};
-      p["status"] = {
-          {"phase", "Pending"},
-          {"conditions",
-           {{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "SchedulingGated"}}}}};
-    } else {
-      p["spec"]["nodeName"] = "node-1";
-      p["status"] = {{"phase", "Running"},
-                     {"containerStatuses",
-                      {{{"name", "cifar-train"}, {"state", {{"running", json::object()}}}}}}};
-    }
-    pods.push_back(p);
+  for (auto& p : desired_pods(job)) {
+    pods.push_back(as_kueue_pod(std::move(p), gated, "pod-" + std::to_string(i++)));
   }
   return pods;
 }
@@ -325,12 +330,12 @@ TEST(QueuedJob, APreemptionIsNoRestartAndTheGroupQueuesAgain) {
             "Warning");
   // The pods are gone and the Workload ended: it goes first, no pod is made while it is there.
   auto requeuing = reconcile(job, evicted.status, observe({}, finished()), t1 + seconds(5));
-  EXPECT_EQ(requeuing.delete_workload, kGroup);
+  EXPECT_EQ(requeuing.delete_workloads, std::vector<std::string>{kGroup});
   EXPECT_TRUE(requeuing.create_pods.empty());
   EXPECT_EQ(requeuing.status.summary_reason, reason::kPreempted);  // until admitted again
   auto deleting =
       reconcile(job, requeuing.status, observe({}, workload(json::array(), true)), t1 + seconds(6));
-  EXPECT_FALSE(deleting.delete_workload);  // asked already
+  EXPECT_TRUE(deleting.delete_workloads.empty());  // asked already
   EXPECT_TRUE(deleting.create_pods.empty());
   // Gone: the pods come back, and wait to be admitted again.
   auto back = reconcile(job, deleting.status, observe({}, std::nullopt), t1 + seconds(8));
@@ -364,7 +369,7 @@ TEST(QueuedJob, ThePodsKueueStoppedSayItWasAPreemption) {
   auto plan = reconcile(job, running, observe(pods, ended), kT0 + seconds(1));
   EXPECT_EQ(plan.status.summary_reason, reason::kPreempted);
   EXPECT_NE(plan.status.summary_message->find("Preempted to accommodate"), std::string::npos);
-  EXPECT_EQ(plan.delete_workload, kGroup);
+  EXPECT_EQ(plan.delete_workloads, std::vector<std::string>{kGroup});
   // Held past their grace period by Kueue's finalizer, which this round takes off: not stuck.
   EXPECT_EQ(plan.release_pods.size(), 4U);
   EXPECT_FALSE(plan.status.is_true(ConditionType::kPodsNotReady));
@@ -386,7 +391,7 @@ TEST(QueuedJob, AFailedPodOfAnAdmittedGroupIsReleasedAndReplaced) {
   pods[2] = kueue_pods(job, true)[2];
   auto back = reconcile(job, plan.status, observe(pods, admitted(kT0)), kT0 + seconds(31));
   EXPECT_NE(back.status.state, ConditionType::kQueued);
-  EXPECT_FALSE(back.delete_workload);
+  EXPECT_TRUE(back.delete_workloads.empty());
 }
 
 TEST(QueuedJob, AnEndedAdmissionIsNotDeletedWithAFinishedJobsPods) {
@@ -401,7 +406,7 @@ TEST(QueuedJob, AnEndedAdmissionIsNotDeletedWithAFinishedJobsPods) {
   }
   auto plan = reconcile(job, running, observe(pods, finished()), kT0 + seconds(30));
   EXPECT_TRUE(plan.status.is_true(ConditionType::kFailed));
-  EXPECT_FALSE(plan.delete_workload);
+  EXPECT_TRUE(plan.delete_workloads.empty());
   EXPECT_TRUE(plan.create_pods.empty());
 }
 
@@ -434,6 +439,193 @@ TEST(QueuedJob, PodsKueueDidNotTakeAreSaidOnce) {
   EXPECT_FALSE(has_event(plan, reason::kJobAdmitted));  // it was never admitted
   auto again = reconcile(job, plan.status, observe(pods, std::nullopt), kT0 + seconds(10));
   EXPECT_FALSE(has_event(again, reason::kNotManagedByQueue));
+}
+
+// An elastic all-reduce job in a queue: 3 workers wanted, 2 to 4 allowed.
+Job make_elastic_job() {
+  json spec = json::parse(R"({"image": "i", "model": {"name": "resnet20"},
+    "dataset": {"name": "cifar10"}, "strategy": {"type": "AllReduce"},
+    "replicaSpecs": {"Worker": {"replicas": 3, "minReplicas": 2, "maxReplicas": 4}},
+    "checkpoint": {"volume": {"claimName": "checkpoints"}},
+    "runPolicy": {"schedulingPolicy": {"queue": "team-a"}}})");
+  return Job{"j", "ns", "0123abcd-5678-90ef-1234-567890abcdef", parse_spec(spec), ""};
+}
+
+std::string group_of(const json& pod) {
+  return pod["metadata"]["labels"].value(std::string(kueue::kPodGroupNameLabel), "");
+}
+std::string group_size_of(const json& pod) {
+  return pod["metadata"]["annotations"].value(std::string(kueue::kPodGroupTotalCountAnnotation),
+                                              "");
+}
+
+// Kueue admits a plain pod group of a fixed size, so an elastic job's fixed part (its store and
+// minReplicas workers) is its group, and each worker above the minimum a group of one.
+TEST(KueuePods, AnElasticJobsWorkersAboveTheMinimumAreGroupsOfTheirOwn) {
+  const auto job = make_elastic_job();
+  const auto store = desired_rendezvous_store(job);
+  EXPECT_EQ(group_of(store), kGroup);
+  EXPECT_EQ(group_size_of(store), "3");  // the store and workers 0 and 1
+  EXPECT_EQ(store["metadata"]["labels"].value(std::string(kueue::kQueueNameLabel), ""), "team-a");
+  for (const int index : {0, 1}) {
+    const auto worker = desired_pod(job, Role::kWorker, index);
+    EXPECT_EQ(group_of(worker), kGroup);
+    EXPECT_EQ(group_size_of(worker), "3");
+  }
+  for (const int index : {2, 3}) {
+    const auto worker = desired_pod(job, Role::kWorker, index);
+    EXPECT_EQ(group_of(worker), "j-0123ab-" + std::to_string(index));
+    EXPECT_EQ(group_size_of(worker), "1");
+    EXPECT_EQ(worker["metadata"]["annotations"].value(
+                  std::string(kueue::kRetriableInGroupAnnotation), ""),
+              "false");
+  }
+  // A Workload of a worker's group names its job, and the longest name is a label value still.
+  EXPECT_EQ(job_name_of_pod_group(worker_pod_group_name(job, 3)), "j");
+  auto longest = job;
+  longest.name = std::string(51, 'a');
+  EXPECT_EQ(worker_pod_group_name(longest, 1023).size(), 63U);
+  EXPECT_EQ(job_name_of_pod_group(worker_pod_group_name(longest, 1023)), longest.name);
+  EXPECT_EQ(job_name_of_pod_group("j-0123ab-12345"), std::nullopt);  // an index of 5 digits
+  EXPECT_EQ(job_name_of_pod_group("j-0123a-2"), std::nullopt);       // the uid's prefix too short
+  EXPECT_EQ(job_name_of_pod_group("-0123ab-2"), std::nullopt);       // no job name
+  EXPECT_EQ(job_name_of_pod_group("j-0123ab-x"), std::nullopt);
+}
+
+// The elastic job's pods as Kueue leaves them: its group admitted (store, workers 0 and 1
+// running), worker 2 gated in a group of its own.
+std::vector<json> elastic_pods(const Job& job) {
+  std::vector<json> pods = {as_kueue_pod(desired_rendezvous_store(job), false, "store")};
+  for (const int index : {0, 1, 2}) {
+    pods.push_back(as_kueue_pod(desired_pod(job, Role::kWorker, index), index == 2,
+                                "worker-" + std::to_string(index)));
+  }
+  return pods;
+}
+
+TEST(QueuedJob, AnElasticJobTrainsWhileAWorkerAboveTheMinimumWaitsForAdmission) {
+  const auto job = make_elastic_job();
+  auto observed = observe(elastic_pods(job), admitted(kT0));
+  observed.worker_workloads[2] = kueue::workload_state(pending());
+  auto plan = reconcile(job, testing::running_since(kT0), observed, kT0 + seconds(30));
+  // The job is not Queued: its own group is admitted and trains.
+  EXPECT_EQ(plan.status.state, ConditionType::kRunning);
+  EXPECT_TRUE(plan.create_pods.empty());
+  ASSERT_TRUE(plan.status.workers);
+  EXPECT_EQ(plan.status.workers->reason, reason::kWaitingForAdmission);
+  const auto& message = plan.status.workers->message;
+  EXPECT_NE(message.find("j-worker-2 waits in queue team-a for Kueue to admit it (its group "
+                         "j-0123ab-2 waits: " +
+                         kNoQuota + ")"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("the others train on"), std::string::npos) << message;
+  EXPECT_TRUE(has_event(plan, reason::kWaitingForAdmission));
+  // Said once as it starts waiting, not at every round.
+  auto again = reconcile(job, plan.status, observed, kT0 + seconds(35));
+  EXPECT_EQ(again.status.workers->reason, reason::kWaitingForAdmission);
+  EXPECT_FALSE(has_event(again, reason::kWaitingForAdmission));
+  // Before Kueue made its Workload, that is said.
+  observed.worker_workloads.clear();
+  const auto unmade = reconcile(job, plan.status, observed, kT0 + seconds(40));
+  EXPECT_NE(unmade.status.workers->message.find("Kueue has not made the Workload of its group "
+                                                "j-0123ab-2 yet"),
+            std::string::npos)
+      << unmade.status.workers->message;
+  // Admitted, the gate is off: nothing waits.
+  auto pods = elastic_pods(job);
+  pods[3] = as_kueue_pod(desired_pod(job, Role::kWorker, 2), false, "worker-2");
+  auto admitted_now = observe(pods, admitted(kT0));
+  admitted_now.worker_workloads[2] = kueue::workload_state(admitted(kT0 + seconds(45)));
+  const auto joined = reconcile(job, plan.status, admitted_now, kT0 + seconds(45));
+  EXPECT_NE(joined.status.workers->reason, reason::kWaitingForAdmission);
+  EXPECT_EQ(joined.status.workers->message, "");
+}
+
+std::vector<std::string> names_of(const std::vector<json>& pods) {
+  std::vector<std::string> names;
+  names.reserve(pods.size());
+  for (const auto& p : pods) names.push_back(p["metadata"]["name"]);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Made with the job's group, a worker above the minimum could be admitted first, with quota the
+// job's group then lacks (seen on the cluster): it is made once the job's group is admitted, and
+// goes while the job waits in its queue again.
+TEST(QueuedJob, AnElasticJobsWorkersAboveTheMinimumAreMadeOnceItsOwnGroupIsAdmitted) {
+  const auto job = make_elastic_job();
+  const auto first = reconcile(job, JobStatus{}, observe({}, std::nullopt), kT0);
+  EXPECT_EQ(names_of(first.create_pods),
+            (std::vector<std::string>{"j-rendezvous", "j-worker-0", "j-worker-1"}));
+  // The job's group made and waiting: still not.
+  auto pods = elastic_pods(job);
+  pods.pop_back();
+  for (auto& p : pods) p = as_kueue_pod(p, /*gated=*/true, p["metadata"]["uid"]);
+  const auto waiting = reconcile(job, first.status, observe(pods, pending()), kT0 + seconds(5));
+  EXPECT_EQ(waiting.status.state, ConditionType::kQueued);
+  EXPECT_TRUE(waiting.create_pods.empty());
+  // Admitted: worker 2 is made, in its own group.
+  pods = elastic_pods(job);
+  pods.pop_back();
+  const auto admitted_now =
+      reconcile(job, testing::running_since(kT0), observe(pods, admitted(kT0)), kT0 + seconds(10));
+  EXPECT_EQ(names_of(admitted_now.create_pods), std::vector<std::string>{"j-worker-2"});
+  // Kueue evicted the job's group: worker 2, admitted on its own, goes too.
+  auto evicted = reconcile(job, testing::running_since(kT0),
+                           observe(elastic_pods(job), preempted()), kT0 + seconds(70));
+  EXPECT_EQ(evicted.status.state, ConditionType::kQueued);
+  EXPECT_TRUE(listed(evicted.delete_pods, "j-worker-2"));
+  EXPECT_TRUE(has_event(evicted, reason::kWorkerLeaving));
+  EXPECT_TRUE(evicted.create_pods.empty());
+}
+
+// A worker above the minimum admitted long after it was made has its startup deadline from its
+// own admission, not from the job's.
+TEST(QueuedJob, AnElasticWorkersStartupDeadlineCountsFromItsOwnAdmission) {
+  auto job = make_elastic_job();
+  job.spec.startup_deadline_seconds = 300;
+  auto pods = elastic_pods(job);
+  // Ungated 1000 s after it was made, and not started yet (being scheduled).
+  pods[3]["spec"].erase("schedulingGates");
+  pods[3]["status"] = {{"phase", "Pending"}};
+  auto observed = observe(pods, admitted(kT0));
+  observed.worker_workloads[2] = kueue::workload_state(admitted(kT0 + seconds(1000)));
+  const auto plan = reconcile(job, testing::running_since(kT0), observed, kT0 + seconds(1010));
+  EXPECT_EQ(plan.status.state, ConditionType::kRunning) << plan.status.summary_message.value_or("");
+  // Past its own deadline it fails the job as any pod's would.
+  const auto late = reconcile(job, testing::running_since(kT0), observed, kT0 + seconds(1310));
+  EXPECT_EQ(late.status.state, ConditionType::kFailed);
+}
+
+// A worker above the minimum that left (scaled down, failed, preempted) ended its group's
+// admission: before it is made again the ended Workload goes, so that it queues anew.
+TEST(QueuedJob, AnElasticWorkerIsMadeAgainOnlyOnceTheWorkloadOfItsEndedAdmissionIsGone) {
+  const auto job = make_elastic_job();
+  auto pods = elastic_pods(job);
+  pods.pop_back();  // worker 2 is gone
+  const auto made = [](const Plan& plan, const std::string& name) {
+    return std::any_of(plan.create_pods.begin(), plan.create_pods.end(),
+                       [&](const json& p) { return p["metadata"]["name"] == name; });
+  };
+  auto ended = observe(pods, admitted(kT0));
+  ended.worker_workloads[2] = kueue::workload_state(finished());
+  const auto plan = reconcile(job, testing::running_since(kT0), ended, kT0 + seconds(30));
+  EXPECT_FALSE(made(plan, "j-worker-2"));
+  EXPECT_EQ(plan.delete_workloads, std::vector<std::string>{"j-0123ab-2"});
+  EXPECT_TRUE(plan.requeue_after);
+  EXPECT_NE(plan.status.state, ConditionType::kQueued);  // the job itself trains on
+  // Being deleted: asked already, still not made.
+  ended.worker_workloads[2] = kueue::workload_state(workload(finished()["status"]["conditions"],
+                                                             /*deleting=*/true));
+  const auto deleting = reconcile(job, plan.status, ended, kT0 + seconds(31));
+  EXPECT_FALSE(made(deleting, "j-worker-2"));
+  EXPECT_TRUE(deleting.delete_workloads.empty());
+  // Gone: made, in its own group.
+  ended.worker_workloads.clear();
+  const auto gone = reconcile(job, plan.status, ended, kT0 + seconds(36));
+  EXPECT_TRUE(made(gone, "j-worker-2"));
+  EXPECT_TRUE(gone.delete_workloads.empty());
 }
 
 }  // namespace
