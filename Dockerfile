@@ -62,6 +62,9 @@ RUN cmake -C /opt/libtorch-cuda/libtorch-cuda.cmake -S /src -B /build -G Ninja \
 
 # --- or take them from the build context ---------------------------------------------------------
 FROM scratch AS prebuilt
+# Named so that scripts/build-images.sh can remove it once the images are made: each build's copy
+# of the context is a new half-GB image no tag names.
+LABEL org.cifartrain.stage=prebuilt
 COPY rootfs/ /rootfs/
 
 FROM ${BINARIES} AS binaries

@@ -76,11 +76,19 @@ for target in "${targets[@]}"; do
     "$here/deploy/images/cuda-libtorch.sh" download "$wheels"
     target_args+=(-v "$wheels:/wheels:ro" --build-arg WHEELS=/wheels)
   fi
+  previous=$(podman image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)
   podman build --quiet -f "$here/Dockerfile" "${args[@]}" "${target_args[@]}" --target "$target" \
     -t "$tag" "$context" >/dev/null
+  # The image the tag named before, untagged by this build, would stay behind in podman's store
+  # (half a GB a runtime build): removed unless something still uses it.
+  if [ -n "$previous" ] && [ "$previous" != "$(podman image inspect --format '{{.Id}}' "$tag")" ]; then
+    podman rmi "$previous" >/dev/null 2>&1 || true
+  fi
   rm -f "$out/$target.tar"
   podman save --quiet --format docker-archive -o "$out/$target.tar" "$tag"
   size=$(podman image inspect --format '{{.Size}}' "$tag")
   echo "$tag: $((size / 1000000)) MB, $out/$target.tar ($(($(date +%s) - start)) s)" >&2
 done
+# The prebuilt binaries' stage (the Dockerfile labels it), which no image needs once built.
+podman image prune --force --filter label=org.cifartrain.stage=prebuilt >/dev/null 2>&1 || true
 echo "$out"
