@@ -76,6 +76,9 @@ inline constexpr std::string_view kWorldChanged = "WorldChanged";
 // An elastic job's worker above minReplicas waits for Kueue to admit its group while the others
 // train (status.workers.reason, and an Event as it starts waiting).
 inline constexpr std::string_view kWaitingForAdmission = "WaitingForAdmission";
+// An elastic job has fewer workers running than its minReplicas: nobody trains until replacements
+// join (status.workers.reason, and a Warning Event as it starts).
+inline constexpr std::string_view kBelowMinimum = "BelowMinimum";
 // A pod deleted on purpose whose grace period ran out before its graceful stop had saved the
 // job's state (unsaved_stop.h): an Event only; the job goes on from its last checkpoint.
 inline constexpr std::string_view kStopNotSaved = "StopNotSaved";

@@ -85,8 +85,11 @@ void count_workers(const Job& job, const PodsByName& pods,
   if (desired == 0) return;
   const auto reason_before = status.workers ? status.workers->reason : std::string();
   int ready = 0;
+  int running = 0;  // ready, or waiting for a group (a rank serves metrics only in one)
   for (const auto& [name, pod] : pods) {
-    if (pod_role(pod) == Role::kWorker && !pod_terminating(pod) && pod_ready(pod)) ++ready;
+    if (pod_role(pod) != Role::kWorker || pod_terminating(pod)) continue;
+    ready += pod_ready(pod) ? 1 : 0;
+    running += pod_phase(pod) == PodPhase::kRunning ? 1 : 0;
   }
   WorkerCount workers;
   const auto& world = world_in(status.progress);
@@ -107,6 +110,19 @@ void count_workers(const Job& job, const PodsByName& pods,
     workers.message += "; the others train on";
     if (reason_before != reason::kWaitingForAdmission) {
       plan.events.push_back({"Normal", std::string(reason::kWaitingForAdmission), workers.message});
+    }
+  }
+  // Fewer workers than the minimum left after the job trained: nobody trains until replacements
+  // join (each worker there waits up to its rendezvous timeout, holding its state).
+  const int minimum = job.spec.elastic() ? job.spec.replicas.at(Role::kWorker).min_replicas : 0;
+  if (!world.is_null() && running < minimum) {
+    workers.reason = reason::kBelowMinimum;
+    workers.message = std::to_string(running) + (running == 1 ? " worker is" : " workers are") +
+                      " running, fewer than minReplicas " + std::to_string(minimum) +
+                      ": training stops until replacements join (the workers there wait for "
+                      "them up to their rendezvous timeout, holding the job's state)";
+    if (reason_before != reason::kBelowMinimum) {
+      plan.events.push_back({"Warning", std::string(reason::kBelowMinimum), workers.message});
     }
   }
   status.workers = workers;

@@ -29,7 +29,8 @@ void retire_surplus_workers(const Job& job, const PodsByName& pods, Plan& plan);
 // before, and for a fixed job, the workers whose pod is ready (of any index: a leaving one still
 // trains until it stops). `waiting_for_admission` (kueue_integration.h): the workers Kueue has not
 // admitted, with why; while there are any the reason is WaitingForAdmission, the message names
-// them, and an Event says so as they start waiting.
+// them, and an Event says so as they start waiting. An elastic job that trained and has fewer
+// workers running than minReplicas has reason BelowMinimum, said by a Warning Event as it starts.
 void count_workers(const Job& job, const PodsByName& pods,
                    const std::map<int, std::string>& waiting_for_admission, Plan& plan);
 

@@ -332,6 +332,18 @@ TEST_F(AcrossNodes, JobsSurviveTheDeathOfANodeAndGoOnFromWhereTheyWere) {
         resumed_from_memory || logs.find("memory (no checkpoint read)") != std::string::npos;
   }
   EXPECT_TRUE(resumed_from_memory) << diagnose("eldeath");
+  // Left with fewer workers than its minimum (when two of the three were on the node), the job
+  // said so while nobody trained.
+  const auto& lost = replaced.at("eldeath");
+  const auto lost_workers = std::count_if(lost.begin(), lost.end(), [](const std::string& name) {
+    return name.find("-worker-") != std::string::npos;
+  });
+  std::cerr << "eldeath lost " << lost_workers << " of its 3 workers (at least 2)\n";
+  if (lost_workers >= 2) {
+    EXPECT_NE(events("BelowMinimum").find("1 worker is running, fewer than minReplicas 2"),
+              std::string::npos)
+        << events("BelowMinimum");
+  }
 }
 
 // A GPU job on the cluster's one GPU node (start.sh --gpus: node 2), which dies: its pods are

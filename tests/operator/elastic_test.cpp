@@ -191,6 +191,38 @@ TEST(ElasticJob, AWorldChangeIsAnEventNamingWhoJoinedAndWhoLeftAndWhy) {
   EXPECT_TRUE(world_events(plan).empty());
 }
 
+bool has_event(const Plan& plan, std::string_view reason) {
+  return std::any_of(plan.events.begin(), plan.events.end(),
+                     [&](const EventRecord& e) { return e.reason == reason; });
+}
+
+TEST(ElasticJob, FewerWorkersRunningThanItsMinimumIsSaidOnce) {
+  auto job = elastic_job(3);
+  job.spec.replicas.at(Role::kWorker).min_replicas = 2;
+  // Workers 1 and 2 lost with their node (their pods gone): worker 0 waits alone.
+  auto observed = running(job, 1);
+  const auto status = training_in_world({0, 1, 2}, 4, 900);
+  auto plan = reconcile(job, status, observed, kT0);
+  ASSERT_TRUE(plan.status.workers);
+  EXPECT_EQ(plan.status.workers->reason, reason::kBelowMinimum);
+  EXPECT_NE(plan.status.workers->message.find(
+                "1 worker is running, fewer than minReplicas 2: training stops until "
+                "replacements join"),
+            std::string::npos)
+      << plan.status.workers->message;
+  EXPECT_TRUE(has_event(plan, reason::kBelowMinimum));
+  // Said once as it starts.
+  const auto again = reconcile(job, plan.status, observed, kT0 + seconds(5));
+  EXPECT_EQ(again.status.workers->reason, reason::kBelowMinimum);
+  EXPECT_FALSE(has_event(again, reason::kBelowMinimum));
+  // Two running again: not below.
+  const auto back = reconcile(job, plan.status, running(job, 2), kT0 + seconds(30));
+  EXPECT_NE(back.status.workers->reason, reason::kBelowMinimum);
+  // Before the job first trained (no world yet) its starting workers are no news.
+  const auto starting = reconcile(job, JobStatus{}, testing::no_pods(), kT0);
+  EXPECT_NE(starting.status.workers->reason, reason::kBelowMinimum);
+}
+
 TEST(FixedJob, HasNoRendezvousStoreAndItsWorkersCounted) {
   json spec = json::parse(R"({"image": "i", "model": {"name": "resnet20"},
     "dataset": {"name": "cifar10"}, "strategy": {"type": "AllReduce"},
