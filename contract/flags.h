@@ -69,8 +69,10 @@ inline constexpr Flag kDistBackend{"--dist-backend", ""};
 inline constexpr Flag kBucketCapMb{"--bucket-cap-mb", ""};
 inline constexpr Flag kNoOverlap{"--no-overlap", ""};
 inline constexpr Flag kDistTimeout{"--dist-timeout", ""};
-// An elastic job: replicaSpecs.Worker.minReplicas.
+// An elastic job: replicaSpecs.Worker.minReplicas (all-reduce), 1 + that (parameter server: the
+// master counts).
 inline constexpr Flag kMinRanks{"--min-ranks", ""};
+inline constexpr Flag kMinTrainers{"--min-trainers", ""};
 
 inline constexpr std::array kAll = {kModel,           kModelDir,
                                     kNumClasses,      kEpochs,
@@ -90,7 +92,8 @@ inline constexpr std::array kAll = {kModel,           kModelDir,
                                     kNoOverlap,       kDistTimeout,
                                     kMinRanks,        kPrecision,
                                     kTerminationLog,  kMaxUnsavedSeconds,
-                                    kStallSeconds,    kStallStartupSeconds};
+                                    kStallSeconds,    kStallStartupSeconds,
+                                    kMinTrainers};
 
 // Not in kAll (the flags the operator writes): the parameter-server channel's TLS, the job's
 // credentials (the operator gives them by env::kTlsDir instead) or plaintext (never on Kubernetes).

@@ -125,8 +125,9 @@ int64_t ReplicaSpec::gpus() const {
 namespace {
 
 // What the CRD's CEL rules say of minReplicas and maxReplicas, again for a server that did not
-// check them (validation off, an older CRD): only the workers of an all-reduce job without a
-// master are elastic, within bounds that hold their desired size.
+// check them (validation off, an older CRD): only workers are elastic, within bounds that hold
+// their desired size, those of an all-reduce job without a master or of a parameter-server job
+// with one.
 void check_elastic_workers(const JobSpec& s) {
   for (const auto role : kRoles) {
     const auto& r = s.replicas.at(role);
@@ -148,13 +149,13 @@ void check_elastic_workers(const JobSpec& s) {
     throw InvalidSpec("replicaSpecs.Worker.replicas",
                       "must be within [minReplicas, maxReplicas] (an elastic job's desired size)");
   }
-  if (s.parameter_server) {
-    throw InvalidSpec("replicaSpecs.Worker.minReplicas",
-                      "an elastic job needs strategy.type AllReduce");
-  }
-  if (s.count(Role::kMaster) > 0) {
+  if (s.parameter_server && s.count(Role::kMaster) != 1) {
     throw InvalidSpec("replicaSpecs.Master",
-                      "an elastic job's trainers are its Workers: it has no Master");
+                      "an elastic parameter-server job needs a Master: it is in every update");
+  }
+  if (!s.parameter_server && s.count(Role::kMaster) > 0) {
+    throw InvalidSpec("replicaSpecs.Master",
+                      "an elastic all-reduce job's trainers are its Workers: it has no Master");
   }
 }
 
@@ -315,7 +316,7 @@ JobSpec parse_spec(const json& spec) {
                       "an Evaluator needs a checkpoint volume or checkpoint.uri that the trainers "
                       "share with it: without one it could never see a checkpoint");
   }
-  if (s.elastic() && !s.checkpoint_volume && !s.checkpoint_store) {
+  if (s.elastic_allreduce() && !s.checkpoint_volume && !s.checkpoint_store) {
     throw InvalidSpec("checkpoint.volume",
                       "an elastic job needs a checkpoint volume or checkpoint.uri that its workers "
                       "share: its chief, which writes the run, moves among them");

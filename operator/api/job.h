@@ -203,6 +203,9 @@ struct JobSpec {
     const auto found = replicas.find(Role::kWorker);
     return found != replicas.end() && found->second.elastic();
   }
+  // An elastic all-reduce job: its ranks meet at a rendezvous store pod of their own, and each
+  // worker may be rank 0, the chief (a parameter-server job's chief is its master, not elastic).
+  [[nodiscard]] bool elastic_allreduce() const { return elastic() && !parameter_server; }
   [[nodiscard]] int count(Role role) const {
     const auto found = replicas.find(role);
     return found == replicas.end() ? 0 : found->second.replicas;

@@ -82,7 +82,8 @@ std::string model_dir(const Job& job) {
 
 bool uses_store(const JobSpec& spec, Role role, int index) {
   // A dataset in the store is read by every pod that reads data: all but a parameter server.
-  return contract::uses_store(role, index, spec.count(Role::kMaster) > 0, spec.elastic()) ||
+  return contract::uses_store(role, index, spec.count(Role::kMaster) > 0,
+                              spec.elastic_allreduce()) ||
          (!spec.dataset_uri.empty() && role != Role::kPs);
 }
 
@@ -182,6 +183,10 @@ std::vector<std::string> container_args(const Job& job, Role role) {
   if (s.parameter_server) {
     add(flag::kPsMode, s.ps_mode);
     if (s.staleness) add(flag::kStaleness, std::to_string(*s.staleness));
+    // An elastic job's trainers: the master and at least minReplicas workers.
+    if (s.elastic() && is_trainer(role)) {
+      add(flag::kMinTrainers, std::to_string(1 + s.replicas.at(Role::kWorker).min_replicas));
+    }
   } else {
     add(flag::kDistBackend, s.backend);
     add(flag::kBucketCapMb, number(s.bucket_cap_mb));

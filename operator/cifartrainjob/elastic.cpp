@@ -10,7 +10,7 @@
 namespace cifar::op {
 
 void keep_rendezvous_store(const Job& job, const PodsByName& pods, Plan& plan) {
-  if (!job.spec.elastic()) return;
+  if (!job.spec.elastic_allreduce()) return;
   const auto name = rendezvous_store_name(job);
   const auto* store = find_pod(pods, name);
   if (store == nullptr) {

@@ -21,12 +21,12 @@ bool all_digits(std::string_view text) {
          std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// The pods of the job's own group: all of a fixed job's; an elastic job's store and its workers
-// up to minReplicas.
+// The pods of the job's own group: all of a fixed job's; an elastic job's others (an all-reduce
+// job's rendezvous store among them) and its workers up to minReplicas.
 int main_group_size(const JobSpec& spec) {
   if (!spec.elastic()) return pod_count(spec);
   return pod_count(spec) - spec.count(Role::kWorker) +
-         spec.replicas.at(Role::kWorker).min_replicas + 1;  // the rendezvous store
+         spec.replicas.at(Role::kWorker).min_replicas + (spec.elastic_allreduce() ? 1 : 0);
 }
 
 PodsByName pods_of_group(const PodsByName& pods, const std::string& group) {

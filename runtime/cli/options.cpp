@@ -187,6 +187,12 @@ void add_distributed_options(CLI::App& app, train::TrainConfig& c, DistributedFl
   app.add_flag("--staleness-lr", ps.staleness_lr,
                "Divide the learning rate of a gradient k updates stale by k")
       ->group(group);
+  app.add_option(cli_names(flag::kMinTrainers), ps.min_trainers,
+                 "An elastic job: trainers (the master and workers) join and leave as they come "
+                 "and go, and a sync update takes at least this many; TF_CONFIG lists the most "
+                 "workers there can be")
+      ->check(CLI::PositiveNumber)
+      ->group(group);
   app.add_option("--ps-timeout", ps.timeout_seconds,
                  "sync/ssp: a trainer silent this long (seconds) is dropped from the round")
       ->check(CLI::PositiveNumber)
@@ -302,6 +308,17 @@ void resolve_distributed(const CLI::App& app, const DistributedFlags& d, train::
     throw std::invalid_argument("the parameter-server strategy needs at least one ps in the job");
   }
   if (const char* token = std::getenv(contract::env::kPsToken)) dist.ps.token = token;
+  if (dist.ps.min_trainers > 0 && dist.job.is_trainer()) {
+    const int most = dist.job.trainer_count();
+    if (dist.ps.min_trainers > most) {
+      throw std::invalid_argument("--min-trainers " + std::to_string(dist.ps.min_trainers) +
+                                  " is more than the job's trainers (" + std::to_string(most) +
+                                  ": the master and the workers TF_CONFIG lists)");
+    }
+    // An elastic synchronous job's updates do not depend on how many trainers it has: the global
+    // batch is that of all of them.
+    if (dist.ps.mode == ps::Mode::kSync) c.global_batch = c.batch_size * most;
+  }
 }
 
 void add_options(CLI::App& app, train::TrainConfig& c, std::string& context, bool& verbose) {

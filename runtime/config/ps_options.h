@@ -48,6 +48,10 @@ struct Options {
   int64_t staleness = 3;        // ssp: how many updates a trainer may run ahead of the slowest
   bool staleness_lr = false;    // divide the learning rate of a stale gradient by its staleness
   double timeout_seconds = 30;  // sync/ssp: a trainer silent this long leaves the round
+  // An elastic job (> 0; docs/ARCHITECTURE.md, "Elastic jobs"): the workers TF_CONFIG lists are
+  // the most there can be; a trainer is a member once it registers and until it leaves, and a
+  // synchronous update takes at least this many trainers (the master counts).
+  int min_trainers = 0;
   WireDType wire_dtype = WireDType::kFp32;
   int stripes = 0;               // per PS (ps/layout.h); 0: one per 256 KiB of its share
   int64_t max_message_mb = 512;  // larger gRPC messages are refused

@@ -325,6 +325,14 @@ void RuntimeMetrics::record_ps_trainer_dropped(int trainer, int64_t version) {
   trainer_series(*ps_trainer_dropped_at_, labels_, trainer).Set(static_cast<double>(version));
 }
 
+void RuntimeMetrics::forget_ps_trainer(int trainer) {
+  for (auto* family : {ps_trainer_training_, ps_trainer_dropped_at_}) {
+    auto labels = labels_;
+    labels[metric::kTrainerLabel] = std::to_string(trainer);
+    if (family->Has(labels)) family->Remove(&family->Add(labels));
+  }
+}
+
 void RuntimeMetrics::record_ps_refusal(std::string_view reason) {
   auto labels = labels_;
   labels[metric::kRefusalLabel] = std::string(reason);

@@ -82,6 +82,8 @@ class RuntimeMetrics {
   // dropped (contract/metrics.h, kPsTrainer*).
   void set_ps_trainer_training(int trainer, bool training);
   void record_ps_trainer_dropped(int trainer, int64_t version);
+  // An elastic job's trainer that left: no series of it, so that nobody misses it.
+  void forget_ps_trainer(int trainer);
 
   [[nodiscard]] prometheus::Registry& registry();
 

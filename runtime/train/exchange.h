@@ -60,12 +60,17 @@ struct UpdateResult {
   // The samples the step trained over every trainer that steps with this one (nullopt: not known,
   // a PS trainer steps alone).
   std::optional<SampleTally> samples;
+  // The step was not taken: the trainers it was planned with changed under it (an elastic
+  // synchronous PS job's), so this trainer computes it again in its place now (place()), from
+  // `step`, which may have moved on.
+  bool redo = false;
 };
 
 class GradientExchange {
  public:
   virtual ~GradientExchange() = default;
 
+  // May change after start() and after an update (an elastic synchronous PS job's slot).
   [[nodiscard]] virtual TrainerPlace place() const = 0;
   // The job's updates in an epoch of which this trainer reads `batches`: one per batch where the
   // trainers step together; one per batch of every trainer where they step on their own.

@@ -159,11 +159,17 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
   const auto stats = data::channel_stats(sets.train);
   auto train_set = std::make_shared<const data::Dataset>(std::move(sets.train));
   auto test_set = std::make_shared<const data::Dataset>(std::move(sets.test));
-  auto train_options = loader_options(config, stats, /*training=*/true);
-  train_options.rank = place.rank;
-  train_options.world_size = place.count;
-  data::DataLoader train_loader(train_set, train_options);
-  const auto plan = plan_updates(config, exchange, train_loader, train_set->size());
+  const auto train_options = loader_options(config, stats, /*training=*/true);
+  // This trainer's share of each step, where the exchange places it (which may change).
+  const auto loader_for = [&](const TrainerPlace& at) {
+    auto options = train_options;
+    options.rank = at.rank;
+    options.world_size = at.count;
+    return std::make_unique<data::DataLoader>(train_set, options);
+  };
+  auto train_loader = loader_for(place);
+  TrainerPlace reading = place;  // the place the loader reads
+  const auto plan = plan_updates(config, exchange, *train_loader, train_set->size());
 
   torch::manual_seed(config.seed);
   auto model = models::make_model(config.model,
@@ -203,21 +209,34 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
   // The loader's epochs follow the job's where the trainers step together; where they do not
   // (an asynchronous PS), each trainer's loader runs through its share at its own pace.
   int64_t loader_epoch = state.epoch;
-  train_loader.start_epoch(loader_epoch, state.batch_in_epoch);
+  train_loader->start_epoch(loader_epoch, state.batch_in_epoch);
+  // An elastic synchronous PS job's trainer reads its slot of the step's global batch: where its
+  // slot or the number of trainers changed, it reads on from the step it is at in its new place.
+  const auto read_from_the_place_now = [&] {
+    reading = exchange.place();
+    train_loader = loader_for(reading);
+    loader_epoch = state.epoch;
+    train_loader->start_epoch(loader_epoch, state.batch_in_epoch);
+  };
+  const auto place_moved = [&] {
+    const auto now = exchange.place();
+    return now.rank != reading.rank || now.count != reading.count;
+  };
+  if (place_moved()) read_from_the_place_now();
   begin_epoch(run);
   metrics.set_job_position(state.step, plan.total_updates);
   bool done = state.step >= plan.total_updates;
   bool epoch_open = !done;  // whether the current epoch has batches not yet recorded
   while (!done) {
     const auto t_start = Clock::now();
-    auto batch = train_loader.next();
+    auto batch = train_loader->next();
     if (!batch) {
-      train_loader.start_epoch(++loader_epoch);
+      train_loader->start_epoch(++loader_epoch);
       continue;
     }
     const auto t_data = Clock::now();
     lr = learning_rate(config.schedule, state.step, plan.updates_per_epoch, plan.schedule_updates);
-    const double weight = share_of_the_mean(batch->size, batch->global_size, place.count);
+    const double weight = share_of_the_mean(batch->size, batch->global_size, reading.count);
     const auto trained = SampleTally::of(batch->samples);
     auto [images, labels] = to_tensors(std::move(*batch), device);
     torch::Tensor logits;
@@ -243,6 +262,21 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
     }
     const auto update = exchange.update(lr, trained);
     const auto t_update = Clock::now();
+    if (update.redo) {
+      // Not taken: computed again in this trainer's place now, from the step the job is at.
+      if (update.step != state.step) {
+        state.step = update.step;
+        const int64_t job_epoch = std::min(state.step / plan.updates_per_epoch, config.epochs);
+        if (job_epoch > state.epoch) {  // trained without this trainer: no record of its own
+          state.start_epoch_after(job_epoch);
+          begin_epoch(run);
+        }
+        state.batch_in_epoch = state.step % plan.updates_per_epoch;
+        done = state.step >= plan.total_updates;
+      }
+      read_from_the_place_now();
+      continue;
+    }
 
     const int64_t previous_step = state.step;
     state.step = update.step;
@@ -300,6 +334,7 @@ TrainResult train_to_the_end(const TrainConfig& config, GradientExchange& exchan
       result.stopped = true;
       break;
     }
+    if (!done && place_moved()) read_from_the_place_now();
   }
   // Stopped inside an epoch (--max-steps): its test figures so far, but no epoch record. A
   // graceful stop saves at once instead: the grace period is short.

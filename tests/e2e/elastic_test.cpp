@@ -1,8 +1,10 @@
 // Elastic jobs on the cluster (docs/ARCHITECTURE.md, "Elastic jobs"): an all-reduce job whose
 // Worker.minReplicas and maxReplicas let `kubectl scale` and a HorizontalPodAutoscaler grow and
-// shrink it while it trains. The
-// workers meet at the job's rendezvous store pod; one added joins at a step boundary, ones removed
-// leave at one, and the others go on without restarting: every epoch is recorded once.
+// shrink it while it trains, and a sync parameter-server job that `kubectl scale` grows and
+// shrinks. The all-reduce workers meet at the job's rendezvous store pod, the parameter-server
+// trainers at PS 0, which plans each update; one added joins at a step boundary, ones removed
+// leave at one, and the others go on without restarting: every epoch is recorded once, and trains
+// each sample once.
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -150,6 +152,92 @@ TEST_F(Elastic, KubectlScaleAndAnHpaGrowAndShrinkARunningAllReduceJobWithNoResta
             std::vector<json>{});
   // The store goes with the job (whatever cleanPodPolicy keeps).
   EXPECT_TRUE(wait_for([&] { return !pod_exists("grow-rendezvous"); }, seconds(60)));
+}
+
+// A sync parameter-server job of a master and 2 to 4 workers: 2 -> 4 -> 2 by `kubectl scale` in
+// the middle of epochs. Each update's trainers are fixed by PS 0 when the update before it
+// completed; a worker added is in the next update's, one removed leaves at its step boundary (the
+// update it was planned in is computed again without it), and every update reads the same global
+// batch (the master and 4 workers x 25), split among the trainers it has.
+TEST_F(Elastic, KubectlScaleGrowsAndShrinksARunningSyncParameterServerJobWithNoRestart) {
+  data_and_checkpoint_volumes();
+  checkpoint_every_steps_ = 8;
+  batch_size_ = 25;
+  submit("psgrow", kPsSync,
+         "    PS: {replicas: 1}\n    Master: {replicas: 1}\n"
+         "    Worker: {replicas: 2, minReplicas: 1, maxReplicas: 4}\n",
+         "", "cifar10", kEpochsAcrossTwoResizes);
+  const auto ps_says = [&](const std::string& what, seconds timeout) {
+    return wait_for([&] { return logs("psgrow-ps-0").find(what) != std::string::npos; }, timeout);
+  };
+  ASSERT_TRUE(wait_until_training("psgrow")) << diagnose("psgrow");
+  EXPECT_TRUE(ps_says("trainers 0, 1, 2 (3)", seconds(60))) << logs("psgrow-ps-0");
+  EXPECT_FALSE(pod_exists("psgrow-rendezvous"));  // the trainers meet at PS 0
+  const std::vector<std::string> stay = {"psgrow-ps-0", "psgrow-master-0", "psgrow-worker-0",
+                                         "psgrow-worker-1"};
+  std::vector<std::string> first;
+  for (const auto& name : stay) first.push_back(uid(name));
+
+  ASSERT_EQ(scale("psgrow", 4), 0);
+  EXPECT_TRUE(ps_says("trainers 0, 1, 2, 3, 4 (5)", seconds(120)))
+      << logs("psgrow-ps-0") << diagnose("psgrow");
+  for (const auto* name : {"psgrow-worker-2", "psgrow-worker-3"}) {
+    int64_t first_step = -1;
+    EXPECT_TRUE(wait_for(
+        [&] {
+          first_step = seconds_from_start_to(name, "from update", "trainable parameters");
+          return first_step >= 0;
+        },
+        seconds(60)))
+        << logs(name);
+    std::cout << name << ": first step with 5 trainers " << first_step
+              << " s after its container started\n";
+  }
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return status_of("psgrow").value("workers", json::object()).value("summary", "") == "4/4";
+      },
+      seconds(30)))
+      << status_of("psgrow").dump();
+
+  ASSERT_EQ(scale("psgrow", 2), 0);
+  EXPECT_TRUE(
+      wait_for([&] { return !pod_exists("psgrow-worker-2") && !pod_exists("psgrow-worker-3"); },
+               seconds(90)))
+      << diagnose("psgrow");
+  const auto ps = logs("psgrow-ps-0");
+  EXPECT_NE(ps.find("trainer 3 left"), std::string::npos) << ps;
+  EXPECT_NE(ps.find("trainer 4 left"), std::string::npos) << ps;
+  const auto leaving = events("WorkerLeaving");
+  EXPECT_NE(leaving.find("worker psgrow-worker-2 leaves"), std::string::npos) << leaving;
+  EXPECT_NE(leaving.find("worker psgrow-worker-3 leaves"), std::string::npos) << leaving;
+  // The workers that left are not missed: PS 0 reports the master and the two workers left.
+  EXPECT_TRUE(wait_for(
+      [&] {
+        const auto trainers =
+            status_of("psgrow").value("progress", json::object()).value("trainers", json());
+        return trainers.is_object() && trainers.value("training", 0) == 3 &&
+               trainers.value("missing", json::array()).empty();
+      },
+      seconds(30)))
+      << status_of("psgrow").dump();
+  // The master, the PS and workers 0 and 1 trained through both resizes in their first
+  // containers: never recreated or restarted (read before the job ends: a finished job's cleanup
+  // deletes the workers still winding down).
+  std::vector<std::string> now;
+  for (const auto& name : stay) {
+    now.push_back(uid(name));
+    EXPECT_EQ(restart_count(name), 0) << name;
+  }
+  EXPECT_EQ(now, first);
+
+  ASSERT_TRUE(wait_for_state("psgrow", "Succeeded", seconds(600))) << diagnose("psgrow");
+  EXPECT_EQ(status_of("psgrow").value("restarts", -1), 0) << status_of("psgrow").dump();
+  EXPECT_EQ(recorded_epochs(run_dir("psgrow")), every_epoch_once(kEpochsAcrossTwoResizes));
+  // Each epoch, across the updates of 3, 5 and 3 trainers and those computed again as workers
+  // left, trained each sample of the slice once (the master's tally of every update's samples).
+  EXPECT_EQ(epochs_not_training_each_sample_once(run_dir("psgrow"), kSliceTrainingSamples),
+            std::vector<json>{});
 }
 
 }  // namespace

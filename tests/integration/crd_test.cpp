@@ -241,14 +241,14 @@ TEST_F(CifarTrainJobCrd, InvalidSpecsAreRefusedWithAMessageNamingTheProblem) {
            "    Evaluator: {replicas: 1, minReplicas: 1, maxReplicas: 1}\n"
            "  checkpoint: {volume: {claimName: c}}\n",
        "minReplicas and maxReplicas are for replicaSpecs.Worker only"},
-      {"an elastic job with a Master",
+      {"an elastic all-reduce job with a Master",
        elastic_spec("replicas: 2, minReplicas: 1, maxReplicas: 4") + "    Master: {replicas: 1}\n",
-       "an elastic job's trainers are its Workers"},
-      {"an elastic parameter-server job",
+       "an elastic all-reduce job's trainers are its Workers"},
+      {"an elastic parameter-server job without a Master",
        "  model: {name: resnet20}\n  dataset: {name: synthetic}\n"
        "  strategy: {type: ParameterServer}\n  replicaSpecs:\n    PS: {replicas: 1}\n"
        "    Worker: {replicas: 2, minReplicas: 1, maxReplicas: 4}\n",
-       "an elastic job (replicaSpecs.Worker.minReplicas) needs strategy.type AllReduce"},
+       "an elastic parameter-server job needs a Master"},
       {"a topology without a queue",
        kValidSpec + "  runPolicy: {schedulingPolicy: {topology: {required: cifartrain.io/rack}}}\n",
        "topology needs a queue"},

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -221,6 +222,37 @@ TEST(ElasticJob, FewerWorkersRunningThanItsMinimumIsSaidOnce) {
   // Before the job first trained (no world yet) its starting workers are no news.
   const auto starting = reconcile(job, JobStatus{}, testing::no_pods(), kT0);
   EXPECT_NE(starting.status.workers->reason, reason::kBelowMinimum);
+}
+
+// An elastic parameter-server job: no rendezvous store (its trainers meet at the PS), TF_CONFIG
+// lists the most workers there can be, and every trainer is told the fewest (the master counts).
+TEST(ElasticJob, OfParameterServersHasNoStoreListsItsMostWorkersAndTellsTheFewest) {
+  json spec = json::parse(R"({"image": "i", "model": {"name": "resnet20"},
+    "dataset": {"name": "cifar10"}, "strategy": {"type": "ParameterServer"},
+    "checkpoint": {"volume": {"claimName": "checkpoints"}},
+    "replicaSpecs": {"PS": {"replicas": 1}, "Master": {"replicas": 1},
+                     "Worker": {"replicas": 2, "minReplicas": 1, "maxReplicas": 3}}})");
+  const Job job{"j", "ns", "uid", parse_spec(spec), ""};
+  const auto plan = reconcile(job, JobStatus{}, testing::no_pods(), kT0);
+  EXPECT_EQ(names(plan.create_pods),
+            (std::vector<std::string>{"j-master-0", "j-ps-0", "j-worker-0", "j-worker-1"}));
+  for (const auto& pod : plan.create_pods) {
+    const auto args = pod["spec"]["containers"][0]["args"].get<std::vector<std::string>>();
+    const auto at = std::find(args.begin(), args.end(), "--min-trainers");
+    const auto name = pod["metadata"]["name"].get<std::string>();
+    if (name == "j-ps-0") {
+      EXPECT_EQ(at, args.end()) << name;
+      continue;
+    }
+    ASSERT_NE(at, args.end()) << name;
+    EXPECT_EQ(*std::next(at), "2") << name;
+    const auto tf_config = json::parse(testing::env_of(pod, "TF_CONFIG"));
+    EXPECT_EQ(tf_config["cluster"]["worker"].size(), 3U) << name;
+    EXPECT_EQ(testing::env_of(pod, "MASTER_ADDR"), "") << name;
+  }
+  // A master is in every update: an elastic parameter-server job without one is refused.
+  spec["replicaSpecs"].erase("Master");
+  EXPECT_THROW(parse_spec(spec), InvalidSpec);
 }
 
 TEST(FixedJob, HasNoRendezvousStoreAndItsWorkersCounted) {

@@ -156,7 +156,7 @@ TEST(ParseSpec, AnElasticJobsBoundsAndNeedsAreInvalidSpecNamingTheField) {
         s["strategy"]["type"] = "ParameterServer";
         s["replicaSpecs"]["PS"] = {{"replicas", 1}};
       },
-      "replicaSpecs.Worker.minReplicas", "AllReduce");
+      "replicaSpecs.Master", "parameter-server job needs a Master");
   expect_invalid(
       [&](json& s) {
         elastic(s, 3, 2, 4);

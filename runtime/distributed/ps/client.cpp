@@ -345,6 +345,7 @@ PullResult combine(const std::vector<PullResult>& per_shard) {
     total.version = std::max(total.version, e.version);
     total.done = total.done || e.done;
     total.stopping = total.stopping || e.stopping;
+    total.redo = total.redo || e.redo;
     total.pushed_bytes += e.pushed_bytes;
     total.pulled_bytes += e.pulled_bytes;
   }
@@ -354,10 +355,11 @@ PullResult combine(const std::vector<PullResult>& per_shard) {
 }  // namespace
 
 PullResult PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& grads,
-                               const std::vector<torch::Tensor>& params, double lr) {
+                               const std::vector<torch::Tensor>& params, double lr,
+                               const PushNote& note) {
   const auto start = Clock::now();
   std::vector<PullResult> per_shard(shards_.size());
-  for_each_shard([&](int s) {
+  const auto push_to = [&](int s) {
     auto& shard = *shards_[static_cast<size_t>(s)];
     auto& result = per_shard[static_cast<size_t>(s)];
     proto::PushRequest header;
@@ -365,6 +367,8 @@ PullResult PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& gr
     header.set_version(versions_[static_cast<size_t>(s)]);
     header.set_learning_rate(lr);
     header.set_reply_dtype(options_.wire_dtype);
+    if (note.plan.id() != 0) *header.mutable_plan() = note.plan;
+    *header.mutable_samples() = note.samples;
     std::vector<WirePiece> pieces;
     pieces.reserve(layout_.pieces(s).size());
     for (const auto& piece : layout_.pieces(s)) {
@@ -390,7 +394,8 @@ PullResult PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& gr
           return shard.raw_call(c, kPushPullMethod, request, &reply);
         },
         on_shard_lost_);
-    if (status.error_code() == grpc::StatusCode::ABORTED) {
+    const bool rejoined = status.error_code() == grpc::StatusCode::ABORTED;
+    if (rejoined) {
       // Dropped from a round, or the shard went back to a checkpoint: rejoin and take its
       // current parameters; this step's gradient is not applied on this shard.
       spdlog::warn("{}: {}; rejoining", shard.name(), status.error_message());
@@ -405,8 +410,25 @@ PullResult PsClient::push_pull(int trainer, const std::vector<torch::Tensor>& gr
     }
     shard.check(status, "push");
     take_params(s, reply, params, result);
-  });
-  const auto total = combine(per_shard);
+    // An elastic synchronous job's step not applied here is computed again, not counted.
+    if (rejoined && note.plan.id() != 0) result.redo = true;
+  };
+  // An elastic synchronous job's push goes to the other shards once PS 0's first stripe completed
+  // the update: so they only ever collect an update whose plan stands (PS 0 plans it again while
+  // it waits, never after), and cannot apply one that PS 0 has the trainers compute again.
+  if (note.plan.id() != 0 && shards_.size() > 1) {
+    push_to(0);
+    if (!per_shard.front().redo) {
+      for_each_shard([&](int s) {
+        if (s > 0) push_to(s);
+      });
+    }
+  } else {
+    for_each_shard(push_to);
+  }
+  auto total = combine(per_shard);
+  total.plan = per_shard.front().plan;
+  total.samples = per_shard.front().samples;
   if (metrics_ != nullptr) {
     metrics_->record_ps_exchange(metrics::seconds_since(start), total.pushed_bytes,
                                  total.pulled_bytes);
@@ -424,6 +446,44 @@ PullResult PsClient::pull(int trainer, const std::vector<torch::Tensor>& params)
   return combine(per_shard);
 }
 
+PullResult PsClient::pull_when_planned(int trainer, const std::vector<torch::Tensor>& params) {
+  const health::ExpectedQuiet quiet("waiting for an update that takes this trainer");
+  proto::PullRequest wait;
+  wait.set_wait_for_plan(true);
+  std::vector<PullResult> per_shard(shards_.size());
+  auto& first = per_shard.front();
+  while (true) {  // each call waits up to the PS's timeout
+    grpc::ByteBuffer reply;
+    shards_.front()->check(pull_shard(trainer, 0, &reply, wait), "pull");
+    take_params(0, reply, params, first);
+    if (first.done || first.plan.slot() >= 0) break;
+  }
+  proto::PullRequest level;
+  level.set_at_least_version(first.version);
+  for_each_shard([&](int s) {
+    if (s == 0) return;
+    grpc::ByteBuffer reply;
+    shards_[static_cast<size_t>(s)]->check(pull_shard(trainer, s, &reply, level), "pull");
+    take_params(s, reply, params, per_shard[static_cast<size_t>(s)]);
+  });
+  auto total = combine(per_shard);
+  total.plan = first.plan;
+  return total;
+}
+
+void PsClient::leave(int trainer) {
+  proto::LeaveRequest request;
+  request.set_trainer(trainer);
+  for_each_shard([&](int s) {
+    auto& shard = *shards_[static_cast<size_t>(s)];
+    proto::LeaveReply reply;
+    shard.check(
+        shard.call("leave",
+                   [&](grpc::ClientContext& c) { return shard.stub().Leave(&c, request, &reply); }),
+        "leave");
+  });
+}
+
 proto::RegisterRequest PsClient::register_request(int trainer, int shard) const {
   proto::RegisterRequest request;
   request.set_trainer(trainer);
@@ -433,8 +493,9 @@ proto::RegisterRequest PsClient::register_request(int trainer, int shard) const 
   return request;
 }
 
-grpc::Status PsClient::pull_shard(int trainer, int shard, grpc::ByteBuffer* reply) {
-  proto::PullRequest request;
+grpc::Status PsClient::pull_shard(int trainer, int shard, grpc::ByteBuffer* reply,
+                                  const proto::PullRequest& wait) {
+  proto::PullRequest request = wait;
   request.set_trainer(trainer);
   request.set_reply_dtype(options_.wire_dtype);
   const auto framed = frame_message(request, 0, {});
@@ -455,6 +516,9 @@ void PsClient::take_params(int shard, const grpc::ByteBuffer& reply,
   result.version = received.header.version();
   result.done = received.header.done();
   result.stopping = received.header.stopping();
+  result.plan = received.header.plan();
+  result.redo = received.header.redo();
+  if (received.header.has_samples()) result.samples = received.header.samples();
   versions_[static_cast<size_t>(shard)] = received.header.version();
 }
 

@@ -58,6 +58,18 @@ struct PullResult {
   bool stopping = false;  // a shard's PS was asked to stop: its state must be saved now
   int64_t pushed_bytes = 0;
   int64_t pulled_bytes = 0;
+  // An elastic synchronous job's (proto::ParamsReply): the next update's plan as PS 0 told it
+  // (id 0: none), whether the step must be computed again, and the update's samples.
+  proto::SyncPlan plan;
+  bool redo = false;
+  std::optional<proto::Samples> samples;
+};
+
+// What a push says besides its gradients: an elastic synchronous job's plan it follows, and the
+// samples the gradients were computed on (a synchronous update's tally).
+struct PushNote {
+  proto::SyncPlan plan;
+  proto::Samples samples;
 };
 
 class PsClient {
@@ -77,8 +89,14 @@ class PsClient {
   // Pushes `grads` (one per layout parameter) computed on the parameters of the last exchange
   // and writes the shards' fresh parameters into `params`.
   PullResult push_pull(int trainer, const std::vector<torch::Tensor>& grads,
-                       const std::vector<torch::Tensor>& params, double lr);
+                       const std::vector<torch::Tensor>& params, double lr,
+                       const PushNote& note = {});
   PullResult pull(int trainer, const std::vector<torch::Tensor>& params);
+  // An elastic synchronous job's trainer that is in no plan (it joined, or was dropped): waits
+  // until an update's plan holds it, then pulls every shard's parameters of that update.
+  PullResult pull_when_planned(int trainer, const std::vector<torch::Tensor>& params);
+  // An elastic job's trainer leaves (scaled down): no shard waits for it any more.
+  void leave(int trainer);
   std::vector<proto::StateReply> get_state();
   void finish();
 
@@ -94,7 +112,8 @@ class PsClient {
   class Connection;
   void for_each_shard(const std::function<void(int)>& body);
   [[nodiscard]] proto::RegisterRequest register_request(int trainer, int shard) const;
-  grpc::Status pull_shard(int trainer, int shard, grpc::ByteBuffer* reply);
+  grpc::Status pull_shard(int trainer, int shard, grpc::ByteBuffer* reply,
+                          const proto::PullRequest& wait = {});
   // Writes shard `shard`'s parameters into `params`; its version and done flag into `result`.
   void take_params(int shard, const grpc::ByteBuffer& reply,
                    const std::vector<torch::Tensor>& params, PullResult& result);

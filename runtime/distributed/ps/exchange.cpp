@@ -110,7 +110,28 @@ ParameterServerExchange::~ParameterServerExchange() = default;
 
 train::TrainerPlace ParameterServerExchange::place() const {
   const auto& job = config_.distributed.job;
+  // An elastic synchronous job's trainer reads its slot of each update's global batch.
+  if (plan_.size() > 0) return {plan_.slot(), plan_.size(), job.is_chief(), /*in_lockstep=*/false};
   return {job.trainer_rank(), job.trainer_count(), job.is_chief(), /*in_lockstep=*/false};
+}
+
+bool ParameterServerExchange::elastic() const { return config_.distributed.ps.min_trainers > 0; }
+
+void ParameterServerExchange::take_plan(const proto::SyncPlan& plan) {
+  if (mode_ != Mode::kSync || !elastic()) return;
+  if (plan.size() != plan_.size() || plan.slot() != plan_.slot()) {
+    spdlog::info("{}: from update {} slot {} of {} trainers", config_.distributed.job.task_name(),
+                 plan.version() + 1, plan.slot(), plan.size());
+  }
+  plan_ = plan;
+}
+
+void ParameterServerExchange::wait_for_a_plan() {
+  const auto pulled =
+      client_->pull_when_planned(config_.distributed.job.trainer_rank(), staging_->host_params);
+  staging_->upload();
+  version_ = pulled.version;
+  take_plan(pulled.plan);
 }
 
 int64_t ParameterServerExchange::updates_per_epoch(int64_t batches) const {
@@ -121,7 +142,8 @@ JobState ParameterServerExchange::current_state() const {
   JobState s;
   s.version = version_;
   s.total_updates = total_updates_;
-  s.trainers = place().count;
+  s.trainers = config_.distributed.job.trainer_count();
+  s.min_trainers = config_.distributed.ps.min_trainers;
   for (const auto& p : staging_->params) s.params.push_back(p.detach().cpu());
   return s;
 }
@@ -154,7 +176,8 @@ train::TrainState ParameterServerExchange::start(const train::TrainableModel& mo
           *model_, [&](torch::serialize::InputArchive& ar) { state = read_job_state(ar, layout); });
       if (restored) {
         state.total_updates = total_updates_;
-        state.trainers = trainer.count;
+        state.trainers = config_.distributed.job.trainer_count();
+        state.min_trainers = config_.distributed.ps.min_trainers;
       } else {
         train::remove_done_marker(config_);
       }
@@ -180,6 +203,8 @@ train::TrainState ParameterServerExchange::start(const train::TrainableModel& mo
   }
   version_ = std::max(version_, client_->pull(trainer.rank, staging_->host_params).version);
   staging_->upload();
+  // An elastic synchronous job's trainer trains from the first update whose plan holds it.
+  if (mode_ == Mode::kSync && elastic()) wait_for_a_plan();
 
   // Sync steps are global, so this trainer's place in the epoch follows the version.
   train::TrainState state;
@@ -199,16 +224,44 @@ std::string ParameterServerExchange::describe() const {
                      total_updates_);
 }
 
-train::UpdateResult ParameterServerExchange::update(double lr,
-                                                    const train::SampleTally& /*trained*/) {
+train::UpdateResult ParameterServerExchange::update(double lr, const train::SampleTally& trained) {
   const auto start = std::chrono::steady_clock::now();
+  const auto rank = config_.distributed.job.trainer_rank();
+  if (mode_ == Mode::kSync && elastic() && plan_.slot() < 0) {
+    // Left out of the plans (dropped after a silence): from the first update that holds it again.
+    wait_for_a_plan();
+    train::UpdateResult moved{version_, false, metrics::seconds_since(start), std::nullopt};
+    moved.redo = true;
+    return moved;
+  }
+  PushNote note;
+  note.plan = plan_;
+  note.samples.set_count(trained.count);
+  note.samples.set_index_sum(trained.index_sum);
+  note.samples.set_index_square_sum(trained.index_square_sum);
   const auto pulled =
-      client_->push_pull(place().rank, staging_->gradients(), staging_->host_params, lr);
+      client_->push_pull(rank, staging_->gradients(), staging_->host_params, lr, note);
   staging_->upload();
   version_ = pulled.version;
   if (!pulled.stopping) saved_for_stopping_ = false;
   shard_stopping_ = pulled.stopping;
-  return {version_, pulled.done, metrics::seconds_since(start), std::nullopt};
+  take_plan(pulled.plan);
+  train::UpdateResult result{version_, pulled.done, metrics::seconds_since(start), std::nullopt};
+  result.redo = pulled.redo && !pulled.done;
+  if (pulled.samples && !result.redo) {
+    result.samples = train::SampleTally{pulled.samples->count(), pulled.samples->index_sum(),
+                                        pulled.samples->index_square_sum()};
+  }
+  return result;
+}
+
+bool ParameterServerExchange::agree_to_stop(bool asked) {
+  // An elastic job's worker asked to stop (scaled down) leaves: no update waits for it.
+  if (asked && elastic() && !place().chief) {
+    client_->leave(config_.distributed.job.trainer_rank());
+    spdlog::info("{}: left the job at version {}", config_.distributed.job.task_name(), version_);
+  }
+  return asked;
 }
 
 bool ParameterServerExchange::wants_checkpoint() const {
@@ -218,7 +271,8 @@ bool ParameterServerExchange::wants_checkpoint() const {
 void ParameterServerExchange::save_checkpoint(const train::TrainState& state) {
   auto gathered = gather_state(client_->layout(), client_->get_state(), staging_->shapes);
   gathered.total_updates = total_updates_;
-  gathered.trainers = place().count;
+  gathered.trainers = config_.distributed.job.trainer_count();
+  gathered.min_trainers = config_.distributed.ps.min_trainers;
   {
     torch::NoGradGuard no_grad;
     for (size_t i = 0; i < staging_->params.size(); ++i) {

@@ -41,6 +41,8 @@ class ParameterServerExchange final : public train::GradientExchange {
   // The chief, once a PS says it is stopping (its pod interrupted alone): that PS's state must be
   // saved now, and the PS that replaces it restores it.
   [[nodiscard]] bool wants_checkpoint() const override;
+  // An elastic job's worker asked to stop leaves the job (its shards wait for it no more).
+  bool agree_to_stop(bool asked) override;
   // Gathers the shards' parameters and optimizer state into one checkpoint.
   void save_checkpoint(const train::TrainState& state) override;
   [[nodiscard]] const train::CheckpointManager* checkpoints() const override {
@@ -52,6 +54,11 @@ class ParameterServerExchange final : public train::GradientExchange {
  private:
   class HostStaging;
   [[nodiscard]] JobState current_state() const;
+  [[nodiscard]] bool elastic() const;  // --min-trainers
+  // An elastic synchronous job's: takes the next update's plan, and waits for one that holds
+  // this trainer.
+  void take_plan(const proto::SyncPlan& plan);
+  void wait_for_a_plan();
 
   const train::TrainConfig& config_;
   Mode mode_;
@@ -62,6 +69,7 @@ class ParameterServerExchange final : public train::GradientExchange {
   int64_t total_updates_ = 0;
   int stripes_ = 0;
   int64_t version_ = 0;
+  proto::SyncPlan plan_;  // an elastic synchronous job's current update's (size 0: none)
   // The step the newest checkpoint was saved under: the shards' lowest version when it was
   // gathered, which under async modes with several shards can trail the chief's step (the highest
   // version a push saw). The done marker names it, so that the evaluator waits for a checkpoint

@@ -93,6 +93,8 @@ void write_job_state(torch::serialize::OutputArchive& archive, const ShardLayout
   archive.write("ps/version", torch::tensor(state.version, torch::kInt64));
   archive.write("ps/total_updates", torch::tensor(state.total_updates, torch::kInt64));
   archive.write("ps/trainers", torch::tensor(static_cast<int64_t>(state.trainers), torch::kInt64));
+  archive.write("ps/min_trainers",
+                torch::tensor(static_cast<int64_t>(state.min_trainers), torch::kInt64));
   archive.write("ps/optimizer_steps", torch::tensor(state.optimizer_steps, torch::kInt64));
   for (const auto& [slot, tensors] : state.slots) {
     for (size_t i = 0; i < tensors.size(); ++i) {
@@ -124,6 +126,10 @@ JobState read_job_state(torch::serialize::InputArchive& archive, const ShardLayo
   state.version = read_int(archive, "ps/version");
   state.total_updates = read_int(archive, "ps/total_updates");
   state.trainers = static_cast<int>(read_int(archive, "ps/trainers"));
+  // Written since elastic jobs (issue 57); an older checkpoint's job was fixed.
+  if (torch::Tensor min_trainers; archive.try_read("ps/min_trainers", min_trainers)) {
+    state.min_trainers = static_cast<int>(min_trainers.item<int64_t>());
+  }
   state.optimizer_steps = read_int(archive, "ps/optimizer_steps");
   for (const auto& p : expected) {
     torch::Tensor t;
@@ -148,6 +154,7 @@ proto::InitRequest make_init_request(const ShardLayout& layout, int shard, const
   request.mutable_layout()->set_fingerprint(layout.fingerprint());
   request.mutable_layout()->set_pieces(static_cast<uint32_t>(layout.pieces(shard).size()));
   request.set_trainers(state.trainers);
+  request.set_min_trainers(state.min_trainers);
   request.set_version(state.version);
   request.set_total_updates(state.total_updates);
   auto* o = request.mutable_optimizer();

@@ -23,6 +23,7 @@ struct JobState {
   int64_t version = 0;
   int64_t total_updates = 0;
   int trainers = 0;
+  int min_trainers = 0;  // an elastic job's (InitRequest)
   std::vector<torch::Tensor> params;
   std::map<std::string, std::vector<torch::Tensor>> slots;  // slot name -> per parameter
   int64_t optimizer_steps = 0;

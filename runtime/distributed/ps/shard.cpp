@@ -60,15 +60,16 @@ ShardStatus Shard::register_trainer(const proto::RegisterRequest& request,
     core_.total_updates.store(request.total_updates());
     core_.changed.notify_all();
   }
-  mode_->on_register(core_, t);
   if (!core_.joined[static_cast<size_t>(t)]) {
     core_.joined[static_cast<size_t>(t)] = true;
     core_.changed.notify_all();
   }
   if (!core_.is_member(t)) {
-    spdlog::info("{}: trainer {} rejoined at version {}", core_.name, t, core_.version.load());
+    spdlog::info("{}: trainer {} {} at version {}", core_.name, t,
+                 core_.elastic() ? "joined" : "rejoined", core_.version.load());
   }
   core_.set_member(t, true);
+  mode_->on_register(core_, t);
   reply->set_initialized(true);
   reply->set_version(core_.version.load());
   reply->set_total_updates(core_.total_updates.load());
@@ -90,6 +91,10 @@ ShardStatus Shard::initialize(const proto::InitRequest& request, proto::InitRepl
   if (request.trainers() < 1 || request.trainers() > kMaxTrainers) {
     return invalid("trainers = " + std::to_string(request.trainers()) + " (1.." +
                    std::to_string(kMaxTrainers) + ")");
+  }
+  if (request.min_trainers() < 0 || request.min_trainers() > request.trainers()) {
+    return invalid("min_trainers = " + std::to_string(request.min_trainers()) + " (0.." +
+                   std::to_string(request.trainers()) + ")");
   }
   if (request.version() < 0 || request.total_updates() < 0) {
     return invalid("negative version or total_updates");
@@ -152,14 +157,19 @@ ShardStatus Shard::initialize(const proto::InitRequest& request, proto::InitRepl
   core_.piece_offsets = std::move(offsets);
   core_.last_snapshot = {};
   core_.optimizer = std::move(optimizer);
+  core_.min_trainers = request.min_trainers();
   core_.members = std::make_unique<std::atomic<bool>[]>(static_cast<size_t>(core_.trainers));
-  // Every trainer of the job is a member from the start: the synchronous modes wait for all of
-  // them to join (wait_for_every_trainer) before the first update.
-  for (int t = 0; t < core_.trainers; ++t) core_.members[static_cast<size_t>(t)].store(true);
+  // Every trainer of a fixed job is a member from the start: the synchronous modes wait for all
+  // of them to join (wait_for_every_trainer) before the first update. An elastic job's trainers
+  // become members as they register.
+  for (int t = 0; t < core_.trainers; ++t) {
+    core_.members[static_cast<size_t>(t)].store(!core_.elastic());
+  }
   core_.told_done.assign(static_cast<size_t>(core_.trainers), false);
   // A fresh start waits for every trainer to register; a shard initialised mid-run (restored, or
   // re-initialised by the master) serves the trainers that are there, as before it went.
-  core_.joined.assign(static_cast<size_t>(core_.trainers), request.version() > 0);
+  core_.joined.assign(static_cast<size_t>(core_.trainers),
+                      !core_.elastic() && request.version() > 0);
   core_.elements = elements;
   core_.version.store(request.version());
   mode_->on_initialized(core_);
@@ -208,8 +218,36 @@ ShardStatus Shard::pull(const proto::PullRequest& request, ParamsSnapshot* reply
   if (request.trainer() < 0 || request.trainer() >= core_.trainers) {
     return invalid("trainer " + std::to_string(request.trainer()) + " is not in this job");
   }
-  const ShardCore::Lock lock(core_.mu);
+  ShardCore::Lock lock(core_.mu);
+  if (request.wait_for_plan() && core_.plans()) {
+    // A joining trainer of an elastic synchronous job: until an update's plan holds it.
+    core_.changed.wait_for(lock, core_.options.timeout, [&] {
+      return core_.finished || mode_->plan_for(core_, request.trainer()).slot() >= 0;
+    });
+  } else if (request.at_least_version() > 0) {
+    core_.changed.wait_for(lock, core_.options.timeout, [&] {
+      return core_.finished || core_.version.load() >= request.at_least_version();
+    });
+  }
   core_.answer(request.trainer(), request.reply_dtype(), reply);
+  reply->plan = mode_->plan_for(core_, request.trainer());
+  return {};
+}
+
+ShardStatus Shard::leave(const proto::LeaveRequest& request) {
+  if (!core_.initialized) return ShardStatus::not_initialized();
+  const int t = request.trainer();
+  if (t < 0 || t >= core_.trainers) {
+    return invalid("trainer " + std::to_string(t) + " is not in this job");
+  }
+  const ShardCore::Lock lock(core_.mu);
+  if (!core_.is_member(t)) return {};
+  spdlog::info("{}: trainer {} left at version {}", core_.name, t, core_.version.load());
+  core_.joined[static_cast<size_t>(t)] = false;
+  core_.set_member(t, false);
+  if (core_.reports_progress()) core_.metrics->forget_ps_trainer(t);
+  mode_->on_leave(core_, t);
+  core_.changed.notify_all();
   return {};
 }
 
@@ -271,7 +309,8 @@ Shard::~Shard() { mode_->stop(core_); }
 
 ShardStatus Shard::wait_for_every_trainer(ShardCore::Lock& lock) {
   const auto mode = core_.options.mode;
-  if (mode != Mode::kSync && mode != Mode::kSsp) return {};  // async modes start with who is there
+  // Async modes start with who is there; an elastic job's sync updates wait for their plans'.
+  if ((mode != Mode::kSync && mode != Mode::kSsp) || core_.elastic()) return {};
   const auto all_joined = [&] { return core_.not_joined().empty() || core_.finished; };
   if (core_.changed.wait_for(lock, core_.options.timeout, all_joined)) return {};
   std::string missing;

@@ -37,6 +37,8 @@ class Shard {
   ShardStatus push_pull(const Push& push, ParamsSnapshot* reply);
   ShardStatus pull(const proto::PullRequest& request, ParamsSnapshot* reply);
   ShardStatus get_state(proto::StateReply* reply);
+  // An elastic job's trainer leaves: no update waits for it from now on.
+  ShardStatus leave(const proto::LeaveRequest& request);
   // The master ends the job: every later reply says done.
   void finish();
 

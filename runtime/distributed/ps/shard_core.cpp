@@ -41,6 +41,8 @@ void ShardCore::set_member(int trainer, bool member) {
 
 void ShardCore::publish_trainer(int trainer) {
   if (!reports_progress()) return;
+  // An elastic job's trainers are the ones that came (the rest are not missed).
+  if (elastic() && !joined[static_cast<size_t>(trainer)]) return;
   metrics->set_ps_trainer_training(trainer,
                                    joined[static_cast<size_t>(trainer)] && is_member(trainer));
 }

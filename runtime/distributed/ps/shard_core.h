@@ -78,7 +78,13 @@ struct ShardCore {
   std::atomic<bool> finished{false};
   // Fixed at initialisation.
   uint64_t fingerprint = 0;
-  int trainers = 0;
+  int trainers = 0;  // the most there can be: master + workers
+  // An elastic job's (0: a fixed job): only trainers that registered are members, and a
+  // synchronous update takes at least this many (modes/sync.cpp).
+  int min_trainers = 0;
+  [[nodiscard]] bool elastic() const { return min_trainers > 0; }
+  // Where an elastic synchronous job's plans are made: PS 0's first stripe.
+  [[nodiscard]] bool plans() const { return options.index == 0 && options.stripe == 0; }
   // Set at initialisation; the master's plan replaces it when it registers (a resumed run that
   // trains longer than the checkpoint's said), read without `mu` by done().
   std::atomic<int64_t> total_updates{0};

@@ -10,6 +10,9 @@ void to_proto(const ParamsSnapshot& snapshot, proto::ParamsReply* reply) {
   reply->set_version(snapshot.version);
   reply->set_done(snapshot.done);
   reply->set_stopping(snapshot.stopping);
+  if (snapshot.plan.id() != 0) *reply->mutable_plan() = snapshot.plan;
+  reply->set_redo(snapshot.redo);
+  if (snapshot.samples) *reply->mutable_samples() = *snapshot.samples;
   const auto wire = snapshot.values.to(torch::kFloat32);
   int64_t offset = 0;
   for (size_t k = 0; k < snapshot.piece_sizes.size(); ++k) {

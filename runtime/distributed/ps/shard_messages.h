@@ -5,6 +5,7 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "proto/ps.pb.h"
@@ -19,6 +20,10 @@ struct ParamsSnapshot {
   int64_t version = 0;
   bool done = false;
   bool stopping = false;  // the PS was asked to stop (set by the server, not the shard)
+  // An elastic synchronous job's, per reply (proto::ParamsReply says what they mean).
+  proto::SyncPlan plan;
+  bool redo = false;
+  std::optional<proto::Samples> samples;  // a synchronous update's (PS 0's first stripe)
   proto::DType dtype = proto::FLOAT32;
   torch::Tensor values;
   std::vector<int64_t> piece_sizes;
@@ -33,6 +38,8 @@ struct Push {
   int64_t version = 0;
   double learning_rate = 0;
   proto::DType reply_dtype = proto::DTYPE_UNSPECIFIED;
+  proto::SyncPlan plan;  // an elastic synchronous job's (id 0: none)
+  proto::Samples samples;
   torch::Tensor grad;
   int64_t wire_bytes = 0;  // as received, for the traffic metric
 };

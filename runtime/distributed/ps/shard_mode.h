@@ -22,6 +22,13 @@ class ShardMode {
   virtual void on_initialized(ShardCore& /*core*/) {}
   // `trainer` registered, or registered again after it was dropped (under the lock).
   virtual void on_register(ShardCore& /*core*/, int /*trainer*/) {}
+  // An elastic job's `trainer` left, or was dropped (under the lock).
+  virtual void on_leave(ShardCore& /*core*/, int /*trainer*/) {}
+  // An elastic synchronous job's plan of the current update, as `trainer` is told it (id 0:
+  // none yet, or not a mode with plans); under the lock.
+  [[nodiscard]] virtual proto::SyncPlan plan_for(const ShardCore& /*core*/, int /*trainer*/) const {
+    return {};
+  }
   // A checked push of a member while the job is not done: applies it in this mode's way and
   // answers `*reply`. `lock` holds core.mu, unless lock_free().
   virtual ShardStatus push_pull(ShardCore& core, const Push& push, ShardCore::Lock& lock,

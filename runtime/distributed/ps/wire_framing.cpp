@@ -256,6 +256,9 @@ grpc::ByteBuffer frame_params(const ParamsSnapshot& snapshot) {
   header.set_version(snapshot.version);
   header.set_done(snapshot.done);
   header.set_stopping(snapshot.stopping);
+  if (snapshot.plan.id() != 0) *header.mutable_plan() = snapshot.plan;
+  header.set_redo(snapshot.redo);
+  if (snapshot.samples) *header.mutable_samples() = *snapshot.samples;
   // One owner for all pieces: they are ranges of the one snapshot tensor.
   const auto values = std::make_shared<const torch::Tensor>(snapshot.values);
   const auto* data = static_cast<const char*>(values->data_ptr());
@@ -347,6 +350,8 @@ Push read_push(const grpc::ByteBuffer& buffer, const std::vector<int64_t>& piece
   push.version = header.version();
   push.learning_rate = header.learning_rate();
   push.reply_dtype = header.reply_dtype();
+  push.plan = header.plan();
+  push.samples = header.samples();
   push.wire_bytes = receiver.wire_bytes();
   return push;
 }

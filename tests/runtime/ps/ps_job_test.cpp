@@ -19,6 +19,7 @@
 #include "models/model.h"
 #include "security/tls_dir.h"
 #include "storage/store.h"
+#include "tests/support/monitor_records.h"
 #include "tests/support/object_store.h"
 #include "tests/support/parameters.h"
 #include "tests/support/process.h"
@@ -325,6 +326,57 @@ TEST(PsFaults, KilledWorkerIsDroppedTheJobGoesOnAndTheRestartedWorkerRejoins) {
   EXPECT_NE(job.log("ps").find("trainer 2 rejoined"), std::string::npos) << job.log("ps");
   EXPECT_NE(job.log("worker", 1).find(done_at(3)), std::string::npos) << job.log("worker", 1);
   EXPECT_NE(job.log("master").find(done_at(3)), std::string::npos);
+}
+
+// An elastic sync job (--min-trainers 1; TF_CONFIG's 3 workers the most) on 2 PS: the master
+// trains alone, two workers join, one leaves on SIGTERM (a scale-down) and one is killed (lost),
+// then both come back. Nobody else restarts, and every epoch trains each sample once across the
+// plans of 1 to 3 trainers and the steps redone after the leave and the loss.
+TEST(ElasticPsJob, TrainersJoinLeaveAndAreLostWithEachSampleTrainedOncePerEpoch) {
+  TempDir work;
+  LocalJob job(work.path(), /*ps_count=*/2, /*workers=*/3,
+               TrainArgs()
+                   .synthetic("simplecnn", 1536, 64)
+                   .add({"-b", "8", "-e", "12", "--lr", "0.01", "--schedule", "constant",
+                         "--ps-mode", "sync", "--ps-timeout", "3", "--min-trainers", "1"})
+                   .args());
+  const auto ps_says = [&](const std::string& what) {
+    return wait_for([&] { return job.log("ps", 0).find(what) != std::string::npos; }, 60s);
+  };
+  job.start("ps", 0);
+  job.start("ps", 1);
+  job.start("master");
+  job.start("worker", 0);
+  ASSERT_TRUE(ps_says("trainers 0, 1 (2)")) << job.all_logs();
+  job.start("worker", 1);
+  ASSERT_TRUE(ps_says("trainers 0, 1, 2 (3)")) << job.all_logs();
+  // Stopped once it trains (a stop while it starts is an exit, as any process's).
+  ASSERT_TRUE(
+      wait_for([&] { return job.log("worker", 1).find(" step ") != std::string::npos; }, 60s))
+      << job.all_logs();
+  job.process("worker", 1).send(SIGTERM);
+  EXPECT_EQ(job.process("worker", 1).wait(), 3) << job.log("worker", 1);
+  EXPECT_NE(job.log("worker", 1).find("left the job at version"), std::string::npos)
+      << job.log("worker", 1);
+  ASSERT_TRUE(ps_says("trainer 2 left")) << job.all_logs();
+  job.process("worker", 0).kill_hard();
+  ASSERT_TRUE(ps_says("planned trainers were silent; planned again with trainers 0,"))
+      << job.all_logs();
+  job.start("worker", 0);
+  job.start("worker", 1);
+  job.expect_all_succeed(240s);
+  const auto ps = job.log("ps", 0);
+  EXPECT_NE(ps.find("trainer 2 left; planned again with trainers 0, 1, who compute it again"),
+            std::string::npos)
+      << ps;
+  // The job's length does not depend on its trainers: 12 epochs of 1536 / (8 x 4) updates.
+  EXPECT_NE(job.log("master").find("job done at version 576"), std::string::npos)
+      << job.log("master");
+  EXPECT_EQ(cifar::testing::recorded_epochs(job.model_dir()),
+            (std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  EXPECT_EQ(cifar::testing::epochs_not_training_each_sample_once(job.model_dir(), 1536),
+            std::vector<nlohmann::json>{})
+      << job.all_logs();
 }
 
 // A sync job trains with the world it asked for: a worker that starts long after the PS's timeout

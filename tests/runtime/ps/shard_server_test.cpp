@@ -65,12 +65,13 @@ class ServedShard {
   }
 
   grpc::Status initialize(uint64_t fingerprint = kFingerprint, const std::string& optimizer = "sgd",
-                          int64_t version = 0) {
+                          int64_t version = 0, int trainers = 2, int min_trainers = 0) {
     proto::InitRequest request;
     request.set_version(version);
     request.mutable_layout()->set_fingerprint(fingerprint);
     request.mutable_layout()->set_pieces(2);
-    request.set_trainers(2);
+    request.set_trainers(trainers);
+    request.set_min_trainers(min_trainers);
     request.set_total_updates(100);
     request.mutable_optimizer()->set_name(optimizer);  // plain SGD: p -= lr * g
     *request.add_params() = piece(0, {1, 2, 3, 4});
@@ -116,6 +117,26 @@ class ServedShard {
     name_stripe(context);
     if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
     return stub_->PushPull(&context, request, reply);
+  }
+
+  // An elastic job of up to `trainers` trainers, of which updates take at least `min_trainers`.
+  grpc::Status initialize_elastic(int trainers, int min_trainers) {
+    return initialize(kFingerprint, "sgd", 0, trainers, min_trainers);
+  }
+
+  grpc::Status pull(const proto::PullRequest& request, proto::ParamsReply* reply) {
+    grpc::ClientContext context;
+    name_stripe(context);
+    return stub_->Pull(&context, request, reply);
+  }
+
+  grpc::Status leave(int trainer) {
+    proto::LeaveRequest request;
+    request.set_trainer(trainer);
+    proto::LeaveReply reply;
+    grpc::ClientContext context;
+    name_stripe(context);
+    return stub_->Leave(&context, request, &reply);
   }
 
   proto::StateReply state() {
@@ -566,6 +587,185 @@ TEST(ShardServer, SspHoldsATrainerThatRunsTooFarAhead) {
   EXPECT_EQ(ahead.wait_for(2s), std::future_status::ready);
   EXPECT_TRUE(ahead.get().ok());
   EXPECT_EQ(shard.state().version(), 3);  // every push applied once
+}
+
+}  // namespace
+}  // namespace cifar::ps
+
+namespace cifar::ps {
+namespace {
+
+// A push that follows `plan` and says it trained `samples` samples whose indices sum to `sum`.
+proto::PushRequest planned_push(int trainer, const proto::SyncPlan& plan, float g0, float g1,
+                                int64_t samples = 0, int64_t sum = 0) {
+  auto request = ServedShard::push(trainer, plan.version(), g0, g1);
+  *request.mutable_plan() = plan;
+  request.mutable_samples()->set_count(samples);
+  request.mutable_samples()->set_index_sum(sum);
+  return request;
+}
+
+// An elastic job's PS 0: each update takes the members when the one before it completed; a
+// trainer that registers meanwhile is planned from the next, and learns its slot by waiting.
+TEST(ElasticSync, EachUpdateTakesTheMembersOfItsPlanAndAJoinerComesInAtTheNext) {
+  ServedShard shard(Mode::kSync);
+  ASSERT_TRUE(shard.initialize_elastic(/*trainers=*/3, /*min_trainers=*/1).ok());
+  // Nobody is a member yet: a pull says no plan.
+  proto::ParamsReply reply;
+  proto::PullRequest pull;
+  pull.set_trainer(0);
+  ASSERT_TRUE(shard.pull(pull, &reply).ok());
+  EXPECT_EQ(reply.plan().size(), 0);
+
+  ASSERT_TRUE(shard.register_trainer(0).ok());
+  ASSERT_TRUE(shard.pull(pull, &reply).ok());
+  const auto alone = reply.plan();
+  EXPECT_EQ(alone.version(), 0);
+  EXPECT_EQ(alone.size(), 1);
+  EXPECT_EQ(alone.slot(), 0);
+  // Update 1 with trainer 0 alone: applied at once, its samples in the reply.
+  ASSERT_TRUE(shard.push_pull(planned_push(0, alone, 1, 2, 8, 28), &reply).ok());
+  EXPECT_EQ(reply.version(), 1);
+  EXPECT_FALSE(reply.redo());
+  expect_params(reply.params(), {0, 1, 2, 3}, {3, 4, 5});
+  EXPECT_EQ(reply.samples().count(), 8);
+  EXPECT_EQ(reply.samples().index_sum(), 28);
+  const auto next = reply.plan();
+  EXPECT_EQ(next.version(), 1);
+  EXPECT_GT(next.id(), alone.id());
+
+  // Trainer 2 registers: update 2 was planned without it, so it waits for update 3's plan.
+  ASSERT_TRUE(shard.register_trainer(2).ok());
+  proto::ParamsReply joined;
+  auto joining = std::async(std::launch::async, [&] {
+    proto::PullRequest wait;
+    wait.set_trainer(2);
+    wait.set_wait_for_plan(true);
+    return shard.pull(wait, &joined);
+  });
+  EXPECT_EQ(joining.wait_for(300ms), std::future_status::timeout);
+  ASSERT_TRUE(shard.push_pull(planned_push(0, next, 1, 1), &reply).ok());
+  EXPECT_EQ(reply.version(), 2);
+  ASSERT_TRUE(joining.get().ok());
+  EXPECT_EQ(joined.plan().version(), 2);
+  EXPECT_EQ(joined.plan().size(), 2);
+  EXPECT_EQ(joined.plan().slot(), 1);
+  EXPECT_EQ(reply.plan().id(), joined.plan().id());
+  EXPECT_EQ(reply.plan().slot(), 0);
+
+  // Update 3 waits for both, and averages their gradients.
+  proto::ParamsReply first;
+  auto pending = std::async(std::launch::async, [&] {
+    return shard.push_pull(planned_push(0, reply.plan(), 1, 1, 4, 6), &first);
+  });
+  EXPECT_EQ(pending.wait_for(300ms), std::future_status::timeout);
+  proto::ParamsReply second;
+  ASSERT_TRUE(shard.push_pull(planned_push(2, joined.plan(), 3, 3, 4, 22), &second).ok());
+  ASSERT_TRUE(pending.get().ok());
+  EXPECT_EQ(second.version(), 3);
+  expect_params(second.params(), {-3, -2, -1, 0}, {0, 1, 2});  // the mean gradient 2
+  EXPECT_EQ(second.samples().count(), 8);
+  EXPECT_EQ(second.samples().index_sum(), 28);
+}
+
+// A planned trainer that leaves before its gradient came: the update is planned again without it,
+// the gradient in is set aside, and its trainer computes the step again in its new place. A push
+// of an old plan is told to redo too.
+TEST(ElasticSync, APlannedTrainerThatLeavesMakesTheOthersRedoTheStepWithoutIt) {
+  ServedShard shard(Mode::kSync);
+  ASSERT_TRUE(shard.initialize_elastic(/*trainers=*/3, /*min_trainers=*/1).ok());
+  ASSERT_TRUE(shard.register_trainer(0).ok());
+  ASSERT_TRUE(shard.register_trainer(1).ok());
+  proto::ParamsReply reply;
+  proto::PullRequest pull;
+  pull.set_trainer(0);
+  ASSERT_TRUE(shard.pull(pull, &reply).ok());
+  // Trainer 0 was planned alone as it registered (the minimum is 1); trainer 1 from update 2.
+  auto plan = reply.plan();
+  ASSERT_EQ(plan.size(), 1);
+  ASSERT_TRUE(shard.push_pull(planned_push(0, plan, 0, 0), &reply).ok());
+  plan = reply.plan();
+  ASSERT_EQ(plan.size(), 2);
+
+  proto::ParamsReply first;
+  auto pending = std::async(std::launch::async, [&] {
+    return shard.push_pull(planned_push(0, plan, 1, 2, 4, 6), &first);
+  });
+  EXPECT_EQ(pending.wait_for(300ms), std::future_status::timeout);  // waits for trainer 1
+  ASSERT_TRUE(shard.leave(1).ok());
+  ASSERT_TRUE(pending.get().ok());
+  EXPECT_TRUE(first.redo());
+  EXPECT_EQ(first.version(), 1);  // nothing applied
+  expect_params(first.params(), {1, 2, 3, 4}, {5, 6, 7});
+  EXPECT_EQ(first.plan().size(), 1);
+  EXPECT_EQ(first.plan().slot(), 0);
+  EXPECT_GT(first.plan().id(), plan.id());
+
+  // A push of the old plan is set aside; one of the new plan is applied.
+  ASSERT_TRUE(shard.push_pull(planned_push(0, plan, 1, 2), &reply).ok());
+  EXPECT_TRUE(reply.redo());
+  ASSERT_TRUE(shard.push_pull(planned_push(0, first.plan(), 1, 2, 8, 28), &reply).ok());
+  EXPECT_FALSE(reply.redo());
+  EXPECT_EQ(reply.version(), 2);
+  expect_params(reply.params(), {0, 1, 2, 3}, {3, 4, 5});
+  EXPECT_EQ(reply.samples().count(), 8);  // the redone step's, not the set-aside one's
+}
+
+// A planned trainer silent for the timeout is dropped, and the update planned again without it.
+TEST(ElasticSync, ASilentPlannedTrainerIsDroppedAndTheUpdatePlannedAgain) {
+  ServedShard shard(Mode::kSync, "", 1 << 20, /*timeout=*/400ms);
+  ASSERT_TRUE(shard.initialize_elastic(/*trainers=*/2, /*min_trainers=*/1).ok());
+  ASSERT_TRUE(shard.register_trainer(0).ok());
+  ASSERT_TRUE(shard.register_trainer(1).ok());
+  proto::ParamsReply reply;
+  proto::PullRequest pull;
+  pull.set_trainer(1);
+  ASSERT_TRUE(shard.pull(pull, &reply).ok());
+  ASSERT_TRUE(shard.push_pull(planned_push(0, reply.plan(), 0, 0), &reply).ok());
+  const auto plan = reply.plan();
+  ASSERT_EQ(plan.size(), 2);
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(shard.push_pull(planned_push(0, plan, 1, 2), &reply).ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 400ms);
+  EXPECT_TRUE(reply.redo());
+  EXPECT_EQ(reply.plan().size(), 1);
+  ASSERT_TRUE(shard.push_pull(planned_push(0, reply.plan(), 1, 2), &reply).ok());
+  EXPECT_EQ(reply.version(), 2);
+}
+
+// Another shard takes each update's plan from the pushes (which come once PS 0 completed it):
+// it completes the update with that plan's gradients.
+TEST(ElasticSync, AnotherShardCompletesAnUpdateWithTheGradientsOfThePlanThePushesName) {
+  ServedShard shard(Mode::kSync, "", 1 << 20, 5s, 1, /*stripes=*/2);
+  shard.use_stripe("1");  // PS 0's second stripe: not the one that plans
+  ASSERT_TRUE(shard.initialize_elastic(/*trainers=*/3, /*min_trainers=*/1).ok());
+  for (const int t : {0, 1, 2}) ASSERT_TRUE(shard.register_trainer(t).ok());
+  proto::SyncPlan plan;
+  plan.set_id(10);
+  plan.set_version(0);
+  plan.set_size(2);
+  proto::ParamsReply first;
+  auto pending = std::async(std::launch::async,
+                            [&] { return shard.push_pull(planned_push(0, plan, 1, 2), &first); });
+  EXPECT_EQ(pending.wait_for(300ms), std::future_status::timeout);  // the plan's 2 gradients
+  proto::ParamsReply second;
+  ASSERT_TRUE(shard.push_pull(planned_push(2, plan, 3, 4), &second).ok());
+  ASSERT_TRUE(pending.get().ok());
+  EXPECT_FALSE(first.redo());
+  EXPECT_EQ(second.version(), 1);
+  expect_params(second.params(), {-1, 0, 1, 2}, {2, 3, 4});  // mean gradient 2 and 3
+  auto next = plan;
+  next.set_id(11);
+  next.set_version(1);
+  next.set_size(1);
+  ASSERT_TRUE(shard.push_pull(planned_push(0, next, 1, 1), &second).ok());
+  EXPECT_EQ(second.version(), 2);
+}
+
+TEST(ElasticSync, AnInitialisationWithMoreMinimumThanTrainersIsRefused) {
+  ServedShard shard(Mode::kSync);
+  EXPECT_EQ(shard.initialize_elastic(/*trainers=*/2, /*min_trainers=*/3).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 }  // namespace
