@@ -116,15 +116,8 @@ class PsClient::Connection {
     const health::Wait in_flight(what, name_);
     while (true) {
       grpc::ClientContext context;
-      context.set_deadline(
-          std::chrono::system_clock::now() +
-          std::chrono::milliseconds(static_cast<int64_t>(options_.call_seconds * 1000)));
-      if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
-      if (options_.stripes > 1) context.AddMetadata(kStripeMetadata, stripe_);
-      if (options_.member) context.AddMetadata(kMemberMetadata, member_metadata(*options_.member));
-      if (expected_incarnation_ > 0) {
-        context.AddMetadata(kPsIncarnationMetadata, std::to_string(expected_incarnation_));
-      }
+      address(context,
+              std::chrono::milliseconds(static_cast<int64_t>(options_.call_seconds * 1000)));
       auto status = rpc(context);
       const auto code = status.error_code();
       // An older PS than expected (its node cut off, the DNS name not yet its replacement's) is
@@ -174,6 +167,18 @@ class PsClient::Connection {
       // broken channel would otherwise only find the restarted PS at gRPC's own reconnect pace.
       (void)channel_->WaitForConnected(std::chrono::system_clock::now() + backoff);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
+    }
+  }
+
+  // What every call says: its deadline, the job's token, the stripe, who calls and which PS it
+  // expects.
+  void address(grpc::ClientContext& context, std::chrono::milliseconds deadline) const {
+    context.set_deadline(std::chrono::system_clock::now() + deadline);
+    if (!options_.token.empty()) context.AddMetadata("authorization", "Bearer " + options_.token);
+    if (options_.stripes > 1) context.AddMetadata(kStripeMetadata, stripe_);
+    if (options_.member) context.AddMetadata(kMemberMetadata, member_metadata(*options_.member));
+    if (expected_incarnation_ > 0) {
+      context.AddMetadata(kPsIncarnationMetadata, std::to_string(expected_incarnation_));
     }
   }
 
@@ -469,6 +474,16 @@ PullResult PsClient::pull_when_planned(int trainer, const std::vector<torch::Ten
   auto total = combine(per_shard);
   total.plan = first.plan;
   return total;
+}
+
+bool PsClient::beat(int trainer) {
+  auto& shard = *shards_.front();
+  proto::BeatRequest request;
+  request.set_trainer(trainer);
+  proto::BeatReply reply;
+  grpc::ClientContext context;
+  shard.address(context, std::chrono::seconds(2));
+  return shard.stub().Beat(&context, request, &reply).ok();
 }
 
 void PsClient::leave(int trainer) {

@@ -97,6 +97,9 @@ class PsClient {
   PullResult pull_when_planned(int trainer, const std::vector<torch::Tensor>& params);
   // An elastic job's trainer leaves (scaled down): no shard waits for it any more.
   void leave(int trainer);
+  // One beat of an elastic synchronous job's trainer at PS 0's first stripe (no retry: the next
+  // beat is the retry); whether it got there.
+  bool beat(int trainer);
   std::vector<proto::StateReply> get_state();
   void finish();
 

@@ -4,7 +4,10 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "distributed/ps/client.h"
 #include "distributed/ps/job_tls.h"
@@ -74,6 +77,39 @@ class ParameterServerExchange::HostStaging {
  private:
   [[nodiscard]] bool staged() const { return !host_grads_.empty(); }
   std::vector<torch::Tensor> host_grads_;  // empty on the CPU
+};
+
+// An elastic synchronous job's trainer beats at PS 0 from a thread, once a second, for as long as
+// it trains: a trainer that stops (killed, frozen, its node lost) holds no update back for longer
+// than the PS's beat silence (ShardCore::kBeatSilence), however long its steps take.
+class ParameterServerExchange::Beat {
+ public:
+  Beat(PsClient& client, int trainer)
+      : thread_([this, &client, trainer] {
+          std::unique_lock lock(mu_);
+          while (!stopping_) {
+            lock.unlock();
+            static_cast<void>(client.beat(trainer));
+            lock.lock();
+            wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; });
+          }
+        }) {}
+  ~Beat() {
+    {
+      const std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  Beat(const Beat&) = delete;
+  Beat& operator=(const Beat&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: starts once the rest is there
 };
 
 namespace {
@@ -204,7 +240,10 @@ train::TrainState ParameterServerExchange::start(const train::TrainableModel& mo
   version_ = std::max(version_, client_->pull(trainer.rank, staging_->host_params).version);
   staging_->upload();
   // An elastic synchronous job's trainer trains from the first update whose plan holds it.
-  if (mode_ == Mode::kSync && elastic()) wait_for_a_plan();
+  if (mode_ == Mode::kSync && elastic()) {
+    beat_ = std::make_unique<Beat>(*client_, dist.job.trainer_rank());
+    wait_for_a_plan();
+  }
 
   // Sync steps are global, so this trainer's place in the epoch follows the version.
   train::TrainState state;

@@ -53,6 +53,7 @@ class ParameterServerExchange final : public train::GradientExchange {
 
  private:
   class HostStaging;
+  class Beat;
   [[nodiscard]] JobState current_state() const;
   [[nodiscard]] bool elastic() const;  // --min-trainers
   // An elastic synchronous job's: takes the next update's plan, and waits for one that holds
@@ -66,6 +67,7 @@ class ParameterServerExchange final : public train::GradientExchange {
   std::shared_ptr<models::Classifier> model_;
   std::unique_ptr<HostStaging> staging_;
   std::unique_ptr<PsClient> client_;
+  std::unique_ptr<Beat> beat_;  // an elastic synchronous job's; stops before the client goes
   int64_t total_updates_ = 0;
   int stripes_ = 0;
   int64_t version_ = 0;

@@ -82,6 +82,12 @@ class ParameterServerService final : public proto::ParameterServer::WithRawCallb
     shard->finish();
     return grpc::Status::OK;
   }
+  grpc::Status Beat(grpc::ServerContext* context, const proto::BeatRequest* request,
+                    proto::BeatReply* /*reply*/) override {
+    Shard* shard = nullptr;
+    if (auto s = admit(*context, &shard); !s.ok()) return s;
+    return to_grpc(shard->beat(request->trainer()));
+  }
   grpc::Status Leave(grpc::ServerContext* context, const proto::LeaveRequest* request,
                      proto::LeaveReply* /*reply*/) override {
     Shard* shard = nullptr;

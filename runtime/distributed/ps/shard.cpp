@@ -166,6 +166,7 @@ ShardStatus Shard::initialize(const proto::InitRequest& request, proto::InitRepl
     core_.members[static_cast<size_t>(t)].store(!core_.elastic());
   }
   core_.told_done.assign(static_cast<size_t>(core_.trainers), false);
+  core_.last_beat.assign(static_cast<size_t>(core_.trainers), ShardCore::Clock::time_point{});
   // A fresh start waits for every trainer to register; a shard initialised mid-run (restored, or
   // re-initialised by the master) serves the trainers that are there, as before it went.
   core_.joined.assign(static_cast<size_t>(core_.trainers),
@@ -231,6 +232,16 @@ ShardStatus Shard::pull(const proto::PullRequest& request, ParamsSnapshot* reply
   }
   core_.answer(request.trainer(), request.reply_dtype(), reply);
   reply->plan = mode_->plan_for(core_, request.trainer());
+  return {};
+}
+
+ShardStatus Shard::beat(int trainer) {
+  if (!core_.initialized) return ShardStatus::not_initialized();
+  if (trainer < 0 || trainer >= core_.trainers) {
+    return invalid("trainer " + std::to_string(trainer) + " is not in this job");
+  }
+  const ShardCore::Lock lock(core_.mu);
+  core_.last_beat[static_cast<size_t>(trainer)] = ShardCore::Clock::now();
   return {};
 }
 

@@ -39,6 +39,8 @@ class Shard {
   ShardStatus get_state(proto::StateReply* reply);
   // An elastic job's trainer leaves: no update waits for it from now on.
   ShardStatus leave(const proto::LeaveRequest& request);
+  // An elastic job's trainer says it is alive (ShardCore::beat_silent).
+  ShardStatus beat(int trainer);
   // The master ends the job: every later reply says done.
   void finish();
 

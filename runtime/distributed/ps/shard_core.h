@@ -104,6 +104,16 @@ struct ShardCore {
   std::vector<bool> joined;
   [[nodiscard]] std::vector<int> not_joined() const;
   std::vector<bool> told_done;
+  // An elastic job's trainers' last beats (epoch: none yet), under mu. A trainer that beat and
+  // then fell silent for kBeatSilence is gone (killed, frozen, cut off), without waiting out the
+  // timeout.
+  // Ten beats: room for a trainer starved of CPU for a few seconds (as an all-reduce rank's).
+  static constexpr std::chrono::seconds kBeatSilence{10};
+  std::vector<Clock::time_point> last_beat;
+  [[nodiscard]] bool beat_silent(int trainer, Clock::time_point now) const {
+    const auto last = last_beat[static_cast<size_t>(trainer)];
+    return last != Clock::time_point{} && now - last > kBeatSilence;
+  }
   Clock::time_point finished_at;
 };
 

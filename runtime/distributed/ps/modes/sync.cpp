@@ -32,6 +32,8 @@ std::string trainer_list(const std::vector<int>& trainers) {
 
 class SyncMode final : public ShardMode {
  public:
+  static constexpr std::chrono::seconds kBeatCheck{1};
+
   void on_initialized(ShardCore& core) override {
     round_sum_ = torch::zeros({core.elements});
     round_arrived_.assign(static_cast<size_t>(core.trainers), false);
@@ -140,17 +142,24 @@ class SyncMode final : public ShardMode {
         complete_round(core);
         break;
       }
-      if (core.changed.wait_until(lock, round_started_ + core.options.timeout) ==
-              std::cv_status::timeout &&
-          core.version.load() == round_version && plan_.id == plan_id) {
-        for (const int m : plan_.trainers) {
-          if (!arrived(m)) {
-            core.evict(m,
-                       "no gradient for " + std::to_string(core.options.timeout.count()) + " ms");
-          }
+      // Woken each second to look at the beats of the trainers not in yet.
+      const auto deadline = round_started_ + core.options.timeout;
+      core.changed.wait_until(lock, std::min(deadline, ShardCore::Clock::now() + kBeatCheck));
+      if (core.version.load() != round_version || plan_.id != plan_id || core.finished) break;
+      const auto now = ShardCore::Clock::now();
+      std::vector<int> gone;
+      for (const int m : plan_.trainers) {
+        if (arrived(m)) continue;
+        if (now >= deadline) {
+          core.evict(m, "no gradient for " + std::to_string(core.options.timeout.count()) + " ms");
+          gone.push_back(m);
+        } else if (core.beat_silent(m, now)) {
+          core.evict(m, "no beat for " + std::to_string(ShardCore::kBeatSilence.count()) +
+                            " s (killed, frozen, or cut off)");
+          gone.push_back(m);
         }
-        replan(core, "planned trainers were silent");
       }
+      if (!gone.empty()) replan(core, "trainer " + trainer_list(gone) + " gone");
     }
     answer(core, push, round_version, reply);
     return {};
