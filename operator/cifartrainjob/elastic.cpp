@@ -148,12 +148,13 @@ void report_world_change(const Job& job, const nlohmann::json& progress_before,
         why_it_left(job, index, pods, plan.status, troubled_nodes) + ")");
   }
   if (changes.empty()) return;
-  const auto size = world.value("size", 0);
+  // A parameter-server job's trainers are its workers and its master.
+  const auto trainers = world.value("trainers", world.value("size", 0));
   const auto step = plan.status.progress.value("step", int64_t{-1});
-  plan.events.push_back({"Normal", std::string(reason::kWorldChanged),
-                         changes +
-                             (step >= 0 ? " at step " + std::to_string(step) : std::string()) +
-                             ": " + std::to_string(size) + (size == 1 ? " trainer" : " trainers")});
+  plan.events.push_back(
+      {"Normal", std::string(reason::kWorldChanged),
+       changes + (step >= 0 ? " at step " + std::to_string(step) : std::string()) + ": " +
+           std::to_string(trainers) + (trainers == 1 ? " trainer" : " trainers")});
 }
 
 }  // namespace cifar::op

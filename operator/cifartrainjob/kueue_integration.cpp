@@ -29,6 +29,13 @@ int main_group_size(const JobSpec& spec) {
          spec.replicas.at(Role::kWorker).min_replicas + (spec.elastic_allreduce() ? 1 : 0);
 }
 
+// The index of `pod` if it is a worker in a pod group of its own (above the minimum).
+std::optional<int> own_group_worker(const JobSpec& spec, const json& pod) {
+  if (pod_role(pod) != Role::kWorker) return std::nullopt;
+  const auto index = pod_index(pod);
+  return index && in_own_pod_group(spec, *index) ? index : std::nullopt;
+}
+
 PodsByName pods_of_group(const PodsByName& pods, const std::string& group) {
   PodsByName of_group;
   for (const auto& [name, pod] : pods) {
@@ -200,11 +207,8 @@ std::map<int, std::string> workers_waiting_for_admission(const Job& job, const P
   std::map<int, std::string> waiting;
   if (job.spec.queue.empty() || !job.spec.elastic()) return waiting;
   for (const auto& [name, pod] : pods) {
-    const auto index = pod_index(pod);
-    if (pod_role(pod) != Role::kWorker || !index || !in_own_pod_group(job.spec, *index) ||
-        pod_terminating(pod) || !pod_gated(pod)) {
-      continue;
-    }
+    const auto index = own_group_worker(job.spec, pod);
+    if (!index || pod_terminating(pod) || !pod_gated(pod)) continue;
     const auto group = worker_pod_group_name(job, *index);
     const auto workload = observed.worker_workloads.find(*index);
     std::string why;
@@ -224,8 +228,7 @@ std::map<int, std::string> workers_waiting_for_admission(const Job& job, const P
 
 std::optional<Time> group_admitted_since(const Job& job, const json& pod,
                                          const Observed& observed) {
-  const auto index = pod_index(pod);
-  if (pod_role(pod) == Role::kWorker && index && in_own_pod_group(job.spec, *index)) {
+  if (const auto index = own_group_worker(job.spec, pod)) {
     const auto workload = observed.worker_workloads.find(*index);
     return workload == observed.worker_workloads.end() ? std::nullopt
                                                        : workload->second.admitted_since;
@@ -241,9 +244,9 @@ bool waits_for_the_jobs_admission(const JobSpec& spec, int index,
 void remove_workers_of_a_queued_job(const Job& job, const PodsByName& pods,
                                     const std::optional<QueueWait>& queued, Plan& plan) {
   for (const auto& [name, pod] : pods) {
-    const auto index = pod_index(pod);
-    if (pod_role(pod) != Role::kWorker || !index || pod_terminating(pod) ||
-        !waits_for_the_jobs_admission(job.spec, *index, queued) || listed(plan.delete_pods, name)) {
+    const auto index = own_group_worker(job.spec, pod);
+    if (!index || pod_terminating(pod) || !waits_for_the_jobs_admission(job.spec, *index, queued) ||
+        listed(plan.delete_pods, name)) {
       continue;
     }
     plan.delete_pods.push_back(name);

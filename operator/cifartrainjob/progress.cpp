@@ -59,6 +59,31 @@ std::optional<json> world_of(const std::vector<PodMetrics>& pods) {
   return json{{"round", *newest}, {"size", size}, {"workers", workers}};
 }
 
+// A parameter-server job's world: the workers PS 0 says train now (its per-trainer series; worker
+// i is trainer i + 1), and how many trainers that is with the master. nullopt: PS 0 not scraped,
+// or nobody trains.
+std::optional<json> ps_world_of(const PodMetrics* ps) {
+  if (ps == nullptr) return std::nullopt;
+  std::vector<int> workers;
+  int trainers = 0;
+  for (const auto& [rank, samples] : ps->by_trainer) {
+    const auto training = samples.find(metric::kPsTrainerTraining);
+    if (training == samples.end() || training->second <= 0) continue;
+    int trainer = 0;
+    try {
+      trainer = std::stoi(rank);
+    } catch (const std::exception&) {
+      continue;  // not a rank: not ours
+    }
+    ++trainers;
+    if (trainer >= 1) workers.push_back(trainer - 1);
+  }
+  if (trainers == 0) return std::nullopt;
+  std::sort(workers.begin(), workers.end());
+  return json{
+      {"size", static_cast<int>(workers.size())}, {"workers", workers}, {"trainers", trainers}};
+}
+
 // How much of a new estimate goes into the one reported, the rest being the previous one,
 // counted down: the rate over one scrape interval swings with evaluations and checkpoints (on a
 // real 5.5-minute CIFAR-10 job it put the end up to 105 s off; replaying that run, smoothing
@@ -229,7 +254,8 @@ std::map<std::string, MetricSamples> parse_samples_by_label(const std::string& e
 
 std::optional<json> job_progress(const std::vector<PodMetrics>& pods, const JobPods& job,
                                  const std::string& now, const json& previous) {
-  const auto world = world_of(pods);
+  auto world = world_of(pods);
+  if (!world) world = ps_world_of(find(pods, Role::kPs, 0));
   const auto* chief = find(pods, job.has_master ? Role::kMaster : Role::kWorker, 0);
   // An elastic job trains on without worker 0 (lost, between rounds): then the first of the world.
   if (chief == nullptr && !job.has_master && world) {

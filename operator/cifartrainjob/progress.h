@@ -49,7 +49,9 @@ struct JobPods {
 // missing: [{trainer, droppedAtStep if it was dropped}]}; the previous ones stand while PS 0 was
 // not scraped. An all-reduce job's `world` is its group training now: the workers that report the
 // newest rendezvous round (cifar_allreduce_round), {round, size, workers: [their indices]}; the
-// previous one stands while none reports one (between rounds) or not all of its ranks answered. An
+// previous one stands while none reports one (between rounds) or not all of its ranks answered. A
+// parameter-server job's is the workers PS 0 says train, {size, workers, trainers: with the
+// master}. An
 // elastic job whose worker 0 was not scraped takes the first worker of the world for its chief.
 // `checkpoint` is the chief's: {savedStep, storeUnreachableSince while its store does not answer}.
 std::optional<nlohmann::json> job_progress(

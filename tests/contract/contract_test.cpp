@@ -87,6 +87,13 @@ Job elastic_job() {
     "checkpoint": {"volume": {"claimName": "ckpt"}}})");
 }
 
+Job elastic_ps_job() {
+  return make_job(R"({
+    "strategy": {"type": "ParameterServer", "parameterServer": {"mode": "sync"}},
+    "replicaSpecs": {"PS": {"replicas": 1}, "Master": {"replicas": 1},
+                     "Worker": {"replicas": 2, "minReplicas": 1, "maxReplicas": 3}}})");
+}
+
 std::vector<std::string> args_of(const json& pod) {
   return pod["spec"]["containers"][0]["args"].get<std::vector<std::string>>();
 }
@@ -113,8 +120,8 @@ cli::ParsedCommandLine parse_as_the_container(const json& pod) {
 
 TEST(Contract, EveryFlagOfTheContractIsWrittenByTheOperatorAndAcceptedByTheRuntime) {
   std::set<std::string> written;
-  for (const auto& job :
-       {ps_job_with_everything(), allreduce_job_on_gpus(), job_without_volumes(), elastic_job()}) {
+  for (const auto& job : {ps_job_with_everything(), allreduce_job_on_gpus(), job_without_volumes(),
+                          elastic_job(), elastic_ps_job()}) {
     for (const auto& pod : op::desired_pods(job)) {
       for (const auto& arg : args_of(pod)) written.insert(arg);
       const auto parsed = parse_as_the_container(pod);
@@ -277,6 +284,24 @@ TEST(Contract, AnElasticJobsWorkersMeetAtItsRendezvousStorePod) {
   EXPECT_EQ(container["args"], json({"rendezvous-store", "--port", "29500"}));
   EXPECT_EQ(container["ports"][0]["containerPort"], contract::kC10dStorePort.number);
   EXPECT_FALSE(op::pod_role(store));  // no replica: the reconcile's tallies leave it out
+}
+
+// An elastic parameter-server job's trainers are told the fewest trainers there may be (the master
+// counts) and list the most workers there may be; the runtime reads them as an elastic job whose
+// sync updates read the global batch of every trainer listed. No store: its chief is the master.
+TEST(Contract, AnElasticPsJobsTrainersKnowTheFewestAndTheMost) {
+  const auto job = elastic_ps_job();
+  for (const auto& [role, index] : {std::pair{contract::Role::kMaster, 0},
+                                    {contract::Role::kWorker, 0},
+                                    {contract::Role::kWorker, 1}}) {
+    const auto pod = op::desired_pod(job, role, index);
+    const auto config = runtime_config(pod);
+    EXPECT_EQ(config.distributed.ps.min_trainers, 2);
+    EXPECT_EQ(config.distributed.job.trainer_count(), 4);
+    EXPECT_EQ(config.global_batch, 4 * config.batch_size);
+    EXPECT_FALSE(config.distributed.elastic());  // the all-reduce sense: no rounds, no store
+    EXPECT_EQ(config.distributed.uses_store(), role == contract::Role::kMaster);
+  }
 }
 
 TEST(Contract, ThePodsPortsAreTheOnesTheRuntimeListensOnByDefault) {

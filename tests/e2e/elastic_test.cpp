@@ -193,12 +193,28 @@ TEST_F(Elastic, KubectlScaleGrowsAndShrinksARunningSyncParameterServerJobWithNoR
     std::cout << name << ": first step with 5 trainers " << first_step
               << " s after its container started\n";
   }
+  // The operator learns the world from PS 0's metrics: the workers column counts it, and Events
+  // name who joined.
   EXPECT_TRUE(wait_for(
       [&] {
         return status_of("psgrow").value("workers", json::object()).value("summary", "") == "4/4";
       },
       seconds(30)))
       << status_of("psgrow").dump();
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return world_workers("psgrow") == json{0, 1, 2, 3};
+      },
+      seconds(30)))
+      << status_of("psgrow").dump();
+  EXPECT_TRUE(wait_for(
+      [&] {
+        const auto changes = events("WorldChanged");
+        return changes.find("psgrow-worker-2 joined") != std::string::npos &&
+               changes.find("psgrow-worker-3 joined") != std::string::npos;
+      },
+      seconds(30)))
+      << events("WorldChanged");
 
   ASSERT_EQ(scale("psgrow", 2), 0);
   EXPECT_TRUE(
@@ -211,6 +227,15 @@ TEST_F(Elastic, KubectlScaleGrowsAndShrinksARunningSyncParameterServerJobWithNoR
   const auto leaving = events("WorkerLeaving");
   EXPECT_NE(leaving.find("worker psgrow-worker-2 leaves"), std::string::npos) << leaving;
   EXPECT_NE(leaving.find("worker psgrow-worker-3 leaves"), std::string::npos) << leaving;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        const auto changes = events("WorldChanged");
+        return changes.find("psgrow-worker-2 left (the job was scaled down)") !=
+                   std::string::npos &&
+               changes.find("psgrow-worker-3 left (the job was scaled down)") != std::string::npos;
+      },
+      seconds(30)))
+      << events("WorldChanged");
   // The workers that left are not missed: PS 0 reports the master and the two workers left.
   EXPECT_TRUE(wait_for(
       [&] {

@@ -253,5 +253,20 @@ TEST(Progress, PsZeroSaysWhichTrainersTrainAndWhenOneWasDropped) {
       job_progress({pod("master", 0, kJobAt250)}, JobPods{true, false}, "t")->contains("trainers"));
 }
 
+// A parameter-server job's world: the workers PS 0 says train (worker i is trainer i + 1), and the
+// trainers with the master.
+TEST(Progress, APsJobsWorldIsTheWorkersPsZeroSaysTrain) {
+  const std::string three_of_four = R"(cifar_ps_trainer_training{trainer="0"} 1
+cifar_ps_trainer_training{trainer="1"} 1
+cifar_ps_trainer_training{trainer="2"} 0
+cifar_ps_trainer_training{trainer="3"} 1
+)";
+  const auto progress =
+      job_progress({pod("master", 0, kJobAt250), ps_pod(three_of_four)}, JobPods{true, false}, "t");
+  ASSERT_TRUE(progress);
+  EXPECT_EQ((*progress)["world"],
+            nlohmann::json::parse(R"({"size": 2, "workers": [0, 2], "trainers": 3})"));
+}
+
 }  // namespace
 }  // namespace progress_test

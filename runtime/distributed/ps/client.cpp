@@ -461,7 +461,7 @@ PullResult PsClient::pull_when_planned(int trainer, const std::vector<torch::Ten
     grpc::ByteBuffer reply;
     shards_.front()->check(pull_shard(trainer, 0, &reply, wait), "pull");
     take_params(0, reply, params, first);
-    if (first.done || first.plan.slot() >= 0) break;
+    if (first.done || (first.plan.id() != 0 && first.plan.slot() >= 0)) break;
   }
   proto::PullRequest level;
   level.set_at_least_version(first.version);

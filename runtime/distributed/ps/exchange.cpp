@@ -147,11 +147,17 @@ ParameterServerExchange::~ParameterServerExchange() = default;
 train::TrainerPlace ParameterServerExchange::place() const {
   const auto& job = config_.distributed.job;
   // An elastic synchronous job's trainer reads its slot of each update's global batch.
-  if (plan_.size() > 0) return {plan_.slot(), plan_.size(), job.is_chief(), /*in_lockstep=*/false};
+  if (planned()) {
+    return {plan_.slot(), plan_.size(), job.is_chief(), /*in_lockstep=*/false};
+  }
   return {job.trainer_rank(), job.trainer_count(), job.is_chief(), /*in_lockstep=*/false};
 }
 
 bool ParameterServerExchange::elastic() const { return config_.distributed.ps.min_trainers > 0; }
+
+bool ParameterServerExchange::planned() const {
+  return plan_.id() != 0 && plan_.size() > 0 && plan_.slot() >= 0;
+}
 
 void ParameterServerExchange::take_plan(const proto::SyncPlan& plan) {
   if (mode_ != Mode::kSync || !elastic()) return;
@@ -266,7 +272,7 @@ std::string ParameterServerExchange::describe() const {
 train::UpdateResult ParameterServerExchange::update(double lr, const train::SampleTally& trained) {
   const auto start = std::chrono::steady_clock::now();
   const auto rank = config_.distributed.job.trainer_rank();
-  if (mode_ == Mode::kSync && elastic() && plan_.slot() < 0) {
+  if (mode_ == Mode::kSync && elastic() && !planned()) {
     // Left out of the plans (dropped after a silence): from the first update that holds it again.
     wait_for_a_plan();
     train::UpdateResult moved{version_, false, metrics::seconds_since(start), std::nullopt};

@@ -59,6 +59,7 @@ class ParameterServerExchange final : public train::GradientExchange {
   // An elastic synchronous job's: takes the next update's plan, and waits for one that holds
   // this trainer.
   void take_plan(const proto::SyncPlan& plan);
+  [[nodiscard]] bool planned() const;  // an update's plan holds this trainer
   void wait_for_a_plan();
 
   const train::TrainConfig& config_;

@@ -223,7 +223,8 @@ ShardStatus Shard::pull(const proto::PullRequest& request, ParamsSnapshot* reply
   if (request.wait_for_plan() && core_.plans()) {
     // A joining trainer of an elastic synchronous job: until an update's plan holds it.
     core_.changed.wait_for(lock, core_.options.timeout, [&] {
-      return core_.finished || mode_->plan_for(core_, request.trainer()).slot() >= 0;
+      const auto plan = mode_->plan_for(core_, request.trainer());
+      return core_.finished || (plan.id() != 0 && plan.slot() >= 0);
     });
   } else if (request.at_least_version() > 0) {
     core_.changed.wait_for(lock, core_.options.timeout, [&] {

@@ -615,7 +615,7 @@ TEST(ElasticSync, EachUpdateTakesTheMembersOfItsPlanAndAJoinerComesInAtTheNext) 
   proto::PullRequest pull;
   pull.set_trainer(0);
   ASSERT_TRUE(shard.pull(pull, &reply).ok());
-  EXPECT_EQ(reply.plan().size(), 0);
+  EXPECT_EQ(reply.plan().id(), 0);
 
   ASSERT_TRUE(shard.register_trainer(0).ok());
   ASSERT_TRUE(shard.pull(pull, &reply).ok());
@@ -740,6 +740,11 @@ TEST(ElasticSync, AnotherShardCompletesAnUpdateWithTheGradientsOfThePlanThePushe
   shard.use_stripe("1");  // PS 0's second stripe: not the one that plans
   ASSERT_TRUE(shard.initialize_elastic(/*trainers=*/3, /*min_trainers=*/1).ok());
   for (const int t : {0, 1, 2}) ASSERT_TRUE(shard.register_trainer(t).ok());
+  // A push that follows no plan is computed again, never collected.
+  proto::ParamsReply unplanned;
+  ASSERT_TRUE(shard.push_pull(planned_push(0, proto::SyncPlan(), 1, 2), &unplanned).ok());
+  EXPECT_TRUE(unplanned.redo());
+  EXPECT_EQ(unplanned.version(), 0);
   proto::SyncPlan plan;
   plan.set_id(10);
   plan.set_version(0);
@@ -760,6 +765,31 @@ TEST(ElasticSync, AnotherShardCompletesAnUpdateWithTheGradientsOfThePlanThePushe
   next.set_size(1);
   ASSERT_TRUE(shard.push_pull(planned_push(0, next, 1, 1), &second).ok());
   EXPECT_EQ(second.version(), 2);
+}
+
+// Fewer members than the minimum (or no master): no plan, and a trainer that waits for one is
+// told so after the timeout, to wait again.
+TEST(ElasticSync, NoPlanWithoutTheMasterAndTheMinimumAndAWaitForOneEndsAtTheTimeout) {
+  ServedShard shard(Mode::kSync, "", 1 << 20, /*timeout=*/300ms);
+  ASSERT_TRUE(shard.initialize_elastic(/*trainers=*/3, /*min_trainers=*/2).ok());
+  ASSERT_TRUE(shard.register_trainer(0).ok());
+  ASSERT_TRUE(shard.register_trainer(2).ok());
+  proto::PullRequest waiting;
+  waiting.set_trainer(1);
+  waiting.set_wait_for_plan(true);
+  proto::ParamsReply reply;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(shard.pull(waiting, &reply).ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 300ms);
+  EXPECT_EQ(reply.plan().slot(), -1);  // planned without it: trainers 0 and 2
+  EXPECT_EQ(reply.plan().size(), 2);
+  ServedShard masterless(Mode::kSync, "", 1 << 20, /*timeout=*/300ms);
+  ASSERT_TRUE(masterless.initialize_elastic(/*trainers=*/3, /*min_trainers=*/2).ok());
+  ASSERT_TRUE(masterless.register_trainer(1).ok());
+  ASSERT_TRUE(masterless.register_trainer(2).ok());
+  waiting.set_trainer(2);
+  ASSERT_TRUE(masterless.pull(waiting, &reply).ok());
+  EXPECT_EQ(reply.plan().id(), 0);  // two members, but not the master
 }
 
 TEST(ElasticSync, AnInitialisationWithMoreMinimumThanTrainersIsRefused) {

@@ -166,13 +166,15 @@ class SyncMode final : public ShardMode {
   }
 
   // Another shard of an elastic job: the gradients of the plan the pushes name. A plan's trainers
-  // push here once PS 0 completed the update with them, so all of them come unless one died in
-  // between: after the timeout the update is applied with those that came (as a fixed job's).
+  // push here as soon as PS 0 completed the update with them, their gradients in hand, so all of
+  // them come within moments unless one died (or froze) in between: after the beat silence (or the
+  // timeout, if shorter) the update is applied with those that came, as a fixed job's would be,
+  // and PS 0 drops the lost trainer by its beats.
   ShardStatus push_pull_following(ShardCore& core, const Push& push, ShardCore::Lock& lock,
                                   ParamsSnapshot* reply) {
     const int64_t round_version = core.version.load();
-    if (push.plan.id() < round_plan_id_) {
-      answer(core, push, round_version, reply);  // an older plan's: redo
+    if (push.plan.id() == 0 || push.plan.size() < 1 || push.plan.id() < round_plan_id_) {
+      answer(core, push, round_version, reply);  // no plan, or an older one's: redo
       return {};
     }
     if (push.plan.id() > round_plan_id_) {
@@ -186,12 +188,14 @@ class SyncMode final : public ShardMode {
         complete_round(core);
         break;
       }
-      if (core.changed.wait_until(lock, round_started_ + core.options.timeout) ==
-              std::cv_status::timeout &&
+      const auto patience =
+          std::min<std::chrono::milliseconds>(core.options.timeout, ShardCore::kBeatSilence);
+      if (core.changed.wait_until(lock, round_started_ + patience) == std::cv_status::timeout &&
           core.version.load() == round_version && round_plan_id_ == plan_id) {
         spdlog::warn(
-            "{}: update {} holds {} of its plan's {} gradients after {} ms: applying those",
-            core.name, round_version + 1, round_count_, round_size_, core.options.timeout.count());
+            "{}: update {} holds {} of its plan's {} gradients after {} ms (a trainer lost after "
+            "its push to PS 0): applying those",
+            core.name, round_version + 1, round_count_, round_size_, patience.count());
         complete_round(core);
       }
     }
