@@ -28,21 +28,24 @@ struct BackgroundWriter::State {
   [[nodiscard]] bool settled() const { return failure || (!waiting && !writing_step); }
 };
 
-BackgroundWriter::BackgroundWriter(Commit commit)
-    : state_(std::make_unique<State>(std::move(commit))),
+BackgroundWriter::BackgroundWriter(Commit commit, OnClose on_close)
+    : on_close_(on_close),
+      state_(std::make_unique<State>(std::move(commit))),
       thread_([state = state_.get()] { run(*state); }) {}
 
 BackgroundWriter::~BackgroundWriter() {
   {
     std::unique_lock lock(state_->mu);
     state_->closing = true;
-    state_->waiting.reset();
+    if (on_close_ == OnClose::kDropWaiting) state_->waiting.reset();
     state_->changed.notify_all();
     const bool finished =
-        state_->changed.wait_for(lock, kGraceOnClose, [&] { return !state_->writing_step; });
+        state_->changed.wait_for(lock, kGraceOnClose, [&] { return state_->settled(); });
     if (!finished) {
-      spdlog::warn("{} not written: its process ends, and gave the write {} s more",
-                   state_->writing_name, kGraceOnClose.count());
+      spdlog::warn("{} not written: its writer closes, and gave the write {} s more",
+                   state_->writing_step ? state_->writing_name : state_->waiting->name,
+                   kGraceOnClose.count());
+      state_->waiting.reset();
       state_->cancellation.cancel();
     }
   }

@@ -7,6 +7,10 @@
 // A write that fails for good (a store that refuses, one away longer than the job allows, a
 // replaced chief: any exception) is kept and thrown on the training thread by its next call, so
 // the process ends with that error; what waits behind it is dropped.
+//
+// Closed, a checkpoint writer drops what waits (a newer state is held in memory or saved by the
+// next process); a log's writer writes it too, within the same grace: a record handed over and
+// then lost (a round of an elastic job that ends right after an epoch's record) is not redone.
 #pragma once
 
 #include <chrono>
@@ -35,9 +39,10 @@ class BackgroundWriter {
   // Writes one object into the store (a checkpoint: and rotates old ones out); throws if it
   // cannot.
   using Commit = std::function<void(const PendingWrite&)>;
+  enum class OnClose { kDropWaiting, kWriteWaiting };
 
-  explicit BackgroundWriter(Commit commit);
-  // What waits is dropped (wait_until_saved() first to keep it); a write in progress gets
+  explicit BackgroundWriter(Commit commit, OnClose on_close = OnClose::kDropWaiting);
+  // What waits is dropped, or (kWriteWaiting) written too; what is written then gets
   // kGraceOnClose to finish, then its store requests are cancelled (storage/cancellation.h), so
   // that no write outlives its process's main(): the thread is joined here.
   ~BackgroundWriter();
@@ -62,6 +67,7 @@ class BackgroundWriter {
   struct State;
   static void run(State& state);
 
+  OnClose on_close_;
   std::unique_ptr<State> state_;
   std::thread thread_;
 };

@@ -15,7 +15,8 @@ JsonLinesObject::JsonLinesObject(std::shared_ptr<storage::Store> store, std::str
         [store = store_, fence = fence_](const PendingWrite& write) {
           fence.check();  // a replaced writer records nothing
           store->put(write.name, write.bytes);
-        });
+        },
+        BackgroundWriter::OnClose::kWriteWaiting);
   }
   const auto text = store_->get(name_);
   if (!text) return;

@@ -2,7 +2,8 @@
 // append, so appending writes the object whole again: one line an epoch or an evaluation keeps
 // that small. A line that does not parse (a file cut short by a crash) is dropped on reading.
 // Written where the caller is, or (the chief's monitor log) in the background, so that a store that
-// is away does not stop training (background_writer.h); behind its writer's fence either way.
+// is away does not stop training (background_writer.h), and then written to the end when the
+// object closes (within the writer's grace); behind its writer's fence either way.
 #pragma once
 
 #include <functional>

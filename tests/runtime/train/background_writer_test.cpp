@@ -123,5 +123,31 @@ TEST(BackgroundWriter, AWriteThatFinishesWithinTheGraceIsKept) {
   EXPECT_EQ(commits.written, (std::vector<int64_t>{7}));
 }
 
+// Closed with a write in progress and one waiting behind it: a checkpoint writer drops the waiting
+// one (a newer state is held elsewhere); a log's writer writes it too, so that a record appended
+// just before its writer closes (an elastic round ending right after an epoch) is not lost.
+TEST(BackgroundWriter, ClosedWithAWriteWaitingALogsWriterWritesItAndACheckpointsDropsIt) {
+  for (const auto on_close :
+       {BackgroundWriter::OnClose::kDropWaiting, BackgroundWriter::OnClose::kWriteWaiting}) {
+    HeldCommits commits;
+    std::thread let_go;
+    {
+      BackgroundWriter writer([&](const PendingWrite& write) { commits.commit(write); }, on_close);
+      writer.submit({"a", "1", 1});
+      commits.wait_until_started(1);
+      writer.submit({"a", "2", 2});  // waits behind step 1
+      let_go = std::thread([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        commits.let_go();
+      });
+    }
+    let_go.join();
+    const std::vector<int64_t> kept = on_close == BackgroundWriter::OnClose::kWriteWaiting
+                                          ? std::vector<int64_t>{1, 2}
+                                          : std::vector<int64_t>{1};
+    EXPECT_EQ(commits.written, kept);
+  }
+}
+
 }  // namespace
 }  // namespace cifar::train
