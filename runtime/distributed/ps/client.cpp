@@ -17,6 +17,7 @@
 
 #include "distributed/ps/job_tls.h"
 #include "distributed/ps/peer_probe.h"
+#include "distributed/ps/shard_messages.h"
 #include "distributed/ps/tensor_codec.h"
 #include "distributed/ps/transport.h"
 #include "distributed/ps/wire_framing.h"
@@ -461,7 +462,7 @@ PullResult PsClient::pull_when_planned(int trainer, const std::vector<torch::Ten
     grpc::ByteBuffer reply;
     shards_.front()->check(pull_shard(trainer, 0, &reply, wait), "pull");
     take_params(0, reply, params, first);
-    if (first.done || (first.plan.id() != 0 && first.plan.slot() >= 0)) break;
+    if (first.done || places_its_trainer(first.plan)) break;
   }
   proto::PullRequest level;
   level.set_at_least_version(first.version);

@@ -13,6 +13,7 @@
 #include "distributed/ps/job_tls.h"
 #include "distributed/ps/layout.h"
 #include "distributed/ps/ps_checkpoint.h"
+#include "distributed/ps/shard_messages.h"
 #include "distributed/ps/tensor_codec.h"
 #include "metrics/seconds_since.h"
 #include "models/model.h"
@@ -155,9 +156,7 @@ train::TrainerPlace ParameterServerExchange::place() const {
 
 bool ParameterServerExchange::elastic() const { return config_.distributed.ps.min_trainers > 0; }
 
-bool ParameterServerExchange::planned() const {
-  return plan_.id() != 0 && plan_.size() > 0 && plan_.slot() >= 0;
-}
+bool ParameterServerExchange::planned() const { return places_its_trainer(plan_); }
 
 void ParameterServerExchange::take_plan(const proto::SyncPlan& plan) {
   if (mode_ != Mode::kSync || !elastic()) return;

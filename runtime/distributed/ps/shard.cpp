@@ -224,7 +224,7 @@ ShardStatus Shard::pull(const proto::PullRequest& request, ParamsSnapshot* reply
     // A joining trainer of an elastic synchronous job: until an update's plan holds it.
     core_.changed.wait_for(lock, core_.options.timeout, [&] {
       const auto plan = mode_->plan_for(core_, request.trainer());
-      return core_.finished || (plan.id() != 0 && plan.slot() >= 0);
+      return core_.finished || places_its_trainer(plan);
     });
   } else if (request.at_least_version() > 0) {
     core_.changed.wait_for(lock, core_.options.timeout, [&] {

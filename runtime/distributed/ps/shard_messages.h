@@ -29,6 +29,12 @@ struct ParamsSnapshot {
   std::vector<int64_t> piece_sizes;
 };
 
+// Whether `plan` (an elastic synchronous job's, as a reply carries it to one trainer) places that
+// trainer: there is a plan (id 0: none) and the trainer has a slot in it (-1: left out).
+inline bool places_its_trainer(const proto::SyncPlan& plan) {
+  return plan.id() != 0 && plan.size() > 0 && plan.slot() >= 0;
+}
+
 // The snapshot as a protobuf message (copies the bytes; for the rarely used Pull path and tests).
 void to_proto(const ParamsSnapshot& snapshot, proto::ParamsReply* reply);
 
