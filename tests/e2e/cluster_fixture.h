@@ -294,6 +294,24 @@ class Cluster : public ::testing::Test {
     for (int i = 0; i < epochs; ++i) each[static_cast<size_t>(i)] = i + 1;
     return each;
   }
+  // A job on the slice that recorded each of its `epochs` once, each training every sample of the
+  // slice once (the chief's tally of what all its trainers trained, whatever the world was).
+  void expect_every_epoch_to_train_each_sample_once(const std::string& job, int epochs) {
+    EXPECT_EQ(recorded_epochs(run_dir(job)), every_epoch_once(epochs)) << job;
+    EXPECT_EQ(epochs_not_training_each_sample_once(run_dir(job), kSliceTrainingSamples),
+              std::vector<json>{})
+        << job;
+  }
+  // An elastic job on the slice (its data and a shared checkpoint volume) whose trainers read 25
+  // samples a step: the global batches of the tests' worlds divide the slice's 1500 samples, so
+  // that an epoch trains each once.
+  void submit_elastic(const std::string& name, const std::string& strategy,
+                      const std::string& replicas, const std::string& extra, int epochs) {
+    data_and_checkpoint_volumes();
+    checkpoint_every_steps_ = 8;
+    batch_size_ = 25;
+    submit(name, strategy, replicas, extra, "cifar10", epochs);
+  }
 
   // The nodes the job's pods are on, by pod name (pods not yet placed are left out).
   std::map<std::string, std::string> placement(const std::string& job) {
@@ -453,6 +471,31 @@ class Cluster : public ::testing::Test {
     return kubectl({"get", "events", "-n", ns_, "--field-selector", "reason=" + reason, "-o",
                     "jsonpath={.items[*].message}"})
         .output;
+  }
+  // Waits until the namespace's Events of `reason` say every one of `phrases`.
+  bool events_say(const std::string& reason, const std::vector<std::string>& phrases,
+                  seconds timeout = seconds(30)) {
+    return wait_for(
+        [&] {
+          const auto said = events(reason);
+          return std::all_of(phrases.begin(), phrases.end(), [&](const std::string& phrase) {
+            return said.find(phrase) != std::string::npos;
+          });
+        },
+        timeout);
+  }
+  // Waits until the operator sees an elastic job's world as `workers` (the indices of the
+  // workers training now) and, where given, its WORKERS column (status.workers.summary) as
+  // `summary`.
+  bool world_becomes(const std::string& job, const json& workers, seconds timeout,
+                     const std::string& summary = "") {
+    return wait_for(
+        [&] {
+          return world_workers(job) == workers &&
+                 (summary.empty() ||
+                  status_of(job).value("workers", json::object()).value("summary", "") == summary);
+        },
+        timeout);
   }
 
   // Whether pod `pod_name`'s current container has trained a step since it said `since` (on its

@@ -43,11 +43,8 @@ class Elastic : public Cluster {
 constexpr int kEpochsAcrossTwoResizes = 10;
 
 TEST_F(Elastic, KubectlScaleAndAnHpaGrowAndShrinkARunningAllReduceJobWithNoRestart) {
-  data_and_checkpoint_volumes();
-  checkpoint_every_steps_ = 8;
-  batch_size_ = 25;
-  submit("grow", kAllReduce, "    Worker: {replicas: 2, minReplicas: 1, maxReplicas: 4}\n", "",
-         "cifar10", kEpochsAcrossTwoResizes);
+  submit_elastic("grow", kAllReduce, "    Worker: {replicas: 2, minReplicas: 1, maxReplicas: 4}\n",
+                 "", kEpochsAcrossTwoResizes);
   ASSERT_TRUE(wait_until_training("grow")) << diagnose("grow");
   EXPECT_TRUE(pod_exists("grow-rendezvous"));
   const auto first = std::vector<std::string>{uid("grow-worker-0"), uid("grow-worker-1")};
@@ -77,25 +74,9 @@ TEST_F(Elastic, KubectlScaleAndAnHpaGrowAndShrinkARunningAllReduceJobWithNoResta
   }
   // The operator learns the world from the workers' metrics: the workers column counts it, and
   // Events name who joined.
-  EXPECT_TRUE(wait_for(
-      [&] {
-        return status_of("grow").value("workers", json::object()).value("summary", "") == "4/4";
-      },
-      seconds(30)))
+  EXPECT_TRUE(world_becomes("grow", json{0, 1, 2, 3}, seconds(30), "4/4"))
       << status_of("grow").dump();
-  EXPECT_TRUE(wait_for(
-      [&] {
-        return world_workers("grow") == json{0, 1, 2, 3};
-      },
-      seconds(30)))
-      << status_of("grow").dump();
-  EXPECT_TRUE(wait_for(
-      [&] {
-        const auto changes = events("WorldChanged");
-        return changes.find("grow-worker-2 joined") != std::string::npos &&
-               changes.find("grow-worker-3 joined") != std::string::npos;
-      },
-      seconds(30)))
+  EXPECT_TRUE(events_say("WorldChanged", {"grow-worker-2 joined", "grow-worker-3 joined"}))
       << events("WorldChanged");
 
   // Down to 2, by a HorizontalPodAutoscaler through the job's scale subresource: one whose
@@ -120,22 +101,13 @@ TEST_F(Elastic, KubectlScaleAndAnHpaGrowAndShrinkARunningAllReduceJobWithNoResta
   EXPECT_TRUE(wait_for([&] { return !pod_exists("grow-worker-2") && !pod_exists("grow-worker-3"); },
                        seconds(90)))
       << diagnose("grow");
-  EXPECT_TRUE(wait_for(
-      [&] {
-        return world_workers("grow") == json{0, 1};
-      },
-      seconds(60)))
+  EXPECT_TRUE(world_becomes("grow", json{0, 1}, seconds(60)))
       << status_of("grow").dump() << logs("grow-worker-0");
   const auto leaving = events("WorkerLeaving");
   EXPECT_NE(leaving.find("worker grow-worker-2 leaves"), std::string::npos) << leaving;
   EXPECT_NE(leaving.find("worker grow-worker-3 leaves"), std::string::npos) << leaving;
-  EXPECT_TRUE(wait_for(
-      [&] {
-        const auto changes = events("WorldChanged");
-        return changes.find("grow-worker-2 left (the job was scaled down)") != std::string::npos &&
-               changes.find("grow-worker-3 left (the job was scaled down)") != std::string::npos;
-      },
-      seconds(30)))
+  EXPECT_TRUE(events_say("WorldChanged", {"grow-worker-2 left (the job was scaled down)",
+                                          "grow-worker-3 left (the job was scaled down)"}))
       << events("WorldChanged");
 
   ASSERT_TRUE(wait_for_state("grow", "Succeeded", seconds(600))) << diagnose("grow");
@@ -145,11 +117,9 @@ TEST_F(Elastic, KubectlScaleAndAnHpaGrowAndShrinkARunningAllReduceJobWithNoResta
   EXPECT_EQ(restart_count("grow-worker-0"), 0);
   EXPECT_EQ(restart_count("grow-worker-1"), 0);
   EXPECT_EQ(status_of("grow").value("restarts", -1), 0) << status_of("grow").dump();
-  EXPECT_EQ(recorded_epochs(run_dir("grow")), every_epoch_once(kEpochsAcrossTwoResizes));
-  // Each epoch, across the worlds of 2, 4 and 2 and the steps redone as they changed, trained
-  // each sample of the slice once (the chief's tally of what every rank trained).
-  EXPECT_EQ(epochs_not_training_each_sample_once(run_dir("grow"), kSliceTrainingSamples),
-            std::vector<json>{});
+  // Each epoch, across the worlds of 2, 4 and 2 and the steps redone as they changed, recorded
+  // once and trained each sample of the slice once.
+  expect_every_epoch_to_train_each_sample_once("grow", kEpochsAcrossTwoResizes);
   // The store goes with the job (whatever cleanPodPolicy keeps).
   EXPECT_TRUE(wait_for([&] { return !pod_exists("grow-rendezvous"); }, seconds(60)));
 }
@@ -160,13 +130,10 @@ TEST_F(Elastic, KubectlScaleAndAnHpaGrowAndShrinkARunningAllReduceJobWithNoResta
 // update it was planned in is computed again without it), and every update reads the same global
 // batch (the master and 4 workers x 25), split among the trainers it has.
 TEST_F(Elastic, KubectlScaleGrowsAndShrinksARunningSyncParameterServerJobWithNoRestart) {
-  data_and_checkpoint_volumes();
-  checkpoint_every_steps_ = 8;
-  batch_size_ = 25;
-  submit("psgrow", kPsSync,
-         "    PS: {replicas: 1}\n    Master: {replicas: 1}\n"
-         "    Worker: {replicas: 2, minReplicas: 1, maxReplicas: 4}\n",
-         "", "cifar10", kEpochsAcrossTwoResizes);
+  submit_elastic("psgrow", kPsSync,
+                 "    PS: {replicas: 1}\n    Master: {replicas: 1}\n"
+                 "    Worker: {replicas: 2, minReplicas: 1, maxReplicas: 4}\n",
+                 "", kEpochsAcrossTwoResizes);
   const auto ps_says = [&](const std::string& what, seconds timeout) {
     return wait_for([&] { return logs("psgrow-ps-0").find(what) != std::string::npos; }, timeout);
   };
@@ -195,25 +162,9 @@ TEST_F(Elastic, KubectlScaleGrowsAndShrinksARunningSyncParameterServerJobWithNoR
   }
   // The operator learns the world from PS 0's metrics: the workers column counts it, and Events
   // name who joined.
-  EXPECT_TRUE(wait_for(
-      [&] {
-        return status_of("psgrow").value("workers", json::object()).value("summary", "") == "4/4";
-      },
-      seconds(30)))
+  EXPECT_TRUE(world_becomes("psgrow", json{0, 1, 2, 3}, seconds(30), "4/4"))
       << status_of("psgrow").dump();
-  EXPECT_TRUE(wait_for(
-      [&] {
-        return world_workers("psgrow") == json{0, 1, 2, 3};
-      },
-      seconds(30)))
-      << status_of("psgrow").dump();
-  EXPECT_TRUE(wait_for(
-      [&] {
-        const auto changes = events("WorldChanged");
-        return changes.find("psgrow-worker-2 joined") != std::string::npos &&
-               changes.find("psgrow-worker-3 joined") != std::string::npos;
-      },
-      seconds(30)))
+  EXPECT_TRUE(events_say("WorldChanged", {"psgrow-worker-2 joined", "psgrow-worker-3 joined"}))
       << events("WorldChanged");
 
   ASSERT_EQ(scale("psgrow", 2), 0);
@@ -227,14 +178,8 @@ TEST_F(Elastic, KubectlScaleGrowsAndShrinksARunningSyncParameterServerJobWithNoR
   const auto leaving = events("WorkerLeaving");
   EXPECT_NE(leaving.find("worker psgrow-worker-2 leaves"), std::string::npos) << leaving;
   EXPECT_NE(leaving.find("worker psgrow-worker-3 leaves"), std::string::npos) << leaving;
-  EXPECT_TRUE(wait_for(
-      [&] {
-        const auto changes = events("WorldChanged");
-        return changes.find("psgrow-worker-2 left (the job was scaled down)") !=
-                   std::string::npos &&
-               changes.find("psgrow-worker-3 left (the job was scaled down)") != std::string::npos;
-      },
-      seconds(30)))
+  EXPECT_TRUE(events_say("WorldChanged", {"psgrow-worker-2 left (the job was scaled down)",
+                                          "psgrow-worker-3 left (the job was scaled down)"}))
       << events("WorldChanged");
   // The workers that left are not missed: PS 0 reports the master and the two workers left.
   EXPECT_TRUE(wait_for(
@@ -258,11 +203,10 @@ TEST_F(Elastic, KubectlScaleGrowsAndShrinksARunningSyncParameterServerJobWithNoR
 
   ASSERT_TRUE(wait_for_state("psgrow", "Succeeded", seconds(600))) << diagnose("psgrow");
   EXPECT_EQ(status_of("psgrow").value("restarts", -1), 0) << status_of("psgrow").dump();
-  EXPECT_EQ(recorded_epochs(run_dir("psgrow")), every_epoch_once(kEpochsAcrossTwoResizes));
   // Each epoch, across the updates of 3, 5 and 3 trainers and those computed again as workers
-  // left, trained each sample of the slice once (the master's tally of every update's samples).
-  EXPECT_EQ(epochs_not_training_each_sample_once(run_dir("psgrow"), kSliceTrainingSamples),
-            std::vector<json>{});
+  // left, recorded once and trained each sample of the slice once (the master's tally of every
+  // update's samples).
+  expect_every_epoch_to_train_each_sample_once("psgrow", kEpochsAcrossTwoResizes);
 }
 
 }  // namespace

@@ -369,13 +369,10 @@ constexpr int kEpochsForAnAdmissionAndALeave = 16;
 // of one, admitted when the quota has room while the others train; a scale-down ends the
 // worker's group and gives its quota back (docs/ARCHITECTURE.md, "Elastic jobs").
 TEST_F(ElasticQueues, AWorkerBeyondTheQuotaWaitsWhileTheOthersTrainAndAScaleDownGivesItsQuotaBack) {
-  data_and_checkpoint_volumes();
-  checkpoint_every_steps_ = 8;
-  batch_size_ = 25;
-  submit("flex", kAllReduce,
-         "    Worker: {replicas: 3, minReplicas: 2, maxReplicas: 3, "
-         "resources: {requests: {cpu: 300m}}}\n",
-         in_queue(), "cifar10", kEpochsForAnAdmissionAndALeave);
+  submit_elastic("flex", kAllReduce,
+                 "    Worker: {replicas: 3, minReplicas: 2, maxReplicas: 3, "
+                 "resources: {requests: {cpu: 300m}}}\n",
+                 in_queue(), kEpochsForAnAdmissionAndALeave);
   ASSERT_TRUE(wait_until_training("flex")) << diagnose("flex");
   // Workers 0 and 1 train as a world of 2; worker 2 waits, gated, and the job says why in Kueue's
   // words, once, while its state is Running (not Queued: its own group was admitted).
@@ -403,12 +400,7 @@ TEST_F(ElasticQueues, AWorkerBeyondTheQuotaWaitsWhileTheOthersTrainAndAScaleDown
       << logs("flex-worker-2") << diagnose("flex");
   std::cerr << "flex-worker-2: training in a world of 3 " << seconds_since(grown)
             << " s after the quota grew\n";
-  EXPECT_TRUE(wait_for(
-      [&] {
-        return world_workers("flex") == json{0, 1, 2};
-      },
-      seconds(30)))
-      << status_of("flex").dump();
+  EXPECT_TRUE(world_becomes("flex", json{0, 1, 2}, seconds(30))) << status_of("flex").dump();
   EXPECT_TRUE(
       wait_for([&] { return workers_status("flex").value("reason", "").empty(); }, seconds(30)))
       << workers_status("flex").dump();
@@ -423,21 +415,14 @@ TEST_F(ElasticQueues, AWorkerBeyondTheQuotaWaitsWhileTheOthersTrainAndAScaleDown
   EXPECT_TRUE(wait_for([&] { return in_use() == "650m"; }, seconds(60))) << in_use();
   std::cerr << "flex-worker-2: its quota back " << seconds_since(shrunk)
             << " s after the scale-down\n";
-  EXPECT_TRUE(wait_for(
-      [&] {
-        return world_workers("flex") == json{0, 1};
-      },
-      seconds(60)))
-      << status_of("flex").dump();
+  EXPECT_TRUE(world_becomes("flex", json{0, 1}, seconds(60))) << status_of("flex").dump();
   EXPECT_EQ(state("flex"), "Running") << diagnose("flex");
 
   ASSERT_TRUE(wait_for_state("flex", "Succeeded", seconds(600))) << diagnose("flex");
   EXPECT_EQ(restart_count("flex-worker-0"), 0);
   EXPECT_EQ(restart_count("flex-worker-1"), 0);
   EXPECT_EQ(status_of("flex").value("restarts", -1), 0) << status_of("flex").dump();
-  EXPECT_EQ(recorded_epochs(run_dir("flex")), every_epoch_once(kEpochsForAnAdmissionAndALeave));
-  EXPECT_EQ(epochs_not_training_each_sample_once(run_dir("flex"), kSliceTrainingSamples),
-            std::vector<json>{});
+  expect_every_epoch_to_train_each_sample_once("flex", kEpochsForAnAdmissionAndALeave);
   // The job ended: every group with it, nothing of the quota held.
   EXPECT_TRUE(wait_for([&] { return admitted_workloads() == 0 && in_use() == "0"; }, seconds(60)))
       << "admitted " << admitted_workloads() << ", cpu in use " << in_use();
