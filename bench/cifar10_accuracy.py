@@ -66,9 +66,10 @@ def command(run, args, seed, work, data_dir):
                  "--ps", "1", "--workers", "1", "--port", "7900", "--"] + base +
                 ["-b", half, "--ps-mode", run, "--threads", "1", "--workers", "1"] + quiet,
                 os.path.join(model_dir, "evaluation.jsonl"))
-    if run == "allreduce":
-        return ([binary, "launch", "-n", "2", "--master-port", "29950"] + base +
-                ["-b", half, "-t", "1", "--workers", "1"] + quiet,
+    if run == "allreduce" or run.startswith("allreduce-"):  # 2 ranks, or "allreduce-N": N
+        ranks = int(run.split("-")[1]) if "-" in run else 2
+        return ([binary, "launch", "-n", str(ranks), "--master-port", "29950"] + base +
+                ["-b", str(args.batch // ranks), "-t", "1", "--workers", "1"] + quiet,
                 os.path.join(model_dir, "monitor.jsonl"))
     if run == "torch-ddp":
         return (torch_script + base + ["-b", half, "-t", "1", "--world-size", "2",

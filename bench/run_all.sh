@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark of docs/BENCHMARKS.md in turn (about two hours on 2 cores).
+# Runs every benchmark of docs/BENCHMARKS.md in turn (about three hours on 2 cores).
 # Usage: bench/run_all.sh [build-dir]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,3 +22,6 @@ echo; echo "## 16. Parameter server: mutual TLS against plaintext"; bash "$here/
 echo; echo "## 19. A dataset fetched from object storage against curl"; bash "$here/dataset_fetch.sh" "$build" 2>/dev/null
 echo; echo "## 19 (continued). A pod's start to its first step, data in the bucket against a volume"; bash "$here/dataset_pod_start.sh" "$build" 2>/dev/null
 echo; echo "## 20. Elastic all-reduce: a rank lost, a rank added"; bash "$here/elastic_regroup.sh" "$build" 2>/dev/null
+echo; echo "## 20c. Accuracy of an elastic job resized at every epoch boundary and mid-epoch"
+/usr/bin/python3 "$here/elastic_accuracy.py" --build "$build" --seeds 1,2,3,4,5,6 \
+  --results "$(mktemp -d)/results.jsonl"
