@@ -181,6 +181,21 @@ def print_tables(results, args):
             print(f"- `{r['command']}` (seed {r['seed']}, {r['seconds']:.0f} s)")
 
 
+def run_and_tabulate(args, runs, run, tabulate):
+    """Unless --table-only: each of `runs` for each seed (`run(name, args, seed, data_dir)`), each
+    result appended to args.results as it ends; then the tables of all that file holds."""
+    if not args.table_only:
+        data_dir = subprocess.check_output(
+            ["bash", os.path.join(REPO, "scripts", "cifar10-data.sh")], text=True).strip()
+        for seed in (int(s) for s in args.seeds.split(",")):
+            for name in runs:
+                result = run(name, args, seed, data_dir)
+                with open(args.results, "a") as out:
+                    out.write(json.dumps(result) + "\n")
+    results = [json.loads(l) for l in open(args.results)] if os.path.exists(args.results) else []
+    tabulate(results, args)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="*", default=RUNS, help=f"of {RUNS}")
@@ -199,16 +214,7 @@ def main():
     unknown = set(args.runs) - set(RUNS)
     if unknown:
         parser.error(f"unknown runs {sorted(unknown)}: choose from {RUNS}")
-    if not args.table_only:
-        data_dir = subprocess.check_output(
-            ["bash", os.path.join(REPO, "scripts", "cifar10-data.sh")], text=True).strip()
-        for seed in (int(s) for s in args.seeds.split(",")):
-            for run in args.runs:
-                result = run_one(run, args, seed, data_dir)
-                with open(args.results, "a") as out:
-                    out.write(json.dumps(result) + "\n")
-    results = [json.loads(l) for l in open(args.results)] if os.path.exists(args.results) else []
-    print_tables(results, args)
+    run_and_tabulate(args, args.runs, run_one, print_tables)
 
 
 if __name__ == "__main__":

@@ -171,6 +171,14 @@ def run_elastic(args, seed, data_dir):
                            .replace(data_dir, "<cifar10>") + ")"}
 
 
+def run_one(run, args, seed, data_dir):
+    if run == "elastic":
+        return run_elastic(args, seed, data_dir)
+    result = accuracy_bench.run_one(f"allreduce-{FIXED_RANKS[run]}", args, seed, data_dir)
+    result["run"] = run
+    return result
+
+
 def print_table(results, args):
     mine = [r for r in results if accuracy_bench.same_recipe(r, args) and not r["failure"]]
     seeds = sorted({r["seed"] for r in mine})
@@ -228,22 +236,10 @@ def main():
     args.test_limit = 0
     if args.train_limit % args.batch or args.batch % SLOTS:
         parser.error(f"--train-limit must be a multiple of --batch, and --batch of {SLOTS}")
-    if not args.table_only:
-        data_dir = subprocess.check_output(
-            ["bash", os.path.join(accuracy_bench.REPO, "scripts", "cifar10-data.sh")],
-            text=True).strip()
-        for seed in (int(s) for s in args.seeds.split(",")):
-            for run in args.runs.split(","):
-                if run == "elastic":
-                    result = run_elastic(args, seed, data_dir)
-                else:
-                    result = accuracy_bench.run_one(f"allreduce-{FIXED_RANKS[run]}", args, seed,
-                                                    data_dir)
-                    result["run"] = run
-                with open(args.results, "a") as out:
-                    out.write(json.dumps(result) + "\n")
-    results = [json.loads(l) for l in open(args.results)] if os.path.exists(args.results) else []
-    print_table(results, args)
+    runs = args.runs.split(",")
+    if set(runs) - set(RUNS):
+        parser.error(f"unknown runs {sorted(set(runs) - set(RUNS))}: choose from {RUNS}")
+    accuracy_bench.run_and_tabulate(args, runs, run_one, print_table)
 
 
 if __name__ == "__main__":
