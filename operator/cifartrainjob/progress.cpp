@@ -59,27 +59,34 @@ std::optional<json> world_of(const std::vector<PodMetrics>& pods) {
   return json{{"round", *newest}, {"size", size}, {"workers", workers}};
 }
 
+// A parameter server's per-trainer series (contract/metrics.h) by trainer rank: those that say
+// whether the trainer takes part; labels that are not a rank are not ours.
+std::map<int, const MetricSamples*> trainer_series(const PodMetrics& ps) {
+  std::map<int, const MetricSamples*> by_rank;
+  for (const auto& [rank, samples] : ps.by_trainer) {
+    if (samples.count(metric::kPsTrainerTraining) == 0) continue;
+    try {
+      by_rank[std::stoi(rank)] = &samples;
+    } catch (const std::exception&) {
+      continue;
+    }
+  }
+  return by_rank;
+}
+
 // A parameter-server job's world: the workers PS 0 says train now (its per-trainer series; worker
 // i is trainer i + 1), and how many trainers that is with the master. nullopt: PS 0 not scraped,
 // or nobody trains.
 std::optional<json> ps_world_of(const PodMetrics* ps) {
   if (ps == nullptr) return std::nullopt;
-  std::vector<int> workers;
+  std::vector<int> workers;  // in order: the series are by rank
   int trainers = 0;
-  for (const auto& [rank, samples] : ps->by_trainer) {
-    const auto training = samples.find(metric::kPsTrainerTraining);
-    if (training == samples.end() || training->second <= 0) continue;
-    int trainer = 0;
-    try {
-      trainer = std::stoi(rank);
-    } catch (const std::exception&) {
-      continue;  // not a rank: not ours
-    }
+  for (const auto& [trainer, samples] : trainer_series(*ps)) {
+    if (samples->at(metric::kPsTrainerTraining) <= 0) continue;
     ++trainers;
     if (trainer >= 1) workers.push_back(trainer - 1);
   }
   if (trainers == 0) return std::nullopt;
-  std::sort(workers.begin(), workers.end());
   return json{
       {"size", static_cast<int>(workers.size())}, {"workers", workers}, {"trainers", trainers}};
 }
@@ -122,15 +129,7 @@ std::optional<int64_t> remaining_seconds(double step, double total, const json& 
 // nullopt when it was not scraped or has none (not initialised yet, or not a PS).
 std::optional<json> trainers_of(const PodMetrics* ps) {
   if (ps == nullptr) return std::nullopt;
-  std::map<int, const MetricSamples*> by_rank;
-  for (const auto& [rank, samples] : ps->by_trainer) {
-    if (samples.count(metric::kPsTrainerTraining) == 0) continue;
-    try {
-      by_rank[std::stoi(rank)] = &samples;
-    } catch (const std::exception&) {
-      continue;  // not a rank: not ours
-    }
-  }
+  const auto by_rank = trainer_series(*ps);
   if (by_rank.empty()) return std::nullopt;
   int training = 0;
   json missing = json::array();
