@@ -2,6 +2,9 @@
 # (scripts/install-deps.sh is idempotent), builds, then runs.
 BUILD_DIR ?= build
 JOBS ?= 2
+# ctest runs this many tests at once; the resources in tests/ctest-resources.json bound what they
+# share (the cluster, the cores, the fake GPUs).
+TEST_JOBS ?= 4
 WERROR ?= ON
 
 .PHONY: all deps configure build control-plane node kueue tools go-parts go-node go-kueue \
@@ -112,7 +115,7 @@ go-kueue: deps
 # time (tests/test_times.py: the slowest, every e2e case).
 test: deps
 	$(MAKE) --no-print-directory -j$(words build $(GO_PARTS)) build $(GO_PARTS)
-	cd $(BUILD_DIR) && { ctest -j2 --output-on-failure --timeout 900 --output-junit ctest-results.xml; \
+	cd $(BUILD_DIR) && { ctest -j$(TEST_JOBS) --output-on-failure --timeout 900 --output-junit ctest-results.xml; \
 	  status=$$?; python3 $(CURDIR)/tests/test_times.py ctest-results.xml 10 || true; exit $$status; }
 
 # The demo needs cifar-train alone: only its packages, only its target (the same build directory,
