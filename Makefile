@@ -2,9 +2,9 @@
 # (scripts/install-deps.sh is idempotent), builds, then runs.
 BUILD_DIR ?= build
 JOBS ?= 2
-# ctest runs this many tests at once; the resources in tests/ctest-resources.json bound what they
-# share (the cluster, the cores, the fake GPUs).
-TEST_JOBS ?= 4
+# ctest's -j, in half cores (twice the machine's cores): a test that trains takes 2 (its
+# PROCESSORS), one that mostly waits 1 (tests/e2e/CMakeLists.txt).
+TEST_JOBS ?= $(shell echo $$((2 * $$(nproc))))
 WERROR ?= ON
 
 .PHONY: all deps configure build control-plane node kueue tools go-parts go-node go-kueue \

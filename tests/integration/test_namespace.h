@@ -12,7 +12,9 @@
 
 namespace cifar::testing {
 
-// `labels`: the namespace's, such as Pod Security Admission's level (kRestricted).
+// `labels`: the namespace's, such as Pod Security Admission's level (kRestricted). The test's full
+// name is its annotation cifartrain.io/test (what a namespace left behind, or its pods' CPU, was
+// for).
 inline std::string create_test_namespace(kube::Client& client, const std::string& prefix,
                                          const nlohmann::json& labels = nlohmann::json::object()) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -21,7 +23,12 @@ inline std::string create_test_namespace(kube::Client& client, const std::string
   client.create({"", "v1", "namespaces", "", "", ""},
                 {{"apiVersion", "v1"},
                  {"kind", "Namespace"},
-                 {"metadata", {{"name", name}, {"labels", labels}}}});
+                 {"metadata",
+                  {{"name", name},
+                   {"labels", labels},
+                   {"annotations",
+                    {{"cifartrain.io/test",
+                      std::string(info->test_suite_name()) + "." + info->name()}}}}}});
   return name;
 }
 
