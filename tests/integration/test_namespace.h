@@ -13,8 +13,8 @@
 namespace cifar::testing {
 
 // `labels`: the namespace's, such as Pod Security Admission's level (kRestricted). The test's full
-// name is its annotation cifartrain.io/test (what a namespace left behind, or its pods' CPU, was
-// for).
+// name is its annotation cifartrain.io/test: whose a namespace left behind is, and whose pods'
+// CPU it is (tests/cpu_profile.py).
 inline std::string create_test_namespace(kube::Client& client, const std::string& prefix,
                                          const nlohmann::json& labels = nlohmann::json::object()) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
