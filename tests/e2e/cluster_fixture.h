@@ -42,7 +42,6 @@ using cifar::testing::recorded_epochs;
 using cifar::kube::Client;
 using cifar::testing::run_process;
 using cifar::testing::tool_dir;
-using cifar::testing::wait_for;
 using nlohmann::json;
 using std::chrono::seconds;
 
@@ -71,6 +70,16 @@ inline std::filesystem::path node_dir(const std::string& node) {
 }
 
 using Steady = std::chrono::steady_clock;
+
+// Polls `predicate` until it holds or `timeout` passes, every 200 ms: a predicate here asks the
+// API server (or runs kubectl, ~90 ms of CPU), and the cluster's state changes in seconds;
+// polled every 50 ms, as the in-process tests poll, each waiting case asked ~20 times a second
+// on the two cores the cases' jobs train on.
+template <typename Predicate>
+bool wait_for(Predicate predicate, std::chrono::milliseconds timeout) {
+  return cifar::testing::wait_for(predicate, timeout, std::chrono::milliseconds(200));
+}
+
 inline double seconds_since(Steady::time_point start) {
   return std::chrono::duration<double>(Steady::now() - start).count();
 }

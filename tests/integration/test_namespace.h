@@ -20,15 +20,15 @@ inline std::string create_test_namespace(kube::Client& client, const std::string
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   auto name = prefix + "-" + std::to_string(std::hash<std::string>{}(info->name()) % 1000000) +
               "-" + std::to_string(::getpid());
-  client.create({"", "v1", "namespaces", "", "", ""},
-                {{"apiVersion", "v1"},
-                 {"kind", "Namespace"},
-                 {"metadata",
-                  {{"name", name},
-                   {"labels", labels},
-                   {"annotations",
-                    {{"cifartrain.io/test",
-                      std::string(info->test_suite_name()) + "." + info->name()}}}}}});
+  client.create(
+      {"", "v1", "namespaces", "", "", ""},
+      {{"apiVersion", "v1"},
+       {"kind", "Namespace"},
+       {"metadata",
+        {{"name", name},
+         {"labels", labels},
+         {"annotations",
+          {{"cifartrain.io/test", std::string(info->test_suite_name()) + "." + info->name()}}}}}});
   return name;
 }
 

@@ -61,13 +61,14 @@ int free_port_range(int count);
 // HTTP GET over loopback; returns the body, empty on any failure.
 std::string http_get(const std::string& url);
 
-// Polls `predicate` until it holds or `timeout` passes.
+// Polls `predicate` every `every` until it holds or `timeout` passes.
 template <typename Predicate>
-bool wait_for(Predicate predicate, std::chrono::milliseconds timeout) {
+bool wait_for(Predicate predicate, std::chrono::milliseconds timeout,
+              std::chrono::milliseconds every = std::chrono::milliseconds(50)) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (predicate()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(every);
   }
   return predicate();
 }
