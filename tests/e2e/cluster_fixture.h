@@ -551,13 +551,18 @@ class Cluster : public ::testing::Test {
               << " | " << i.seconds_to_exit << " s from SIGTERM to exit\n";
     return i;
   }
+  // After an interruption: run the job to Succeeded, or stop watching once its chief's
+  // replacement has said where it resumed (the rest of the run shows nothing more of it).
+  enum class Then { kFinish, kStopAtTheResume };
   // Interrupts running job `name` with `interrupt` (which returns once `chief`, the pod of its
-  // chief, is gone), brings it back with `bring_back`, waits until it has Succeeded, and expects
-  // the interruption (named `what`) to have lost at most one step: interruption()'s figures.
+  // chief, is gone), brings it back with `bring_back`, waits as `then` says, and expects the
+  // interruption (named `what`) to have lost at most one step: interruption()'s figures.
   Interruption interrupt_and_finish(const std::string& name, const std::string& chief,
                                     const std::string& what, const std::function<void()>& interrupt,
-                                    const std::function<void()>& bring_back) {
+                                    const std::function<void()>& bring_back,
+                                    Then then = Then::kFinish) {
     const auto way_out = volumes_ / (chief + ".interrupted.log");
+    const auto interrupted_uid = pod(chief)["metadata"]["uid"].get<std::string>();
     auto follower = follow_log(chief, way_out);
     std::this_thread::sleep_for(seconds(1));  // following
     EXPECT_NE(state(name), "Succeeded") << "the job ended before it could be interrupted";
@@ -566,9 +571,29 @@ class Cluster : public ::testing::Test {
         << chief << " is still running after the interruption";
     follower->kill_hard();  // reaps it: gone already, or given up on
     bring_back();
-    EXPECT_TRUE(wait_for_state(name, "Succeeded", seconds(400))) << diagnose(name);
+    std::string resumed;
+    if (then == Then::kFinish) {
+      EXPECT_TRUE(wait_for_state(name, "Succeeded", seconds(400))) << diagnose(name);
+      resumed = kubectl({"logs", chief, "-n", ns_}).output;
+    } else {
+      // The replacement's log (not the interrupted pod's, which may still be listed), every 2 s:
+      // each look runs kubectl.
+      EXPECT_TRUE(cifar::testing::wait_for(
+          [&] {
+            try {
+              if (pod(chief)["metadata"]["uid"] == interrupted_uid) return false;
+            } catch (const cifar::kube::ApiError&) {
+              return false;
+            }
+            resumed = kubectl({"logs", chief, "-n", ns_}).output;
+            return resumed.find("resumed at step ") != std::string::npos ||
+                   resumed.find("starting at version ") != std::string::npos;
+          },
+          seconds(300), seconds(2)))
+          << resumed << diagnose(name);
+      EXPECT_NE(state(name), "Failed") << diagnose(name);
+    }
     const auto said = cifar::testing::read_file(way_out);
-    const auto resumed = kubectl({"logs", chief, "-n", ns_}).output;
     const auto cost = interruption(what, said, resumed);
     EXPECT_GT(cost.stopped_after, 0) << said;
     EXPECT_GE(cost.resumed_from, cost.stopped_after - 1) << resumed;

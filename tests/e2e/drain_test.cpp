@@ -64,28 +64,35 @@ TEST_F(Drains, ADrainOfAParameterServerJobsMasterNodeLosesAtMostAStep) {
   const auto [drain, come_back] = drain_and_return("psdrain", "psdrain-master-0");
   interrupt_and_finish("psdrain", "psdrain-master-0",
                        "kubectl drain of the node of a PS job's master (async, 1 PS)", drain,
-                       come_back);
+                       come_back, Then::kStopAtTheResume);
   EXPECT_EQ(status_of("psdrain").value("restarts", -1), 0);  // an eviction is not a failure
 }
 
 TEST_F(Drains, ADrainOfAnAllReduceJobsRank1NodeLosesAtMostAStep) {
   data_and_checkpoint_volumes();
   checkpoint_every_steps_ = 0;
-  // cleanPodPolicy None: rank 1's replacement, which says where it resumed, may still be running
-  // when rank 0 ends the job (the default, Running, would delete it then). Spread: with both ranks
-  // on one node the drain would evict rank 0 too.
+  // Spread: with both ranks on one node the drain would evict rank 0 too.
   submit("ardrain", kAllReduce, "    Worker: {replicas: 2}\n",
-         "  runPolicy: {cleanPodPolicy: None, schedulingPolicy: {spreadAcrossNodes: Required}}\n",
-         "cifar10", kLongEnoughToInterrupt);
+         "  runPolicy: {schedulingPolicy: {spreadAcrossNodes: Required}}\n", "cifar10",
+         kLongEnoughToInterrupt);
   ASSERT_TRUE(wait_until_training("ardrain")) << diagnose("ardrain");
   // Rank 0 stops with rank 1 (the stop rides on the next step's all-reduce) and saves the step,
   // then waits inside its process for rank 1's replacement, which resumes there with it.
   const auto [drain, come_back] = drain_and_return("ardrain", "ardrain-worker-1");
-  const auto cost = interrupt_and_finish(
-      "ardrain", "ardrain-worker-1",
-      "kubectl drain of the node of rank 1 of a 2-rank all-reduce job", drain, come_back);
+  const auto cost =
+      interrupt_and_finish("ardrain", "ardrain-worker-1",
+                           "kubectl drain of the node of rank 1 of a 2-rank all-reduce job", drain,
+                           come_back, Then::kStopAtTheResume);
   EXPECT_LE(cost.resumed_from, cost.stopped_after);  // ranks that stop together saved that step
-  const auto rank0 = kubectl({"logs", "ardrain-worker-0", "-n", ns_}).output;
+  // Rank 0 resumes with rank 1's replacement, in the same step's group (every 2 s: kubectl).
+  std::string rank0;
+  EXPECT_TRUE(cifar::testing::wait_for(
+      [&] {
+        rank0 = kubectl({"logs", "ardrain-worker-0", "-n", ns_}).output;
+        return rank0.find("resumed at step ") != std::string::npos;
+      },
+      seconds(60), seconds(2)))
+      << rank0;
   EXPECT_NE(rank0.find("the ranks stopped after step " + std::to_string(cost.stopped_after) +
                        " with it saved"),
             std::string::npos)
