@@ -253,8 +253,13 @@ TEST_F(WhenAJobGoesWrong, AWorkerGoneForGoodMidRunIsReportedAsDroppedAndTheJobsE
 
 TEST_F(WhenAJobGoesWrong, APodStuckTerminatingIsReportedAndFailsTheJobAfterItsBound) {
   data_and_checkpoint_volumes();
+  // A job that only has to be running while the bound runs out: a fifth of a core a pod (its
+  // training's pace is not what this case is about, and at a core each its four pods took ~30
+  // CPU-s of the suite's two cores).
+  const std::string paced = ", resources: {limits: {cpu: 200m}}}\n";
   submit("stuck", kPsAsync,
-         "    PS: {replicas: 1}\n    Master: {replicas: 1}\n    Worker: {replicas: 2}\n",
+         "    PS: {replicas: 1" + paced + "    Master: {replicas: 1" + paced +
+             "    Worker: {replicas: 2" + paced,
          "  runPolicy: {terminatingDeadlineSeconds: 20}\n", "cifar10", 12);
   ASSERT_TRUE(wait_until_training("stuck"));
   // A finalizer nobody removes keeps the deleted pod Terminating, as a node that stopped
