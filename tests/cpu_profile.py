@@ -5,13 +5,16 @@ Samples, until interrupted (Ctrl-C or SIGTERM), then prints core-seconds by test
 first, and what the machine did in all:
 - each running gtest process (one per ctest case, named by its --gtest_filter): its own CPU and
   that of the children it reaped (cifar-train jobs, kubectl);
-- with --kubeconfig, the local cluster's pods (cpuacct of the kubelets' pod cgroups), charged to
+- with --pods, the local cluster's pods (cpuacct of the kubelets' pod cgroups), charged to
   the test their namespace was made for (its annotation cifartrain.io/test,
   tests/integration/test_namespace.h).
 What neither holds (the control plane, the kubelets, containerd, the kernel) is the rest.
 
-    python3 tests/cpu_profile.py --kubeconfig build/e2e/cluster/kubeconfig > profile.txt &
+    KUBECONFIG=$PWD/build/e2e/cluster/kubeconfig python3 tests/cpu_profile.py --pods > profile.txt &
     make test; kill %1
+
+(The kubeconfig comes in the environment, not as an argument: E2E.ClusterStop fails when a
+process whose command line names the cluster's directory is left on the machine.)
 """
 import argparse
 import collections
@@ -68,10 +71,10 @@ def pod_cgroups():
     return usage
 
 
-def pod_tests(kubeconfig):
+def pod_tests():
     """pod uid -> the test its namespace was made for (or the namespace)."""
     def items(kind):
-        out = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "get", kind, "-A", "-o",
+        out = subprocess.run(["kubectl", "get", kind, "-A", "-o",
                               "json", "--request-timeout=5s"],
                              capture_output=True, text=True, check=False).stdout
         return json.loads(out)["items"] if out else []
@@ -85,9 +88,12 @@ def pod_tests(kubeconfig):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--kubeconfig", help="the local cluster's, to charge its pods too")
+    parser.add_argument("--pods", action="store_true",
+                        help="charge the local cluster's pods too (its kubeconfig in $KUBECONFIG)")
     parser.add_argument("--interval", type=float, default=0.5)
     args = parser.parse_args()
+    if args.pods and not os.environ.get("KUBECONFIG"):
+        parser.error("--pods reads the cluster's kubeconfig from $KUBECONFIG, which is not set")
     processes, pods, owner = {}, {}, {}
     busy_at_start, started = machine_busy_seconds(), time.time()
     stopped = []
@@ -95,11 +101,11 @@ def main():
     try:
         while not stopped:
             processes.update(test_processes())  # the last value each process showed
-            if args.kubeconfig:
+            if args.pods:
                 usage = pod_cgroups()
                 pods.update(usage)
                 if any(uid not in owner for uid in usage):
-                    owner.update(pod_tests(args.kubeconfig))
+                    owner.update(pod_tests())
             time.sleep(args.interval)
     except KeyboardInterrupt:
         pass
