@@ -145,6 +145,7 @@ TEST_F(Elastic, KubectlScaleGrowsAndShrinksARunningSyncParameterServerJobWithNoR
   const std::vector<std::string> stay = {"psgrow-ps-0", "psgrow-master-0", "psgrow-worker-0",
                                          "psgrow-worker-1"};
   std::vector<std::string> first;
+  first.reserve(stay.size());
   for (const auto& name : stay) first.push_back(uid(name));
 
   ASSERT_EQ(scale("psgrow", 4), 0);

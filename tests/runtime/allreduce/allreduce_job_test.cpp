@@ -529,6 +529,7 @@ TEST(AllReduceJob, AnElasticJobGoesOnWithoutItsFrozenChiefAndTakesItBackAsARank)
   };
   const auto log = [&](int slot) { return work.path() / (std::to_string(slot) + ".log"); };
   std::vector<std::unique_ptr<ChildProcess>> ranks;
+  ranks.reserve(3);
   for (int r = 0; r < 3; ++r) ranks.push_back(std::make_unique<ChildProcess>(rank(r), log(r)));
   // 576 samples, a global batch of 24: 24 steps an epoch.
   ASSERT_TRUE(cifar::testing::wait_for([&] { return newest_step(dir) >= 24; }, 120s))
@@ -637,6 +638,7 @@ std::vector<std::unique_ptr<ChildProcess>> three_elastic_ranks_an_epoch_in(const
                                          "--dist-timeout",
                                          "120"};
   std::vector<std::unique_ptr<ChildProcess>> ranks;
+  ranks.reserve(3);
   for (int r = 0; r < 3; ++r) {
     ranks.push_back(std::make_unique<ChildProcess>(
         command(work, "elastic", rank_of(r, 3, port), args), work / (std::to_string(r) + ".log")));
