@@ -338,6 +338,23 @@ class Cluster : public ::testing::Test {
   }
 
   json pod(const std::string& name) { return client_.get(cifar::kube::pods(ns_).named(name)); }
+  std::string uid(const std::string& pod_name) { return pod(pod_name)["metadata"]["uid"]; }
+  // Whether pod `name` is there and is not the one whose uid was `old_uid`: its replacement.
+  bool replaced(const std::string& name, const std::string& old_uid) {
+    try {
+      return uid(name) != old_uid;
+    } catch (const cifar::kube::ApiError&) {
+      return false;
+    }
+  }
+  // Until pod `name`'s replacement (not `old_uid`) has logged what `said` finds in `log` (the
+  // log, every 2 s: each look runs kubectl).
+  bool wait_for_replacement_log(const std::string& name, const std::string& old_uid,
+                                const std::function<bool(const std::string&)>& said,
+                                std::string& log, seconds timeout) {
+    return cifar::testing::wait_for(
+        [&] { return replaced(name, old_uid) && said(log = logs(name)); }, timeout, seconds(2));
+  }
   // The in-place restarts of a pod's (first) container, as its status shows them.
   static int restart_count_of(const json& pod) {
     const auto statuses =
@@ -562,7 +579,7 @@ class Cluster : public ::testing::Test {
                                     const std::function<void()>& bring_back,
                                     Then then = Then::kFinish) {
     const auto way_out = volumes_ / (chief + ".interrupted.log");
-    const auto interrupted_uid = pod(chief)["metadata"]["uid"].get<std::string>();
+    const auto interrupted_uid = uid(chief);
     auto follower = follow_log(chief, way_out);
     std::this_thread::sleep_for(seconds(1));  // following
     EXPECT_NE(state(name), "Succeeded") << "the job ended before it could be interrupted";
@@ -574,22 +591,16 @@ class Cluster : public ::testing::Test {
     std::string resumed;
     if (then == Then::kFinish) {
       EXPECT_TRUE(wait_for_state(name, "Succeeded", seconds(400))) << diagnose(name);
-      resumed = kubectl({"logs", chief, "-n", ns_}).output;
+      resumed = logs(chief);
     } else {
-      // The replacement's log (not the interrupted pod's, which may still be listed), every 2 s:
-      // each look runs kubectl.
-      EXPECT_TRUE(cifar::testing::wait_for(
-          [&] {
-            try {
-              if (pod(chief)["metadata"]["uid"] == interrupted_uid) return false;
-            } catch (const cifar::kube::ApiError&) {
-              return false;
-            }
-            resumed = kubectl({"logs", chief, "-n", ns_}).output;
-            return resumed.find("resumed at step ") != std::string::npos ||
-                   resumed.find("starting at version ") != std::string::npos;
+      // The replacement's log, not the interrupted pod's (which may still be listed).
+      EXPECT_TRUE(wait_for_replacement_log(
+          chief, interrupted_uid,
+          [](const std::string& log) {
+            return log.find("resumed at step ") != std::string::npos ||
+                   log.find("starting at version ") != std::string::npos;
           },
-          seconds(300), seconds(2)))
+          resumed, seconds(300)))
           << resumed << diagnose(name);
       EXPECT_NE(state(name), "Failed") << diagnose(name);
     }

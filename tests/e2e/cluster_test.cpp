@@ -108,19 +108,12 @@ TEST_F(Cluster, AWorkerPodDeletedMidRunIsRecreatedAndASuspendLosesNoStep) {
          kLongEnoughToInterrupt, kAsyncPsLearningRate);
   ASSERT_TRUE(wait_until_training("del"));
   ASSERT_TRUE(wait_for([&] { return phase("del-worker-1") == "Running"; }, seconds(120)));
-  const auto first_uid = pod("del-worker-1")["metadata"]["uid"].get<std::string>();
+  const auto first_uid = uid("del-worker-1");
   const auto deleted = kubectl({"delete", "pod", "del-worker-1", "-n", ns_, "--wait=false"});
   ASSERT_EQ(deleted.exit_code, 0) << deleted.output;
   ASSERT_EQ(phase("del-master-0"), "Running");  // mid-run: the chief is still training
   EXPECT_TRUE(wait_for(
-      [&] {
-        try {
-          const auto p = pod("del-worker-1");
-          return p["metadata"]["uid"] != first_uid && p["status"].value("phase", "") == "Running";
-        } catch (const cifar::kube::ApiError&) {
-          return false;
-        }
-      },
+      [&] { return replaced("del-worker-1", first_uid) && phase("del-worker-1") == "Running"; },
       seconds(120)));
 
   const auto [interrupt, resume] = suspension("del");
@@ -137,24 +130,17 @@ TEST_F(Cluster, UnderExitCodeAKilledProcessIsRestartedAndAPermanentCodeFailsTheJ
   ASSERT_TRUE(wait_for([&] { return phase("code-worker-0") == "Running"; }, seconds(120)));
   int pid = 0;
   ASSERT_TRUE(wait_for([&] { return (pid = container_pid("code-worker-0")) > 0; }, seconds(30)));
-  const auto killed_uid = pod("code-worker-0")["metadata"]["uid"].get<std::string>();
+  const auto killed_uid = uid("code-worker-0");
   ASSERT_EQ(::kill(pid, SIGKILL), 0);  // exit code 137: retryable
   ASSERT_EQ(phase("code-master-0"), "Running");
   EXPECT_TRUE(wait_for([&] { return status_of("code").value("restarts", 0) == 1; }, seconds(60)));
   // Its replacement (a pod of its own: ExitCode pods are recreated) trains, and the job with it.
   // The rest of the run asks nothing of this case: the job is deleted, not run to its end.
   std::string replacement_log;
-  EXPECT_TRUE(wait_for(
-      [&] {
-        try {
-          if (pod("code-worker-0")["metadata"]["uid"] == killed_uid) return false;
-        } catch (const cifar::kube::ApiError&) {
-          return false;
-        }
-        replacement_log = kubectl({"logs", "code-worker-0", "-n", ns_}).output;
-        return replacement_log.find("  loss ") != std::string::npos;  // a progress line
-      },
-      seconds(180)))
+  EXPECT_TRUE(wait_for_replacement_log(
+      "code-worker-0", killed_uid,
+      [](const std::string& log) { return log.find("  loss ") != std::string::npos; },  // progress
+      replacement_log, seconds(180)))
       << replacement_log << diagnose("code");
   EXPECT_EQ(state("code"), "Running") << diagnose("code");
   EXPECT_EQ(kubectl({"delete", "ctj", "code", "-n", ns_, "--wait=false"}).exit_code, 0);

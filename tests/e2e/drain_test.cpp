@@ -88,7 +88,7 @@ TEST_F(Drains, ADrainOfAnAllReduceJobsRank1NodeLosesAtMostAStep) {
   std::string rank0;
   EXPECT_TRUE(cifar::testing::wait_for(
       [&] {
-        rank0 = kubectl({"logs", "ardrain-worker-0", "-n", ns_}).output;
+        rank0 = logs("ardrain-worker-0");
         return rank0.find("resumed at step ") != std::string::npos;
       },
       seconds(60), seconds(2)))

@@ -19,7 +19,6 @@ namespace {
 
 class Elastic : public Cluster {
  protected:
-  std::string uid(const std::string& pod_name) { return pod(pod_name)["metadata"]["uid"]; }
   // Seconds from `pod_name`'s container start to its log's first line that says `said` after one
   // that says `after` (to the second: the API's startedAt is whole seconds); -1 if none.
   int64_t seconds_from_start_to(const std::string& pod_name, const std::string& after,
