@@ -7,7 +7,7 @@ TEST_JOBS ?= 2
 WERROR ?= ON
 
 .PHONY: all deps configure build control-plane node kueue tools go-parts go-node go-kueue \
-        fake-gpu-plugin images cluster cluster-stop cluster-sim cluster-sim-stop test \
+        fake-gpu-plugin images cluster cluster-stop cluster-sim cluster-sim-stop test test-kind \
         demo bench format tidy chart-files clean
 
 all: build
@@ -116,6 +116,13 @@ test: deps
 	$(MAKE) --no-print-directory -j$(words build $(GO_PARTS)) build $(GO_PARTS)
 	cd $(BUILD_DIR) && { ctest -j$(TEST_JOBS) --output-on-failure --timeout 900 --output-junit ctest-results.xml; \
 	  status=$$?; python3 $(CURDIR)/tests/test_times.py ctest-results.xml 10 || true; exit $$status; }
+
+# kind for real (tests/kind/flows.sh; README "kind with GPUs"): a kind cluster of each kind with
+# its example, on a node image built here when kindest/node cannot be pulled. Root; not in `make
+# test` (its time). FLOWS=cpu or FLOWS=fake-gpu runs one.
+FLOWS ?= cpu fake-gpu
+test-kind: images
+	bash tests/kind/flows.sh $(BUILD_DIR)/images $(FLOWS)
 
 # The demo needs cifar-train alone: only its packages, only its target (the same build directory,
 # so `make test` afterwards reuses what it compiled).

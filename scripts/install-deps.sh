@@ -48,6 +48,9 @@ MORE_PACKAGES=(
   # the local cluster of the end-to-end tests (deploy/local-cluster): container runtime, CNI
   # plugins, kube-proxy's iptables, and the image builder (no registry: a base from mmdebstrap)
   containerd runc containernetworking-plugins iptables conntrack podman buildah mmdebstrap
+  # kind on podman (deploy/kind): podman's name resolution between containers (kind's nodes find
+  # the control plane by name); jq for the node image build
+  golang-github-containernetworking-plugin-dnsname jq
   # the PyTorch side of side-by-side benchmarks (belongs to /usr/bin/python3)
   python3-torch python3-torchvision
 )

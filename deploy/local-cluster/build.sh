@@ -8,12 +8,14 @@
 # With `node`, also the parts of the nodes (start.sh): kubelet, kube-scheduler,
 # kube-controller-manager and kube-proxy from the same k8s.io/kubernetes in one `go build`
 # (~7 minutes cold), and CoreDNS (pinned in modules/coredns/go.mod, ~3 minutes).
+# With `kind`, also kubeadm and kubectl, which deploy/kind/build-node-image.sh puts with the node
+# parts into a kind node image.
 # Kueue's manager, which the cluster runs only when kueue.sh installs it, is build-kueue.sh's.
-#   deploy/local-cluster/build.sh [node]
+#   deploy/local-cluster/build.sh [node|kind]
 set -euo pipefail
 case ${1:-} in
-  "" | node) ;;
-  *) echo "usage: build.sh [node] (Kueue's manager: build-kueue.sh)" >&2; exit 2 ;;
+  "" | node | kind) ;;
+  *) echo "usage: build.sh [node|kind] (Kueue's manager: build-kueue.sh)" >&2; exit 2 ;;
 esac
 here=$(cd "$(dirname "$0")" && pwd)
 kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$here/modules/kubernetes/go.mod")
@@ -36,7 +38,7 @@ for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 go_build "$out" "$here/modules/etcd" "$tags" "" etcd=go.etcd.io/etcd/server/v3
 go_build "$out" "$here/modules/kubernetes" "$tags" "$version_flags" k8s.io/kubernetes/cmd/kube-apiserver
-if [ "${1:-}" = node ]; then
+if [ -n "${1:-}" ]; then
   go_build "$out" "$here/modules/kubernetes" "$tags" "$version_flags" k8s.io/kubernetes/cmd/kubelet \
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-proxy
@@ -45,5 +47,9 @@ if [ "${1:-}" = node ]; then
   [ "$(cat "$out/bin/coredns.version" 2>/dev/null)" = "$coredns_version" ] || rm -f "$out/bin/coredns"
   go_build "$out" "$coredns_module" "$tags" "" github.com/coredns/coredns
   echo "$coredns_version" >"$out/bin/coredns.version"
+fi
+if [ "${1:-}" = kind ]; then
+  go_build "$out" "$here/modules/kubernetes" "$tags" "$version_flags" k8s.io/kubernetes/cmd/kubeadm \
+    k8s.io/kubernetes/cmd/kubectl
 fi
 echo "$out/bin"
