@@ -20,8 +20,7 @@
 # The image is cached by a key of its inputs (podman's store, and a docker-archive under
 # $CIFAR_KIND_CACHE, default ~/.cache/cifartrain/kind): a cached run takes seconds. Cold: about
 # 15 minutes on 2 cores (most of it Go builds the local cluster shares). Prints the image's name.
-#   deploy/kind/build-node-image.sh
-# Environment: KIND_NODE_IMAGE  the name to give it (default localhost/cifartrain/kind-node:<version>)
+#   deploy/kind/build-node-image.sh     (the image: localhost/cifartrain/kind-node:<version>)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -35,7 +34,7 @@ source "$repo/scripts/go-build.sh"
 kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' \
   "$repo/deploy/local-cluster/modules/kubernetes/go.mod")
 kind_version=$(awk '$1 == "sigs.k8s.io/kind" {print $2; exit}' "$repo/deploy/tools/kind/go.mod")
-image=${KIND_NODE_IMAGE:-localhost/cifartrain/kind-node:$kube_version}
+image=localhost/cifartrain/kind-node:$kube_version
 key=$( (echo "$kube_version $kind_version"; cat "$0"; cd "$here/node-image" && find . -type f |
   LC_ALL=C sort | xargs cat) | sha256sum | cut -c1-12)
 cache_root=${CIFAR_KIND_CACHE:-$HOME/.cache/cifartrain/kind}

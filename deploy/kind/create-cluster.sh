@@ -115,7 +115,7 @@ else
     timeout 300 "$provider" pull "$pinned" >&2 || node_image=build
   fi
   if [ "$node_image" = build ]; then
-    say "$pinned cannot be pulled here: building a node image (deploy/kind/build-node-image.sh)"
+    say "the node image built here (deploy/kind/build-node-image.sh; cached once built)"
     node_image=$("$here/build-node-image.sh")
   fi
   image_flag=()
