@@ -39,8 +39,11 @@ key=$( (echo "$kube_version $kind_version"; cat "$0"; cd "$here/node-image" && f
   LC_ALL=C sort | xargs cat) | sha256sum | cut -c1-12)
 cache_root=${CIFAR_KIND_CACHE:-$HOME/.cache/cifartrain/kind}
 cache=$cache_root/node-$kube_version-$key
-# The node's Go tools are cached by their pins alone: editing this script does not rebuild them.
-tools=$cache_root/tools-$(cat "$here/node-image/go.mod" "$here/node-image/go.sum" | sha256sum | cut -c1-12)
+# The node's Go tools are cached by their pins alone (editing this script does not rebuild them);
+# CoreDNS by its own.
+pins_key() { cat "$1/go.mod" "$1/go.sum" | sha256sum | cut -c1-12; }
+tools=$cache_root/tools-$(pins_key "$here/node-image")
+coredns_tools=$cache_root/coredns-$(pins_key "$here/node-image/coredns")
 label=cifartrain.io/node-image-key
 
 if [ "$(podman image inspect --format "{{index .Labels \"$label\"}}" "$image" 2>/dev/null)" = "$key" ]; then
@@ -55,15 +58,10 @@ if [ -f "$cache/node.tar" ]; then
 fi
 mkdir -p "$cache"
 work=$(mktemp -d)
-build_container=""
-cleanup() {
-  [ -z "$build_container" ] || podman rm -f "$build_container" >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap 'rm -rf "$work"' EXIT
 
-# 1. Binaries: Kubernetes, etcd and CoreDNS as the local cluster builds them, plus kubeadm and
-#    kubectl; containerd and the node's tools from node-image/go.mod.
+# 1. Binaries: Kubernetes and etcd as the local cluster builds them, plus kubeadm and kubectl;
+#    containerd and the node's tools from node-image/go.mod; CoreDNS from node-image/coredns.
 say "Kubernetes $kube_version, kind $kind_version's layout"
 kube_bin=$("$repo/deploy/local-cluster/build.sh" kind)
 require_go "$here/node-image" "the kind node's tools"
@@ -75,7 +73,7 @@ go_build "$tools" "$here/node-image" "no_btrfs no_devmapper no_zfs no_aufs" "" \
   github.com/containernetworking/plugins/plugins/main/ptp \
   github.com/containernetworking/plugins/plugins/meta/portmap
 # CoreDNS at the version kubeadm names (the local cluster's may differ): node-image/coredns pins it.
-go_build "$tools" "$here/node-image/coredns" "grpcnotrace" "" github.com/coredns/coredns
+go_build "$coredns_tools" "$here/node-image/coredns" "grpcnotrace" "" github.com/coredns/coredns
 coredns_version=$(awk '$1 == "github.com/coredns/coredns" {print $2; exit}' "$here/node-image/coredns/go.mod")
 kind_files=$(cd "$work" && GOTOOLCHAIN=local GOFLAGS='' go mod download -json "sigs.k8s.io/kind@$kind_version" |
   jq -r .Dir)/images/base/files
@@ -118,7 +116,7 @@ for name in $required "$pause_image"; do
       [ "${name##*:}" = "$coredns_version" ] ||
         die "kubeadm $kube_version names $name; node-image/coredns/go.mod pins $coredns_version: pin ${name##*:}"
       # kubeadm's CoreDNS Deployment passes only arguments: the image's entrypoint is /coredns.
-      cp "$tools/bin/coredns" "$context/"
+      cp "$coredns_tools/bin/coredns" "$context/"
       printf 'FROM scratch\nCOPY coredns /coredns\nENTRYPOINT ["/coredns"]\n' >"$context/Containerfile" ;;
     pause) continue ;;
     *) die "kubeadm $kube_version needs $name, which this script does not build" ;;

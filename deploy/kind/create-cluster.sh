@@ -132,9 +132,6 @@ else
     # kind's podman provider mounts /lib/modules read-only into every node: a kernel built without
     # modules (these VMs) has none.
     [ -d /lib/modules ] || mkdir -p /lib/modules || die "kind (podman) mounts /lib/modules: sudo mkdir -p /lib/modules"
-    # Rootful podman raises a container's open-files and processes limits above the host's hard
-    # ones, which a host without CAP_SYS_RESOURCE refuses ("error setting rlimit"): give podman
-    # the host's own limits (podman itself lowers its processes limit to 32768).
     # kind's nodes find the control plane by name: podman's network `kind` must resolve names
     # (with the CNI backend, the dnsname plugin). One made without it (the plugin installed since)
     # is made again by kind once removed, if no container uses it.
@@ -147,6 +144,9 @@ else
         die "podman's network kind resolves no names and is in use: remove its containers and it (podman network rm kind)"
       say "removed podman's network kind, made without name resolution: kind makes it again"
     fi
+    # Rootful podman raises a container's open-files and processes limits above the host's hard
+    # ones, which a host without CAP_SYS_RESOURCE refuses ("error setting rlimit"): give podman
+    # the host's own limits (podman itself lowers its processes limit to 32768).
     if ! podman run --rm --privileged --entrypoint true "$node_image" >/dev/null 2>&1; then
       conf=$(mktemp)
       nproc=$(ulimit -Hu)
