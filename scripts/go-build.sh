@@ -39,3 +39,13 @@ require_go() {
     exit 1
   fi
 }
+
+# go_mod_pin GO_MOD MODULE: the version GO_MOD requires of MODULE (a `require` line of its own or
+# in a block); fails saying so when it requires none.
+go_mod_pin() {
+  local version
+  version=$(awk -v module="$2" '($1 == "require" && $2 == module) || ($1 == module && $2 ~ /^v/) {
+    print ($1 == "require" ? $3 : $2); exit }' "$1")
+  [ -n "$version" ] || { echo "$1 requires no $2" >&2; return 1; }
+  echo "$version"
+}

@@ -12,11 +12,13 @@
 #   needs, named as `kubeadm config images list` names them, each built here from the same
 #   Kubernetes and etcd modules as the local cluster (CoreDNS at kubeadm's version), plus the pause image of kind's
 #   containerd config and the default CNI's image.
+#   The default storage as kind's: local-path-provisioner (node-image/local-path pins it; a module
+#   of its own, since its logrus import path differs from containerd's only in case, which one
+#   build refuses) and its helper, node-image/default-storage.yaml.
 # Differences from kind's images, each because its source is not to be had here: Debian 12, not
 # 13 (13's systemd no longer boots on a cgroup v1 host such as these machines); Debian's runc;
 # the default CNI is node-image/podroutes.sh (routes and CNI config, as kindnetd; no policy
-# enforcement) since kindnetd's module is not served; no default-storage.yaml (kind then installs
-# its fallback StorageClass), since local-path-provisioner's served version does not build.
+# enforcement) since kindnetd's module is not served.
 # The image is cached by a key of its inputs (podman's store, and a docker-archive under
 # $CIFAR_KIND_CACHE, default ~/.cache/cifartrain/kind): a cached run takes seconds. Cold: about
 # 15 minutes on 2 cores (most of it Go builds the local cluster shares). Prints the image's name.
@@ -31,9 +33,8 @@ for cmd in podman mmdebstrap go gcc jq; do
 done
 source "$repo/scripts/go-build.sh"
 
-kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' \
-  "$repo/deploy/local-cluster/modules/kubernetes/go.mod")
-kind_version=$(awk '$1 == "sigs.k8s.io/kind" {print $2; exit}' "$repo/deploy/tools/kind/go.mod")
+kube_version=$(go_mod_pin "$repo/deploy/local-cluster/modules/kubernetes/go.mod" k8s.io/kubernetes)
+kind_version=$(go_mod_pin "$repo/deploy/tools/kind/go.mod" sigs.k8s.io/kind)
 image=localhost/cifartrain/kind-node:$kube_version
 key=$( (echo "$kube_version $kind_version"; cat "$0"; cd "$here/node-image" && find . -type f |
   LC_ALL=C sort | xargs cat) | sha256sum | cut -c1-12)
@@ -44,6 +45,7 @@ cache=$cache_root/node-$kube_version-$key
 pins_key() { cat "$1/go.mod" "$1/go.sum" | sha256sum | cut -c1-12; }
 tools=$cache_root/tools-$(pins_key "$here/node-image")
 coredns_tools=$cache_root/coredns-$(pins_key "$here/node-image/coredns")
+local_path_tools=$cache_root/local-path-$(pins_key "$here/node-image/local-path")
 label=cifartrain.io/node-image-key
 
 if [ "$(podman image inspect --format "{{index .Labels \"$label\"}}" "$image" 2>/dev/null)" = "$key" ]; then
@@ -74,7 +76,8 @@ go_build "$tools" "$here/node-image" "no_btrfs no_devmapper no_zfs no_aufs" "" \
   github.com/containernetworking/plugins/plugins/meta/portmap
 # CoreDNS at the version kubeadm names (the local cluster's may differ): node-image/coredns pins it.
 go_build "$coredns_tools" "$here/node-image/coredns" "grpcnotrace" "" github.com/coredns/coredns
-coredns_version=$(awk '$1 == "github.com/coredns/coredns" {print $2; exit}' "$here/node-image/coredns/go.mod")
+go_build "$local_path_tools" "$here/node-image/local-path" "" "" github.com/rancher/local-path-provisioner
+coredns_version=$(go_mod_pin "$here/node-image/coredns/go.mod" github.com/coredns/coredns)
 kind_files=$(cd "$work" && GOTOOLCHAIN=local GOFLAGS='' go mod download -json "sigs.k8s.io/kind@$kind_version" |
   jq -r .Dir)/images/base/files
 [ -d "$kind_files" ] || die "kind $kind_version's images/base/files is not in its module"
@@ -135,10 +138,20 @@ mkdir -p "$work/context-podroutes"
 cp "$here/node-image/podroutes.sh" "$kube_bin/kubectl" "$work/context-podroutes/"
 printf 'FROM %s\nCOPY kubectl podroutes.sh /usr/local/bin/\n' "$net_base" >"$work/context-podroutes/Containerfile"
 image_of "$cni_image" "$work/context-podroutes"
+# The default storage: the provisioner, and the helper its pods make and remove directories with.
+mkdir -p "$work/context-local-path"
+cp "$local_path_tools/bin/local-path-provisioner" "$work/context-local-path/"
+printf 'FROM %s\nCOPY local-path-provisioner /usr/local/bin/\n' "$net_base" >"$work/context-local-path/Containerfile"
+image_of "localhost/cifartrain/kind-local-path:$key" "$work/context-local-path"
+podman tag "$net_base" "localhost/cifartrain/kind-local-path-helper:$key"
+podman save --quiet --format docker-archive -o "$work/images/local-path-helper.tar" \
+  "localhost/cifartrain/kind-local-path-helper:$key"
 
 # 3. The base: Debian, kind's files and package set-up (its images/base/Dockerfile), the binaries.
 say "the node's Debian (mmdebstrap)"
-sed "s/IMAGE_TAG/$key/" "$here/node-image/default-cni.yaml" >"$work/default-cni.yaml"
+for manifest in default-cni.yaml default-storage.yaml; do
+  sed "s/IMAGE_TAG/$key/" "$here/node-image/$manifest" >"$work/$manifest"
+done
 mmdebstrap --quiet --variant=minbase \
   --include=systemd,systemd-sysv,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,fuse-overlayfs,e2fsprogs,bash,ca-certificates,curl,jq,procps,runc \
   --customize-hook="'$here/node-image/customize.sh' \"\$1\" '$kind_files' '$tools/bin' '$kube_bin' '$kube_version' '$work'" \

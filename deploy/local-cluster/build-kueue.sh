@@ -7,12 +7,12 @@
 #   deploy/local-cluster/build-kueue.sh
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kueue" {print $3}' "$here/modules/kueue/go.mod")
+# shellcheck source=../../scripts/go-build.sh
+source "$here/../../scripts/go-build.sh"
+version=$(go_mod_pin "$here/modules/kueue/go.mod" sigs.k8s.io/kueue)
 out=${CIFAR_CONTROL_PLANE_CACHE:-$HOME/.cache/cifartrain/control-plane}/kueue-$version
 mkdir -p "$out/bin"
 
-# shellcheck source=../../scripts/go-build.sh
-source "$here/../../scripts/go-build.sh"
 require_go "$here/modules/kueue" "kueue $version"
 p=sigs.k8s.io/kueue/pkg/version
 go_build "$out" "$here/modules/kueue" "" \

@@ -7,7 +7,9 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=$1
 [ -f "$out" ] && exit 0
-version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$here/modules/kubernetes/go.mod")
+# shellcheck source=../../scripts/go-build.sh
+source "$here/../../scripts/go-build.sh"
+version=$(go_mod_pin "$here/modules/kubernetes/go.mod" k8s.io/kubernetes)
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
 source=$(cd "$here/modules/kubernetes" && go mod download -json "k8s.io/kubernetes@$version" |
   python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')/build/pause/linux/pause.c

@@ -18,13 +18,13 @@ case ${1:-} in
   *) echo "usage: build.sh [node|kind] (Kueue's manager: build-kueue.sh)" >&2; exit 2 ;;
 esac
 here=$(cd "$(dirname "$0")" && pwd)
-kube_version=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$here/modules/kubernetes/go.mod")
-etcd_version=$(awk '$1 == "go.etcd.io/etcd/server/v3" {print $2; exit}' "$here/modules/etcd/go.mod")
+# shellcheck source=../../scripts/go-build.sh
+source "$here/../../scripts/go-build.sh"
+kube_version=$(go_mod_pin "$here/modules/kubernetes/go.mod" k8s.io/kubernetes)
+etcd_version=$(go_mod_pin "$here/modules/etcd/go.mod" go.etcd.io/etcd/server/v3)
 out=${CIFAR_CONTROL_PLANE_CACHE:-$HOME/.cache/cifartrain/control-plane}/k8s-$kube_version-etcd-$etcd_version
 mkdir -p "$out/bin"
 
-# shellcheck source=../../scripts/go-build.sh
-source "$here/../../scripts/go-build.sh"
 require_go "$here/modules/kubernetes" "kube-apiserver $kube_version"
 command -v kubectl >/dev/null || { echo "build.sh: kubectl is not on PATH" >&2; exit 1; }
 
@@ -43,7 +43,7 @@ if [ -n "${1:-}" ]; then
     k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-proxy
   coredns_module="$here/modules/coredns"
-  coredns_version=$(awk '$1 == "github.com/coredns/coredns" {print $2; exit}' "$coredns_module/go.mod")
+  coredns_version=$(go_mod_pin "$coredns_module/go.mod" github.com/coredns/coredns)
   [ "$(cat "$out/bin/coredns.version" 2>/dev/null)" = "$coredns_version" ] || rm -f "$out/bin/coredns"
   go_build "$out" "$coredns_module" "$tags" "" github.com/coredns/coredns
   echo "$coredns_version" >"$out/bin/coredns.version"

@@ -24,7 +24,9 @@ log_dir=$dir/logs
 source "$here/lib.sh"
 kubectl=(kubectl --kubeconfig "$dir/kubeconfig")
 
-version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/kueue" {print $3}' "$here/modules/kueue/go.mod")
+# shellcheck source=../../scripts/go-build.sh
+source "$here/../../scripts/go-build.sh"
+version=$(go_mod_pin "$here/modules/kueue/go.mod" sigs.k8s.io/kueue)
 bin=$("$here/build-kueue.sh")
 image=localhost/kueue/kueue:$version
 

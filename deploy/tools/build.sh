@@ -28,7 +28,7 @@ module_dir() {
   (cd "$out" && GOTOOLCHAIN=local GOFLAGS='' go mod download -json "$1" |
     sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 }
-version() { awk -v m="$1" '($1 == "require" && $2 == m) || $1 == m {print ($1 == m ? $2 : $3); exit}' "$module/go.mod"; }
+version() { go_mod_pin "$module/go.mod" "$1"; }
 
 case $tool in
   helm)

@@ -31,7 +31,9 @@ count_lines() {
 kind_cli() { env PATH=/nonexistent HOME="$tmp" "$bin/kind" "$@" >"$tmp/cli.out" 2>&1; }
 
 # --- the kind pinned in deploy/tools/kind/go.mod is the kind this checks with
-pinned=$(awk '$1 == "sigs.k8s.io/kind" {print $2; exit}' "$repo/deploy/tools/kind/go.mod")
+# shellcheck source=../../scripts/go-build.sh
+source "$repo/scripts/go-build.sh"
+pinned=$(go_mod_pin "$repo/deploy/tools/kind/go.mod" sigs.k8s.io/kind)
 "$bin/kind" version >"$tmp/version"
 expect_line "$tmp/version" "^kind $pinned " "kind CLI is the pinned $pinned"
 

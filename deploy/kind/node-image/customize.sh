@@ -4,7 +4,7 @@
 #   customize.sh ROOTFS KIND_FILES NODE_BIN KUBE_BIN KUBE_VERSION WORK
 # KIND_FILES: kind's images/base/files; NODE_BIN: containerd, ctr, the shim, crictl and the CNI
 # plugins; KUBE_BIN: kubeadm, kubelet, kubectl; WORK: images/*.tar (docker-archives to preload)
-# and default-cni.yaml.
+# and the default CNI's and storage's manifests.
 set -euo pipefail
 rootfs=$1 kind_files=$2 node_bin=$3 kube_bin=$4 kube_version=$5 work=$6
 
@@ -20,10 +20,10 @@ chmod 0755 "$rootfs"/usr/local/bin/* "$rootfs"/kind/bin/*
   jq 'del(.process.rlimits)' >"$rootfs/etc/containerd/cri-base.json"
 cp "$node_bin/containerd" "$node_bin/ctr" "$node_bin/containerd-shim-runc-v2" "$node_bin/crictl" "$rootfs/usr/local/bin/"
 cp "$node_bin/host-local" "$node_bin/loopback" "$node_bin/ptp" "$node_bin/portmap" "$rootfs/opt/cni/bin/"
-# kind's node image: the Kubernetes binaries in /usr/bin, the version, the default CNI.
+# kind's node image: the Kubernetes binaries in /usr/bin, the version, the default CNI and storage.
 cp "$kube_bin/kubeadm" "$kube_bin/kubelet" "$kube_bin/kubectl" "$rootfs/usr/bin/"
 echo "$kube_version" >"$rootfs/kind/version"
-cp "$work/default-cni.yaml" "$rootfs/kind/manifests/default-cni.yaml"
+cp "$work/default-cni.yaml" "$work/default-storage.yaml" "$rootfs/kind/manifests/"
 # Kubernetes 1.35+ kubelets refuse a cgroup v1 host unless told (these machines are cgroup v1;
 # on a cgroup v2 host the flag changes nothing). kind's kubelet unit reads the extra arguments here.
 # A host that withholds CAP_SYS_RESOURCE (these VMs) refuses the negative oom_score_adj containerd
