@@ -3,9 +3,10 @@
 # cluster with deploy/kind/create-cluster.sh (the node image built here when kindest/node cannot be
 # pulled), runs its example to Succeeded, and deletes the cluster; then the machine must be as it
 # was (no container, volume, mount, network interface or iptables rule left).
-#   cpu       the parameter-server example (local-volumes.yaml, ps-job.yaml) with `kubectl get ctj
-#             -w` watching, its pods on both workers; then the chart's test (create-cluster.sh ran
-#             it) and `helm uninstall`, which must leave no operator, CRD or job behind.
+#   cpu       the default StorageClass provisioning a claim; the parameter-server example
+#             (local-volumes.yaml, ps-job.yaml) with `kubectl get ctj -w` watching, its pods on
+#             both workers; then the chart's test (create-cluster.sh ran it) and `helm
+#             uninstall`, which must leave no operator or job behind (and keep the CRD).
 #   fake-gpu  the GPU example on fake GPUs (the runtime image on the CPU, gloo): each worker pod on
 #             a GPU worker with RuntimeClass nvidia and one device, the device in its process's
 #             NVIDIA_VISIBLE_DEVICES, Succeeded. Its data comes from the local volume and it trains
@@ -71,10 +72,55 @@ wait_job() {
   echo "${state:-none}"
 }
 
+# check_default_storage CONTEXT CLUSTER: the node image's default StorageClass provisions a claim
+# that names none once a pod uses it (a directory on that pod's node), and removes it with the
+# claim. The pod runs the nodes' pause image (whichever their containerd config names).
+check_default_storage() {
+  local ctx=$1 cluster=$2 pause node="" dir="" phase="" left=""
+  k() { kubectl --context "$ctx" "$@"; }
+  # The volumes' directories on the pod's node (local-path names them pvc-UID_NAMESPACE_CLAIM).
+  provisioned() {
+    [ -n "$node" ] || { echo "(the pod had no node)"; return; }
+    "$engine" exec "$node" ls /var/local-path-provisioner 2>&1 || echo "(cannot list it on $node)"
+  }
+  pause=$("$engine" exec "$cluster-control-plane" sed -n 's/^ *sandbox_image = "\(.*\)"/\1/p' \
+    /etc/containerd/config.toml)
+  k apply -f - <<YAML
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: scratch}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Mi}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: scratch-user}
+spec:
+  containers: [{name: pause, image: "$pause", imagePullPolicy: Never, volumeMounts: [{name: scratch, mountPath: /scratch}]}]
+  volumes: [{name: scratch, persistentVolumeClaim: {claimName: scratch}}]
+YAML
+  k wait --for=condition=Ready pod/scratch-user --timeout=120s >/dev/null || true
+  phase=$(k get pvc scratch -o jsonpath='{.status.phase} {.spec.storageClassName}')
+  node=$(k get pod scratch-user -o jsonpath='{.spec.nodeName}')
+  dir=$(provisioned)
+  [ "$phase" = "Bound standard" ] && [[ $dir == pvc-*_default_scratch ]] &&
+    pass "the default StorageClass provisioned a claim (a directory on $node)" ||
+    { fail "the claim is '$phase', its directory on '$node': '$dir'"; k describe pvc scratch | tail -8 >&2; }
+  k delete pod scratch-user --wait >/dev/null
+  k delete pvc scratch --wait >/dev/null
+  for _ in $(seq 30); do
+    left=$(k get pv -o name; provisioned)
+    [ -z "$left" ] && break
+    sleep 2
+  done
+  [ -z "$left" ] && pass "its volume and directory went with the claim" ||
+    fail "left after the claim: $(echo "$left" | tr '\n' ' ')"
+}
+
 flow_cpu() {
   local ctx=kind-cifartrain k
   k() { kubectl --context "$ctx" "$@"; }
   timed "create-cluster.sh cpu" "$repo/deploy/kind/create-cluster.sh" cpu
+  check_default_storage "$ctx" cifartrain
   k apply -f "$repo/deploy/examples/local-volumes.yaml" -f "$repo/deploy/examples/ps-job.yaml"
   k get ctj -w >"$work/watch" 2>&1 &
   local watch=$!
