@@ -716,9 +716,12 @@ TEST(AllReduceJob, AnElasticJobWhoseRanksLeaveOneAfterTheOtherGoesOnWithTheRankL
   EXPECT_EQ(ranks[1]->wait(), 3) << read_file(log(1));  // contract::kExitStopped
   EXPECT_EQ(ranks[2]->wait(), 3) << read_file(log(2));
   EXPECT_EQ(ranks[0]->wait(), 0) << read_file(log(0));
+  // It left the rendezvous one of three ways, by when the stop came: in a round, as a round
+  // closed with it, or before it joined the next round (a loaded machine's timing).
   const auto second = read_file(log(2));
   EXPECT_TRUE(second.find("left round") != std::string::npos ||
-              second.find("asked to leave as round") != std::string::npos)
+              second.find("asked to leave as round") != std::string::npos ||
+              second.find("left before it joined") != std::string::npos)
       << second;
   EXPECT_EQ(read_file(log(0)).find("has not beaten at the rendezvous store"), std::string::npos)
       << read_file(log(0));
